@@ -1,0 +1,36 @@
+"""simkit: scientific simulation on JAX function transforms.
+
+Public API (re-exports only). Importing simkit applies the precision policy of
+`simkit._config` (float64 unless ``SIMKIT_ENABLE_X64=0``).
+"""
+
+from . import _config  # noqa: F401  (precision policy first, before jax/equinox load)
+from . import models as models
+from ._solve import SaveSteps as SaveSteps
+from ._solve import solve as solve
+from .errors import DependencyError as DependencyError
+from .errors import InputError as InputError
+from .errors import ParameterError as ParameterError
+from .errors import ShapeError as ShapeError
+from .errors import SimkitError as SimkitError
+from .errors import SolveError as SolveError
+from .model import ODEModel as ODEModel
+from .solution import Solution as Solution
+from .status import Status as Status
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DependencyError",
+    "InputError",
+    "ODEModel",
+    "ParameterError",
+    "SaveSteps",
+    "ShapeError",
+    "SimkitError",
+    "Solution",
+    "SolveError",
+    "Status",
+    "models",
+    "solve",
+]

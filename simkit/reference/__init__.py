@@ -1,0 +1,13 @@
+"""The SciPy yardstick: any `ODEModel` through ``scipy.integrate.solve_ivp``.
+
+``solve_ivp(model, ...)`` runs SciPy with the model's own rhs (jitted, called with NumPy
+arrays) and, for the implicit methods (Radau, BDF, LSODA), its ``jax.jacfwd`` Jacobian.
+``compare(solution, reference, rtol, atol)`` returns per-state errors normalised by the
+tolerance. SciPy is imported only when these are called.
+"""
+
+from .scipy_ivp import ReferenceSolution as ReferenceSolution
+from .scipy_ivp import compare as compare
+from .scipy_ivp import solve_ivp as solve_ivp
+
+__all__ = ["ReferenceSolution", "compare", "solve_ivp"]

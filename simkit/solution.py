@@ -1,0 +1,131 @@
+"""`Solution`: the result of `simkit.solve` — times, states, stats, status."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .errors import DependencyError, ParameterError
+from .status import Status, describe
+
+
+class Solution(eqx.Module):
+    """Trajectory of an ODE solve.
+
+    A pytree, so it can be returned from ``jax.jit``/``jax.vmap`` of a function that
+    calls `simkit.solve`; under ``jax.vmap`` every array field gains a leading member axis.
+
+    **Fields:**
+
+    - `ts`: save times, shape ``(n_save,)``.
+    - `ys`: states at `ts`, shape ``(n_save, n_states)`` (row = time, column = state).
+    - `state_names`: names of the state columns.
+    - `stats`: dict of solver counters: ``num_steps`` (attempted), ``num_accepted_steps``,
+      ``num_rejected_steps`` and, for explicit Runge–Kutta solvers, ``num_rhs`` (right-hand
+      side evaluations, including the two of the initial-step estimate).
+    - `status`: integer `simkit.Status` code (0 = success, 1 = terminated by an event).
+    - `t_final`, `y_final`: time and state where the integration stopped.
+    - `event_index`: index of the event that fired (``-1`` if none); `event_time` its time.
+
+    Save times after a terminal event are dropped when the solve is called outside of
+    a JAX transform; under a transform (shapes must be static) they are kept and filled
+    with ``inf`` (times) and the state at the event.
+    """
+
+    ts: Any
+    ys: Any
+    stats: dict[str, Any]
+    status: Any
+    t_final: Any
+    y_final: Any
+    event_index: Any
+    event_time: Any
+    params: dict[str, Any]
+    rtol: Any
+    atol: Any
+    state_names: tuple[str, ...] = eqx.field(static=True)
+    model_name: str = eqx.field(static=True, default="model")
+    solver_name: str = eqx.field(static=True, default="")
+    interpolation: Any = None
+
+    # -- access ---------------------------------------------------------------
+    def __getitem__(self, name: str) -> Any:
+        """The trajectory of one state by name, shape ``(n_save,)``."""
+        if not isinstance(name, str):
+            raise TypeError("index a Solution by state name, e.g. sol['x']; use sol.ys for arrays")
+        try:
+            i = self.state_names.index(name)
+        except ValueError:
+            raise ParameterError(
+                f"solution of {self.model_name!r} has no state {name!r}; "
+                f"states are {list(self.state_names)}"
+            ) from None
+        return self.ys[..., i]
+
+    @property
+    def ok(self) -> bool:
+        """True when the solve reached ``t1`` or stopped at an event."""
+        return bool(np.all(np.asarray(self.status) <= int(Status.EVENT)))
+
+    @property
+    def message(self) -> str:
+        """Human-readable status."""
+        codes = np.unique(np.asarray(self.status))
+        return "; ".join(describe(int(c)) for c in codes)
+
+    def evaluate(self, t: Any) -> Any:
+        """Dense output: the state at time(s) ``t``; shape ``t.shape + (n_states,)``.
+
+        Available when the solve was called with ``dense=True``.
+        """
+        if self.interpolation is None:
+            raise ValueError("dense output was not requested: call simkit.solve(..., dense=True)")
+        t = jnp.asarray(t)
+        flat = jnp.reshape(t, (-1,))
+        out = jax.vmap(self.interpolation.evaluate)(flat)
+        return jnp.reshape(out, t.shape + out.shape[-1:])
+
+    # -- export ---------------------------------------------------------------
+    def to_xarray(self) -> Any:
+        """An ``xarray.DataArray`` with dims ``(time, state)``; attrs hold the model name,
+        parameters, solver and tolerances. Needs the ``xarray`` extra."""
+        try:
+            import xarray as xr
+        except ImportError:
+            raise DependencyError(
+                "Solution.to_xarray() needs xarray: pip install 'simkit[xarray]'"
+            ) from None
+        attrs: dict[str, Any] = {
+            "model": self.model_name,
+            "solver": self.solver_name,
+            "rtol": float(self.rtol),
+            "atol": float(self.atol),
+            "status": self.message,
+        }
+        for k, v in self.params.items():
+            arr = np.asarray(v)
+            attrs[f"param_{k}"] = float(arr) if arr.ndim == 0 else arr.tolist()
+        return xr.DataArray(
+            np.asarray(self.ys),
+            dims=("time", "state"),
+            coords={"time": np.asarray(self.ts), "state": list(self.state_names)},
+            name=self.model_name,
+            attrs=attrs,
+        )
+
+    def plot(self, ax: Any = None, *, states: list[str] | None = None, **kwargs: Any) -> Any:
+        """Plot states against time on ``ax`` (a new figure if None); returns the Axes."""
+        from .plot import plot_solution
+
+        return plot_solution(self, ax=ax, states=states, **kwargs)
+
+    def __repr__(self) -> str:
+        n = np.shape(self.ts)
+        return (
+            f"Solution(model={self.model_name!r}, solver={self.solver_name}, "
+            f"n_save={n}, states={list(self.state_names)}, status={self.message!r})"
+        )
