@@ -86,6 +86,10 @@ def _num_rhs(solver: Any, num_steps: Any) -> Any | None:
     return 2 + (1 if fsal else 0) + per_step * num_steps
 
 
+def _event_values(events: tuple[EventFn, ...], t: Any, y: Any, params: Any) -> Any:
+    return jnp.stack([jnp.asarray(g(t, y, params), dtype=y.dtype) for g in events])
+
+
 @functools.partial(jax.jit, static_argnames=("program",))
 def _run(program: _Program, t0, t1, y0, params, save_ts, rtol, atol, dt0):
     solver = program.solver
@@ -102,13 +106,22 @@ def _run(program: _Program, t0, t1, y0, params, save_ts, rtol, atol, dt0):
         main = dfx.SubSaveAt(steps=True)
     saveat = dfx.SaveAt(subs=[main, dfx.SubSaveAt(t1=True)], dense=program.dense)
     event = None
+    args: Any = params
     if program.events:
+        # One continuous condition, the smallest of the events' values each oriented to
+        # start positive: it reaches zero at the *earliest* crossing of any event, even
+        # when several change sign inside one step (diffrax's Event, given several
+        # conditions, reports the first one in list order in that case).
+        signs = _event_values(program.events, t0, y0, params)
+        signs = jnp.where(signs < 0, -1.0, 1.0).astype(y0.dtype)
+        args = (params, signs)
         eps = jnp.finfo(y0.dtype).eps
         scale = jnp.maximum(jnp.maximum(jnp.abs(t0), jnp.abs(t1)), 1.0)
-        conds = tuple(
-            (lambda g: lambda t, y, args, **kw: g(t, y, args))(g) for g in program.events
+        event = dfx.Event(
+            lambda t, y, args, **kw: jnp.min(args[1] * _event_values(program.events, t, y, args[0])),
+            root_finder=optx.Newton(rtol=100 * eps, atol=100 * eps * scale),
         )
-        event = dfx.Event(conds, root_finder=optx.Newton(rtol=100 * eps, atol=100 * eps * scale))
+        term = dfx.ODETerm(lambda t, y, args: program.rhs(t, y, args[0]))
     sol = dfx.diffeqsolve(
         term,
         solver,
@@ -116,7 +129,7 @@ def _run(program: _Program, t0, t1, y0, params, save_ts, rtol, atol, dt0):
         t1,
         dt0,
         y0,
-        args=params,
+        args=args,
         saveat=saveat,
         stepsize_controller=dfx.PIDController(rtol=rtol, atol=atol),
         max_steps=program.max_steps,
@@ -126,9 +139,9 @@ def _run(program: _Program, t0, t1, y0, params, save_ts, rtol, atol, dt0):
     (ts, ys), (t_end, y_end) = (sol.ts[0], sol.ys[0]), (sol.ts[1][0], sol.ys[1][0])
     status = _result_code(sol, y_end)
     if program.events:
-        mask = jnp.stack([jnp.asarray(m) for m in sol.event_mask])
-        fired = jnp.any(mask)
-        event_index = jnp.where(fired, jnp.argmax(mask), -1).astype(jnp.int32)
+        values = args[1] * _event_values(program.events, t_end, y_end, params)
+        fired = status == int(Status.EVENT)
+        event_index = jnp.where(fired, jnp.argmin(values), -1).astype(jnp.int32)
         event_time = jnp.where(fired, t_end, jnp.nan)
     else:
         event_index = jnp.asarray(-1, jnp.int32)
@@ -280,11 +293,11 @@ def solve(
     for name, value in merged.items():
         _check_finite(f"parameter {name!r}", value, model)
     y0 = model.y0 if y0 is None else y0
-    if jnp.shape(y0) != (model.n_states,):
-        extra = " (for a batch of initial states use simkit.ensemble or jax.vmap)" if jnp.ndim(y0) > 1 else ""
+    if np.shape(y0) != (model.n_states,):
+        extra = " (for a batch of initial states use simkit.ensemble or jax.vmap)" if np.ndim(y0) > 1 else ""
         raise ShapeError(
             f"model {model.name!r}: y0 must have shape ({model.n_states},) "
-            f"for states {list(model.state_names)}, got {jnp.shape(y0)}{extra}"
+            f"for states {list(model.state_names)}, got {np.shape(y0)}{extra}"
         )
     _check_finite("y0", y0, model)
     _check_positive("rtol", rtol)

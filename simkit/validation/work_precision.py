@@ -1,0 +1,70 @@
+"""Work-precision: error against run time over a range of tolerances, simkit vs SciPy."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any
+
+import numpy as np
+
+from .. import models
+from .._solve import solve
+from ..reference import solve_ivp
+
+# problem -> (t1, atol/rtol ratio, SciPy methods)
+PROBLEMS: dict[str, tuple[float | None, float, tuple[str, ...]]] = {
+    "lorenz": (5.0, 1.0, ("RK45", "DOP853", "LSODA")),
+    "arenstorf": (None, 1.0, ("RK45", "DOP853", "LSODA")),
+    "robertson": (None, 1e-4, ("Radau", "BDF", "LSODA")),
+    "hires": (None, 1e-3, ("Radau", "BDF", "LSODA")),
+}
+
+
+def scaled_error(ys: Any, ys_ref: Any) -> float:
+    """max over time and states of |y - y_ref| / max_t |y_ref| (per-state scale)."""
+    ys, ys_ref = np.asarray(ys), np.asarray(ys_ref)
+    scale = np.maximum(np.abs(ys_ref).max(axis=0), 1e-300)
+    return float((np.abs(ys - ys_ref) / scale).max())
+
+
+def _time(fn: Any, repeats: int) -> tuple[Any, float]:
+    out, times = None, []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - start)
+    return out, statistics.median(times)
+
+
+def work_precision(name: str, tolerances: list[float], n_save: int = 51, repeats: int = 3) -> dict[str, Any]:
+    """Run one problem at each rtol; returns ``{solver_label: [(error, seconds), ...]}``.
+
+    simkit is compiled once (first call, excluded) and timed as the median of
+    ``repeats`` runs; SciPy methods are timed once per tolerance (they are slow).
+    """
+    t1, ratio, methods = PROBLEMS[name]
+    model = models.get(name)
+    span = (model.t_span[0], model.t_span[1] if t1 is None else t1)
+    ref_method = "Radau" if model.stiff else "DOP853"
+    ref = solve_ivp(model, span, saveat=n_save, method=ref_method, rtol=1e-13, atol=1e-13 * ratio)
+    out: dict[str, list[tuple[float, float]]] = {}
+    label = "simkit (Kvaerno5)" if model.stiff else "simkit (Tsit5)"
+    solve(model, span, saveat=n_save, rtol=tolerances[0], atol=tolerances[0] * ratio)  # compile
+    for rtol in tolerances:
+        sol, sec = _time(
+            lambda: solve(model, span, saveat=n_save, rtol=rtol, atol=rtol * ratio, max_steps=500_000).ys.block_until_ready(),
+            repeats,
+        )
+        out.setdefault(label, []).append((scaled_error(sol, ref.ys), sec))
+    for method in methods:
+        for rtol in tolerances:
+            try:
+                r, sec = _time(
+                    lambda: solve_ivp(model, span, saveat=n_save, method=method, rtol=rtol, atol=rtol * ratio),
+                    1,
+                )
+                out.setdefault(f"scipy {method}", []).append((scaled_error(r.ys, ref.ys), sec))
+            except Exception:  # a SciPy failure at one tolerance is a missing point
+                continue
+    return out

@@ -1,0 +1,37 @@
+"""Strict test configuration (STYLE.md item 9).
+
+Runs before anything touches a JAX backend: 4 simulated CPU devices, float64, rank
+promotion raises, matplotlib on Agg, no persistent compilation cache in the user's home.
+"""
+
+import os
+
+os.environ.setdefault("SIMKIT_COMPILATION_CACHE", "0")
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+import jax  # noqa: E402
+
+jax.config.update("jax_num_cpu_devices", 4)
+jax.config.update("jax_enable_x64", True)
+jax.config.update("jax_numpy_rank_promotion", "raise")
+
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")
+
+import pytest  # noqa: E402
+
+import simkit  # noqa: E402,F401
+
+
+@pytest.fixture
+def key():
+    return jax.random.key(0)
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    import matplotlib.pyplot as plt
+
+    plt.close("all")

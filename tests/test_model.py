@@ -1,0 +1,66 @@
+import numpy as np
+import pytest
+
+import simkit
+from simkit import models
+
+
+def _decay(t, y, p):
+    return -p["k"] * y
+
+
+def test_model_library_has_the_promised_models_with_sources():
+    names = models.names()
+    assert len(names) >= 14
+    for required in ["lorenz", "rossler", "lotka_volterra", "sir", "seir", "van_der_pol",
+                     "van_der_pol_stiff", "damped_driven_pendulum", "double_pendulum", "kepler",
+                     "arenstorf", "robertson", "oregonator", "hires", "brusselator",
+                     "fitzhugh_nagumo", "hodgkin_huxley"]:
+        assert required in names
+    for name in names:
+        m = models.get(name)
+        assert m.name == name
+        assert len(m.source) > 20, name
+        assert m.t_span is not None
+        assert np.shape(m.y0) == (m.n_states,)
+        dy = np.asarray(m.rhs(0.0, np.asarray(m.y0), m.params))
+        assert dy.shape == (m.n_states,) and np.all(np.isfinite(dy)), name
+
+
+def test_stiffness_hints():
+    assert models.get("robertson").stiff and models.get("van_der_pol_stiff").stiff
+    assert not models.get("lorenz").stiff
+
+
+def test_get_unknown_model_lists_names():
+    with pytest.raises(simkit.ParameterError, match="lorenz"):
+        models.get("lorentz")
+
+
+def test_with_params_and_unknown_parameter():
+    m = models.get("lorenz", rho=35.0)
+    assert m.params["rho"] == 35.0 and m.params["sigma"] == 10.0
+    with pytest.raises(simkit.ParameterError, match=r"valid names are \['sigma', 'rho', 'beta'\]"):
+        m.with_params(gamma=1.0)
+
+
+def test_replace_returns_new_model():
+    m = models.get("lorenz")
+    m2 = m.replace(y0=[2.0, 2.0, 2.0])
+    assert np.asarray(m.y0)[0] == 1.0 and np.asarray(m2.y0)[0] == 2.0
+
+
+def test_model_validates_shapes():
+    with pytest.raises(simkit.ShapeError, match="state_names has 2"):
+        simkit.ODEModel(rhs=_decay, params={"k": 1.0}, y0=[1.0, 2.0, 3.0], state_names=("a", "b"))
+    with pytest.raises(simkit.ShapeError, match="1-D"):
+        simkit.ODEModel(rhs=_decay, params={"k": 1.0}, y0=[[1.0]], state_names=("a",))
+    with pytest.raises(simkit.ShapeError, match="unique"):
+        simkit.ODEModel(rhs=_decay, params={"k": 1.0}, y0=[1.0, 1.0], state_names=("a", "a"))
+
+
+def test_state_index():
+    m = models.get("sir")
+    assert m.state_index("I") == 1
+    with pytest.raises(simkit.ParameterError, match="states are"):
+        m.state_index("Q")

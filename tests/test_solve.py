@@ -1,0 +1,176 @@
+"""simkit.solve against exact solutions, and its composition with JAX transforms."""
+
+import diffrax
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import simkit
+from simkit import models
+
+
+def oscillator_rhs(t, y, p):
+    return jnp.stack([y[1], -p["omega"] ** 2 * y[0]])
+
+
+OSC = simkit.ODEModel(
+    rhs=oscillator_rhs, params={"omega": 2.0}, y0=[1.0, 0.0], state_names=("x", "v"),
+    name="oscillator", t_span=(0.0, 3.0),
+)
+
+
+def osc_exact(t, omega=2.0):
+    return np.stack([np.cos(omega * t), -omega * np.sin(omega * t)], axis=-1)
+
+
+def ball_rhs(t, y, p):
+    return jnp.stack([y[1], -p["g"] + 0.0 * y[0]])
+
+
+BALL = simkit.ODEModel(rhs=ball_rhs, params={"g": 9.81}, y0=[10.0, 0.0], state_names=("h", "v"),
+                       name="ball", t_span=(0.0, 5.0))
+
+TOL = dict(rtol=1e-10, atol=1e-10)
+
+
+def test_exact_solution_linspace_saveat():
+    sol = simkit.solve(OSC, saveat=31, **TOL)
+    assert sol.ys.shape == (31, 2) and sol.ts.shape == (31,)
+    np.testing.assert_allclose(sol.ts, np.linspace(0, 3, 31), rtol=0, atol=1e-14)
+    # global error of a 1e-10 solve over ~1 period: within 100x tolerance
+    np.testing.assert_allclose(sol.ys, osc_exact(np.asarray(sol.ts)), rtol=0, atol=1e-8)
+    assert sol.status == simkit.Status.SUCCESS and sol.ok
+
+
+def test_saveat_array_steps_and_backwards():
+    ts = jnp.array([0.0, 0.5, 2.0, 3.0])
+    sol = simkit.solve(OSC, saveat=ts, **TOL)
+    np.testing.assert_allclose(sol.ys, osc_exact(np.asarray(ts)), atol=1e-8)
+    steps = simkit.solve(OSC, saveat="steps", **TOL)
+    n = int(steps.stats["num_accepted_steps"])
+    assert steps.ts.shape == (n,) and np.all(np.diff(np.asarray(steps.ts)) > 0)
+    np.testing.assert_allclose(steps.ys, osc_exact(np.asarray(steps.ts)), atol=1e-8)
+    back = simkit.solve(OSC, (3.0, 0.0), y0=osc_exact(3.0), saveat=5, **TOL)
+    np.testing.assert_allclose(back.y_final, osc_exact(0.0), atol=1e-8)
+
+
+def test_dense_output_matches_exact():
+    sol = simkit.solve(OSC, saveat=2, dense=True, **TOL)
+    t = np.linspace(0.0, 3.0, 97)
+    np.testing.assert_allclose(sol.evaluate(t), osc_exact(t), atol=1e-8)
+    with pytest.raises(ValueError, match="dense=True"):
+        simkit.solve(OSC, saveat=2, **TOL).evaluate(1.0)
+
+
+def test_terminal_event_time_and_index():
+    g = 9.81
+    sol = simkit.solve(BALL, saveat=51, events=lambda t, y, p: y[0], **TOL)
+    assert sol.status == simkit.Status.EVENT
+    np.testing.assert_allclose(float(sol.event_time), np.sqrt(2 * 10 / g), rtol=1e-10)
+    assert int(sol.event_index) == 0
+    # save times after the event are dropped, the rest are kept and exact
+    assert np.all(np.asarray(sol.ts) <= float(sol.event_time))
+    np.testing.assert_allclose(sol["h"], 10 - 0.5 * g * np.asarray(sol.ts) ** 2, atol=1e-9)
+    # two events: the first one to fire (crossing h = 5) is recorded
+    two = simkit.solve(BALL, saveat=51, events=[lambda t, y, p: y[0], lambda t, y, p: y[0] - 5.0], **TOL)
+    assert int(two.event_index) == 1
+    np.testing.assert_allclose(float(two.event_time), np.sqrt(2 * 5 / g), rtol=1e-10)
+
+
+def test_numbers_do_not_recompile():
+    traces = []
+
+    def rhs(t, y, p):
+        traces.append(1)
+        return -p["k"] * y
+
+    model = simkit.ODEModel(rhs=rhs, params={"k": 1.0}, y0=[1.0, 2.0], state_names=("a", "b"))
+    simkit.solve(model, (0.0, 1.0), saveat=11)
+    first = len(traces)
+    assert first > 0
+    s2 = simkit.solve(model, (0.5, 2.0), y0=[3.0, 4.0], params={"k": 0.3}, saveat=11, rtol=1e-9,
+                      atol=1e-12, dt0=0.01)
+    assert len(traces) == first  # new params, y0, t_span, tolerances, dt0: same program
+    np.testing.assert_allclose(s2.ys[-1], np.array([3.0, 4.0]) * np.exp(-0.3 * 1.5), rtol=1e-7)
+    # save times given as an array are another structure: traced once, then reused
+    s3 = simkit.solve(model, (0.0, 1.0), saveat=jnp.linspace(0.0, 1.0, 11), params={"k": 2.0})
+    n_after = len(traces)
+    simkit.solve(model, (0.0, 3.0), saveat=jnp.linspace(0.0, 3.0, 11), params={"k": 5.0})
+    assert len(traces) == n_after
+    np.testing.assert_allclose(s3.ys[-1], np.array([1.0, 2.0]) * np.exp(-2.0), rtol=1e-5)
+
+
+def test_grad_matches_central_difference():
+    lv = models.get("lotka_volterra")
+
+    def loss(alpha, delta):
+        sol = simkit.solve(lv, (0.0, 5.0), params={"alpha": alpha, "delta": delta}, saveat=11,
+                           rtol=1e-12, atol=1e-12)
+        return jnp.sum(jnp.log(sol.ys) ** 2)
+
+    a, d = 0.55, 0.024
+    g = jax.grad(loss, argnums=(0, 1))(a, d)
+    for i, (x, h) in enumerate([(a, 1e-4), (d, 1e-6)]):
+        args_p = [a, d]
+        args_m = [a, d]
+        args_p[i] = x + h
+        args_m[i] = x - h
+        fd = (float(loss(*args_p)) - float(loss(*args_m))) / (2 * h)
+        assert abs(float(g[i]) - fd) <= 1e-6 * abs(fd), (i, float(g[i]), fd)
+
+
+def test_vmap_equals_loop_and_jit_composes():
+    lorenz = models.get("lorenz")
+
+    def final(rho):
+        return simkit.solve(lorenz, (0.0, 1.0), params={"rho": rho}, saveat=5, **TOL).ys
+
+    rhos = jnp.array([10.0, 28.0, 35.0])
+    batched = jax.vmap(final)(rhos)
+    looped = np.stack([np.asarray(final(r)) for r in rhos])
+    np.testing.assert_allclose(batched, looped, rtol=1e-12, atol=1e-12)
+    jitted = jax.jit(final)(28.0)
+    np.testing.assert_allclose(jitted, looped[1], rtol=1e-12, atol=1e-12)
+    sol = jax.jit(lambda r: simkit.solve(lorenz, (0.0, 1.0), params={"rho": r}, saveat=5))(28.0)
+    assert isinstance(sol, simkit.Solution) and sol.ys.shape == (5, 3)
+
+
+def test_failure_under_jit_still_raises():
+    rob = models.get("robertson")
+    f = jax.jit(lambda k1: simkit.solve(rob, params={"k1": k1}, solver=diffrax.Tsit5(),
+                                        max_steps=50).ys)
+    with pytest.raises(Exception, match="failed"):
+        f(0.04).block_until_ready()
+
+
+def test_stats_counts():
+    sol = simkit.solve(OSC, saveat=3, solver=diffrax.Dopri5(), **TOL)
+    s = {k: int(v) for k, v in sol.stats.items()}
+    assert s["num_steps"] == s["num_accepted_steps"] + s["num_rejected_steps"] > 0
+    # Dopri5: 7 stages, FSAL -> 6 evaluations per step, +1 first, +2 initial-step estimate
+    assert s["num_rhs"] == 6 * s["num_steps"] + 3
+
+
+def test_stiff_default_at_tight_tolerance_conserves_mass():
+    rob = models.get("robertson")
+    sol = simkit.solve(rob, saveat=21, rtol=1e-10, atol=1e-14)
+    assert sol.solver_name == "Kvaerno5"
+    np.testing.assert_allclose(np.asarray(sol.ys).sum(axis=1), 1.0, atol=1e-12)
+    # pinned cost: simkit's Newton tolerances (diffrax's default took ~5,100 steps here)
+    assert int(sol.stats["num_steps"]) < 1000
+
+
+def test_solution_access_and_exports(tmp_path):
+    sol = simkit.solve(models.get("sir"), saveat=11)
+    np.testing.assert_array_equal(sol["I"], sol.ys[:, 1])
+    with pytest.raises(simkit.ParameterError, match="states are"):
+        sol["Q"]
+    da = sol.to_xarray()
+    assert da.dims == ("time", "state") and list(da.state.values) == ["S", "I", "R"]
+    assert da.attrs["model"] == "sir" and da.attrs["param_beta"] == 0.3
+    assert da.attrs["solver"] == "Tsit5" and da.attrs["rtol"] == 1e-6
+    da.to_netcdf(tmp_path / "sir.nc", engine="scipy")
+    ax = sol.plot()
+    assert len(ax.get_lines()) == 3
+    assert "sir" in repr(sol)
