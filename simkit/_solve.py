@@ -398,6 +398,9 @@ def _failure_message(model: ODEModel, sol: Solution, t0: Any, t1: Any, solver: A
         mean_dt = abs(t_end - float(t0)) / max(steps, 1)
         span = abs(float(t1) - float(t0))
         msg += f" The mean accepted step was {mean_dt:.3g} for a span of {span:.3g}."
+        size = float(np.max(np.abs(np.asarray(sol.y_final))))
+        if not np.isfinite(size) or size > 1e10:
+            msg += f" The state reached max|y| = {size:.3g}: the solution may blow up there."
         if not is_implicit(solver) and mean_dt < 1e-4 * span:
             msg += (
                 " The step size collapsed, as it does for a stiff problem solved with an "

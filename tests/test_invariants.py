@@ -1,0 +1,41 @@
+"""Conserved quantities of library models, and a periodic orbit that must close."""
+
+import jax.numpy as jnp
+import numpy as np
+
+import simkit
+from simkit import models
+from simkit.models.mechanics import ARENSTORF_PERIOD, double_pendulum_energy, kepler_invariants
+
+
+def test_kepler_energy_and_angular_momentum_drift():
+    m = models.get("kepler")
+    sol = simkit.solve(m, (0.0, 20.0), saveat=201, rtol=1e-10, atol=1e-10)
+    energy, momentum = kepler_invariants(sol.ys, m.params)
+    # a non-symplectic method drifts; at tolerance 1e-10 over ~3 orbits it stays below 1e-8
+    assert float(jnp.max(jnp.abs(energy - energy[0]))) < 1e-8
+    assert float(jnp.max(jnp.abs(momentum - momentum[0]))) < 1e-8
+    np.testing.assert_allclose(float(energy[0]), -0.5, rtol=1e-14)  # E = -mu / (2a), a = 1
+
+
+def test_double_pendulum_energy_drift():
+    m = models.get("double_pendulum")
+    sol = simkit.solve(m, (0.0, 5.0), saveat=101, rtol=1e-10, atol=1e-10)
+    e = double_pendulum_energy(sol.ys, m.params)
+    assert float(jnp.max(jnp.abs(e - e[0]))) < 1e-7 * abs(float(e[0]))
+
+
+def test_robertson_mass_conservation():
+    sol = simkit.solve(models.get("robertson"), saveat=51, rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(sol.ys).sum(axis=1), 1.0, atol=1e-12)
+
+
+def test_arenstorf_orbit_closes_after_one_period():
+    m = models.get("arenstorf")
+    sol = simkit.solve(m, (0.0, ARENSTORF_PERIOD), saveat=2, rtol=1e-11, atol=1e-11)
+    np.testing.assert_allclose(sol.y_final, np.asarray(m.y0), atol=2e-6)
+
+
+def test_sir_population_is_conserved():
+    sol = simkit.solve(models.get("sir"), saveat=41, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(sol.ys).sum(axis=1), 1.0, atol=1e-12)

@@ -1,0 +1,48 @@
+"""The SciPy yardstick itself: exact solutions, implicit methods with the jacfwd Jacobian."""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import simkit
+from simkit import models, reference
+
+
+def decay_rhs(t, y, p):
+    return -p["k"] * y
+
+
+DECAY = simkit.ODEModel(rhs=decay_rhs, params={"k": jnp.array([1.0, 10.0])}, y0=[1.0, 2.0],
+                        state_names=("a", "b"), name="decay", t_span=(0.0, 2.0))
+
+
+@pytest.mark.parametrize("method", reference.scipy_ivp.METHODS)
+def test_reference_methods_on_exact_solution(method):
+    ref = reference.solve_ivp(DECAY, saveat=11, method=method, rtol=1e-10, atol=1e-12)
+    exact = np.array([1.0, 2.0]) * np.exp(-np.outer(ref.ts, [1.0, 10.0]))
+    assert ref.ys.shape == (11, 2)
+    np.testing.assert_allclose(ref.ys, exact, rtol=1e-6, atol=1e-9)
+    if method in reference.scipy_ivp.IMPLICIT and method != "LSODA":
+        assert ref.njev >= 1  # the jacfwd Jacobian was used
+
+
+def test_compare_is_normalised_by_tolerance():
+    sol = simkit.solve(DECAY, saveat=11, rtol=1e-6, atol=1e-9)
+    ref = reference.solve_ivp(DECAY, saveat=11, method="DOP853", rtol=1e-13, atol=1e-14)
+    err = reference.compare(sol, ref, 1e-6, 1e-9)
+    assert set(err) == {"a", "b"} and all(0 <= e < 5 for e in err.values())
+    y = np.asarray(sol.ys)
+    manual = np.max(np.abs(y - ref.ys) / (1e-9 + 1e-6 * np.abs(ref.ys)), axis=0)
+    np.testing.assert_allclose([err["a"], err["b"]], manual)
+
+
+def test_compare_rejects_different_times():
+    sol = simkit.solve(DECAY, saveat=11)
+    ref = reference.solve_ivp(DECAY, saveat=12)
+    with pytest.raises(simkit.InputError, match="same times"):
+        reference.compare(sol, ref, 1e-6, 1e-9)
+
+
+def test_reference_errors():
+    with pytest.raises(simkit.InputError, match="method must be one of"):
+        reference.solve_ivp(models.get("sir"), method="Euler")
