@@ -28,6 +28,7 @@ from .solvers import default_solver, initial_step, is_implicit, solver_order, wi
 from .status import Status, describe
 
 EventFn = Callable[[Any, Any, Params], Any]
+_TSIT5, _KVAERNO5 = default_solver(False), default_solver(True)
 
 
 class SaveSteps:
@@ -209,12 +210,12 @@ def _save_spec(saveat: Any, t0: Any, t1: Any, dtype: Any) -> tuple[str, int, Any
             raise InputError(f"saveat must be an int, an array of times or 'steps'; got {saveat!r}")
         saveat = SaveSteps()
     if isinstance(saveat, SaveSteps):
-        return "steps", 0, jnp.zeros((0,), dtype)
+        return "steps", 0, np.zeros((0,), dtype)
     if isinstance(saveat, (int, np.integer)) and not isinstance(saveat, bool):
         if saveat < 1:
             raise InputError(f"saveat must be at least 1 save point, got {saveat}")
-        return "linspace", int(saveat), jnp.zeros((0,), dtype)
-    ts = jnp.asarray(saveat, dtype=dtype)
+        return "linspace", int(saveat), np.zeros((0,), dtype)
+    ts = _as_float(saveat, dtype)
     if ts.ndim != 1 or ts.shape[0] == 0:
         raise ShapeError(f"saveat times must be a non-empty 1-D array, got shape {ts.shape}")
     c, c0, c1 = _concrete(ts), _concrete(t0), _concrete(t1)
@@ -231,8 +232,16 @@ def _save_spec(saveat: Any, t0: Any, t1: Any, dtype: Any) -> tuple[str, int, Any
     return "ts", int(ts.shape[0]), ts
 
 
+def _as_float(value: Any, dtype: Any) -> Any:
+    """``value`` as an array of ``dtype``: NumPy for host values (no device round trip
+    before the compiled call, ~0.2 us instead of ~30 us), jax for device/traced ones."""
+    if isinstance(value, jax.Array):  # includes tracers
+        return value if value.dtype == dtype else value.astype(dtype)
+    return np.asarray(value, dtype=dtype)
+
+
 def _to_float(tree: Any, dtype: Any) -> Any:
-    return jax.tree_util.tree_map(lambda v: jnp.asarray(v, dtype=dtype), tree)
+    return jax.tree_util.tree_map(lambda v: _as_float(v, dtype), tree)
 
 
 def solve(
@@ -319,7 +328,7 @@ def solve(
             raise InputError("events must be a callable g(t, y, params) or a sequence of them")
 
     newton_rule = solver is None and model.stiff
-    chosen = default_solver(model.stiff) if solver is None else solver
+    chosen = (_KVAERNO5 if model.stiff else _TSIT5) if solver is None else solver
     if not isinstance(chosen, dfx.AbstractSolver):
         raise InputError(f"solver must be a diffrax solver object, got {chosen!r}")
     program = _Program(
@@ -333,14 +342,14 @@ def solve(
         max_steps=int(max_steps),
     )
     args = (
-        jnp.asarray(t0, dtype),
-        jnp.asarray(t1, dtype),
-        jnp.asarray(y0, dtype),
+        _as_float(t0, dtype),
+        _as_float(t1, dtype),
+        _as_float(y0, dtype),
         _to_float(merged, dtype),
         save_ts,
-        jnp.asarray(rtol, dtype),
-        jnp.asarray(atol, dtype),
-        jnp.asarray(jnp.nan if dt0 is None else dt0, dtype),
+        _as_float(rtol, dtype),
+        _as_float(atol, dtype),
+        _as_float(np.nan if dt0 is None else dt0, dtype),
     )
     ts, ys, stats, status, t_end, y_end, ev_i, ev_t, interp = _run(program, *args)
     traced = _is_traced(args, ts)
@@ -374,7 +383,9 @@ def solve(
     code = int(status)
     if throw and code > int(Status.EVENT):
         raise SolveError(_failure_message(model, sol, args[0], args[1], chosen, code))
-    return _trim(sol)
+    if code == Status.EVENT or save_kind == "steps":
+        return _trim(sol)
+    return sol
 
 
 def _trim(sol: Solution) -> Solution:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from typing import Any
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -13,7 +14,14 @@ from .errors import DependencyError, ParameterError
 from .status import Status, describe
 
 
-class Solution(eqx.Module):
+@functools.partial(
+    jax.tree_util.register_dataclass,
+    data_fields=["ts", "ys", "stats", "status", "t_final", "y_final", "event_index",
+                 "event_time", "params", "rtol", "atol", "interpolation"],
+    meta_fields=["state_names", "model_name", "solver_name"],
+)
+@dataclasses.dataclass(frozen=True)
+class Solution:
     """Trajectory of an ODE solve.
 
     A pytree, so it can be returned from ``jax.jit``/``jax.vmap`` of a function that
@@ -47,9 +55,9 @@ class Solution(eqx.Module):
     params: dict[str, Any]
     rtol: Any
     atol: Any
-    state_names: tuple[str, ...] = eqx.field(static=True)
-    model_name: str = eqx.field(static=True, default="model")
-    solver_name: str = eqx.field(static=True, default="")
+    state_names: tuple[str, ...]
+    model_name: str = "model"
+    solver_name: str = ""
     interpolation: Any = None
 
     # -- access ---------------------------------------------------------------

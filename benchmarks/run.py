@@ -1,0 +1,167 @@
+"""simkit benchmarks: run time and compile time against named peers, as ratio tables.
+
+    python benchmarks/run.py [--repeats 7] [--quick]
+
+Every timing is the median of ``--repeats`` runs in this one process, interleaved
+(peer, simkit, peer, simkit, ...), after a warm-up call; compile time (first call) is
+reported apart. Absolute times drift ~30% between runs on a shared 2-core machine: read
+the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import diffrax as dfx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import simkit
+from simkit import models, reference
+from simkit.solvers import with_newton_tolerances
+
+
+def _timed(fn):
+    start = time.perf_counter()
+    jax.block_until_ready(fn())
+    return time.perf_counter() - start
+
+
+def interleaved(fns: dict, repeats: int) -> dict:
+    times = {k: [] for k in fns}
+    for _ in range(repeats):
+        for k, fn in fns.items():
+            times[k].append(_timed(fn))
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def hand_diffrax(model, solver, t1, rtol, atol, n_save):
+    """The same solve written directly against diffrax (default throw=True checks)."""
+    f = model.rhs
+
+    @jax.jit
+    def run(y0, p):
+        return dfx.diffeqsolve(
+            dfx.ODETerm(f), solver, 0.0, t1, None, y0, args=p,
+            saveat=dfx.SaveAt(ts=jnp.linspace(0.0, t1, n_save)),
+            stepsize_controller=dfx.PIDController(rtol=rtol, atol=atol), max_steps=100_000,
+        ).ys
+
+    p = {k: jnp.asarray(v, jnp.float64) for k, v in model.params.items()}
+    y0 = jnp.asarray(model.y0, jnp.float64)
+    return lambda: run(y0, p)
+
+
+def bench_solves(repeats: int) -> list[dict]:
+    rows = []
+    lorenz = models.get("lorenz")
+    t1, tol, n = 100.0, 1e-8, 1000
+    compile_s = _timed(lambda: simkit.solve(lorenz, (0.0, t1), saveat=n, rtol=tol, atol=tol).ys)
+    hand = hand_diffrax(lorenz, dfx.Tsit5(), t1, tol, tol, n)
+    hand_compile = _timed(hand)
+    fns = {
+        "simkit": lambda: simkit.solve(lorenz, (0.0, t1), saveat=n, rtol=tol, atol=tol).ys,
+        "diffrax Tsit5 (hand-written)": hand,
+    }
+    t = interleaved(fns, repeats)
+    scipy = {m: interleaved({m: lambda m=m: reference.solve_ivp(lorenz, (0.0, t1), saveat=n, method=m, rtol=tol, atol=tol)}, max(3, repeats // 2))[m]
+             for m in ("DOP853", "RK45")}
+    rows.append({"problem": "Lorenz t 0..100, rtol=atol=1e-8, 1000 saves", "simkit_s": t["simkit"],
+                 "simkit_compile_s": compile_s,
+                 "peers": {"diffrax Tsit5 (hand-written)": t["diffrax Tsit5 (hand-written)"],
+                           "scipy DOP853": scipy["DOP853"], "scipy RK45": scipy["RK45"]},
+                 "peer_compile_s": {"diffrax Tsit5 (hand-written)": hand_compile}})
+
+    rob = models.get("robertson")
+    t1, rtol, atol, n = 1e5, 1e-6, 1e-10, 100
+    compile_s = _timed(lambda: simkit.solve(rob, saveat=n, rtol=rtol, atol=atol).ys)
+    same = with_newton_tolerances(dfx.Kvaerno5(), rtol, atol)
+    hand_same = hand_diffrax(rob, same, t1, rtol, atol, n)
+    hand_default = hand_diffrax(rob, dfx.Kvaerno5(), t1, rtol, atol, n)
+    hand_compile = _timed(hand_same)
+    _timed(hand_default)
+    fns = {
+        "simkit": lambda: simkit.solve(rob, saveat=n, rtol=rtol, atol=atol).ys,
+        "diffrax Kvaerno5, same Newton tolerances (hand-written)": hand_same,
+        "diffrax Kvaerno5, default Newton tolerances": hand_default,
+    }
+    t = interleaved(fns, repeats)
+    peers = {k: v for k, v in t.items() if k != "simkit"}
+    for m in ("Radau", "BDF", "LSODA"):
+        peers[f"scipy {m}"] = interleaved({m: lambda m=m: reference.solve_ivp(rob, saveat=n, method=m, rtol=rtol, atol=atol)}, max(3, repeats // 2))[m]
+    rows.append({"problem": "Robertson t 0..1e5, rtol 1e-6, atol 1e-10", "simkit_s": t["simkit"],
+                 "simkit_compile_s": compile_s, "peers": peers,
+                 "peer_compile_s": {"diffrax Kvaerno5, same Newton tolerances (hand-written)": hand_compile}})
+    return rows
+
+
+_FRESH = """
+import time; t = time.perf_counter()
+import simkit
+t_import = time.perf_counter() - t
+from simkit import models
+t = time.perf_counter()
+sol = simkit.solve(models.get("lorenz"), (0.0, 100.0), saveat=1000, rtol=1e-8, atol=1e-8)
+sol.ys.block_until_ready()
+print(t_import, time.perf_counter() - t)
+"""
+
+
+def bench_startup(repeats: int) -> dict:
+    """Fresh processes: import time, first result with a cold and a warm persistent cache."""
+    with tempfile.TemporaryDirectory() as cache:
+        env = {k: v for k, v in os.environ.items() if k != "EQX_ON_ERROR"}
+        env.update(SIMKIT_CACHE_DIR=cache, SIMKIT_COMPILATION_CACHE="1")
+
+        def once():
+            out = subprocess.run([sys.executable, "-c", _FRESH], env=env, capture_output=True, text=True, check=True)
+            return [float(x) for x in out.stdout.split()]
+
+        cold = once()
+        warm = [once() for _ in range(repeats)]
+    return {
+        "import_s": statistics.median(w[0] for w in warm),
+        "first_result_cold_cache_s": cold[1],
+        "first_result_warm_cache_s": statistics.median(w[1] for w in warm),
+    }
+
+
+def print_table(rows: list[dict], startup: dict) -> None:
+    for row in rows:
+        print(f"\n{row['problem']}")
+        print(f"  {'solver':58s} {'run [ms]':>10s} {'peer/simkit':>12s} {'compile [s]':>12s}")
+        print(f"  {'simkit':58s} {row['simkit_s'] * 1e3:10.3f} {'1.00':>12s} {row['simkit_compile_s']:12.2f}")
+        for name, sec in row["peers"].items():
+            comp = row["peer_compile_s"].get(name)
+            comp_s = f"{comp:12.2f}" if comp is not None else f"{'':12s}"
+            print(f"  {name:58s} {sec * 1e3:10.3f} {sec / row['simkit_s']:12.2f} {comp_s}")
+    print("\nstart-up (fresh processes)")
+    for k, v in startup.items():
+        print(f"  {k:32s} {v:.3f} s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--out", default="bench-results/solve.json")
+    args = parser.parse_args()
+    rows = bench_solves(args.repeats)
+    startup = bench_startup(max(3, args.repeats // 2))
+    print_table(rows, startup)
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out, "w") as fh:
+        json.dump({"solves": rows, "startup": startup, "jax": jax.__version__,
+                   "diffrax": dfx.__version__ if hasattr(dfx, "__version__") else "", "cpus": os.cpu_count()}, fh, indent=1)
+    print(f"\nwrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
