@@ -43,17 +43,22 @@ def interleaved(fns: dict, repeats: int) -> dict:
     return {k: statistics.median(v) for k, v in times.items()}
 
 
-def hand_diffrax(model, solver, t1, rtol, atol, n_save):
-    """The same solve written directly against diffrax (default throw=True checks)."""
+def hand_diffrax(model, solver, t1, rtol, atol, n_save, with_stats=False):
+    """The same solve written directly against diffrax (default throw=True checks).
+
+    ``with_stats`` also returns the step counters and the result, as simkit does: keeping
+    them alive costs loop-carry work that a solve returning only ``ys`` does not pay.
+    """
     f = model.rhs
 
     @jax.jit
     def run(y0, p):
-        return dfx.diffeqsolve(
+        sol = dfx.diffeqsolve(
             dfx.ODETerm(f), solver, 0.0, t1, None, y0, args=p,
             saveat=dfx.SaveAt(ts=jnp.linspace(0.0, t1, n_save)),
             stepsize_controller=dfx.PIDController(rtol=rtol, atol=atol), max_steps=100_000,
-        ).ys
+        )
+        return (sol.ys, sol.stats, sol.result == dfx.RESULTS.successful) if with_stats else sol.ys
 
     p = {k: jnp.asarray(v, jnp.float64) for k, v in model.params.items()}
     y0 = jnp.asarray(model.y0, jnp.float64)
@@ -67,9 +72,12 @@ def bench_solves(repeats: int) -> list[dict]:
     compile_s = _timed(lambda: simkit.solve(lorenz, (0.0, t1), saveat=n, rtol=tol, atol=tol).ys)
     hand = hand_diffrax(lorenz, dfx.Tsit5(), t1, tol, tol, n)
     hand_compile = _timed(hand)
+    hand_stats = hand_diffrax(lorenz, dfx.Tsit5(), t1, tol, tol, n, with_stats=True)
+    _timed(hand_stats)
     fns = {
         "simkit": lambda: simkit.solve(lorenz, (0.0, t1), saveat=n, rtol=tol, atol=tol).ys,
         "diffrax Tsit5 (hand-written)": hand,
+        "diffrax Tsit5 (hand-written, returning stats+result)": hand_stats,
     }
     t = interleaved(fns, repeats)
     scipy = {m: interleaved({m: lambda m=m: reference.solve_ivp(lorenz, (0.0, t1), saveat=n, method=m, rtol=tol, atol=tol)}, max(3, repeats // 2))[m]
@@ -77,6 +85,8 @@ def bench_solves(repeats: int) -> list[dict]:
     rows.append({"problem": "Lorenz t 0..100, rtol=atol=1e-8, 1000 saves", "simkit_s": t["simkit"],
                  "simkit_compile_s": compile_s,
                  "peers": {"diffrax Tsit5 (hand-written)": t["diffrax Tsit5 (hand-written)"],
+                           "diffrax Tsit5 (hand-written, returning stats+result)":
+                               t["diffrax Tsit5 (hand-written, returning stats+result)"],
                            "scipy DOP853": scipy["DOP853"], "scipy RK45": scipy["RK45"]},
                  "peer_compile_s": {"diffrax Tsit5 (hand-written)": hand_compile}})
 
@@ -86,11 +96,14 @@ def bench_solves(repeats: int) -> list[dict]:
     same = with_newton_tolerances(dfx.Kvaerno5(), rtol, atol)
     hand_same = hand_diffrax(rob, same, t1, rtol, atol, n)
     hand_default = hand_diffrax(rob, dfx.Kvaerno5(), t1, rtol, atol, n)
+    hand_same_stats = hand_diffrax(rob, same, t1, rtol, atol, n, with_stats=True)
     hand_compile = _timed(hand_same)
     _timed(hand_default)
+    _timed(hand_same_stats)
     fns = {
         "simkit": lambda: simkit.solve(rob, saveat=n, rtol=rtol, atol=atol).ys,
         "diffrax Kvaerno5, same Newton tolerances (hand-written)": hand_same,
+        "  the same, returning stats+result": hand_same_stats,
         "diffrax Kvaerno5, default Newton tolerances": hand_default,
     }
     t = interleaved(fns, repeats)
