@@ -96,7 +96,6 @@ def _run(program: _Program, t0, t1, y0, params, save_ts, rtol, atol, dt0):
     solver = program.solver
     if program.newton_rule:
         solver = with_newton_tolerances(solver, rtol, atol)
-    term = dfx.ODETerm(program.rhs)
     auto_dt0 = initial_step(program.rhs, t0, t1, y0, params, rtol, atol, solver_order(solver))
     dt0 = jnp.where(jnp.isnan(dt0), auto_dt0, dt0)
     if program.save == "linspace":
@@ -123,6 +122,8 @@ def _run(program: _Program, t0, t1, y0, params, save_ts, rtol, atol, dt0):
             root_finder=optx.Newton(rtol=100 * eps, atol=100 * eps * scale),
         )
         term = dfx.ODETerm(lambda t, y, args: program.rhs(t, y, args[0]))
+    else:
+        term = dfx.ODETerm(program.rhs)
     sol = dfx.diffeqsolve(
         term,
         solver,
@@ -162,15 +163,13 @@ def _run(program: _Program, t0, t1, y0, params, save_ts, rtol, atol, dt0):
 # -- input checks (before compilation) -------------------------------------------
 
 
-def _concrete(x: Any) -> np.ndarray | None:
-    """NumPy value of ``x``, or None when it is traced (inside a user's transform)."""
-    if any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(x)):
-        return None
-    return np.asarray(x)
-
-
 def _is_traced(*trees: Any) -> bool:
     return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(trees))
+
+
+def _concrete(x: Any) -> np.ndarray | None:
+    """NumPy value of ``x``, or None when it is traced (inside a user's transform)."""
+    return None if _is_traced(x) else np.asarray(x)
 
 
 def _check_finite(name: str, value: Any, model: ODEModel) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import equinox as eqx
@@ -131,15 +131,3 @@ def _short(v: Any) -> str:
         return f"{float(v):.6g}"
     except (TypeError, ValueError):
         return f"array{np.shape(v)}"
-
-
-def ode_model(
-    rhs: RHS,
-    *,
-    params: Params,
-    y0: Sequence[float] | Any,
-    state_names: Sequence[str],
-    **metadata: Any,
-) -> ODEModel:
-    """Build an `ODEModel` (a convenience with keyword-only arguments)."""
-    return ODEModel(rhs=rhs, params=params, y0=y0, state_names=tuple(state_names), **metadata)
