@@ -22,6 +22,8 @@ import optimistix as optx
 
 from . import _config
 from .errors import InputError, ParameterError, ShapeError, SolveError
+from .kernels import AbstractKernel, Rodas4, Tsit5
+from .kernels.autodiff import KernelProgram, kernel_solve
 from .model import ODEModel, Params
 from .solution import Solution
 from .solvers import default_solver, initial_step, is_implicit, solver_order, with_newton_tolerances
@@ -29,6 +31,7 @@ from .status import Status, describe
 
 EventFn = Callable[[Any, Any, Params], Any]
 _TSIT5, _KVAERNO5 = default_solver(False), default_solver(True)
+KERNEL_MAX_STATES = 64  # the fused kernels are the default up to this many states
 
 
 class SaveSteps:
@@ -103,7 +106,7 @@ def _run(program: _Program, t0, t1, y0, params, save_ts, rtol, atol, dt0):
     elif program.save == "ts":
         main = dfx.SubSaveAt(ts=save_ts)
     else:
-        main = dfx.SubSaveAt(steps=True)
+        main = dfx.SubSaveAt(t0=True, steps=True)
     saveat = dfx.SaveAt(subs=[main, dfx.SubSaveAt(t1=True)], dense=program.dense)
     event = None
     args: Any = params
@@ -158,6 +161,27 @@ def _run(program: _Program, t0, t1, y0, params, save_ts, rtol, atol, dt0):
         stats["num_rhs"] = num_rhs
     interpolation = sol.interpolation if program.dense else None
     return ts, ys, stats, status, t_end, y_end, event_index, event_time, interpolation
+
+
+@dataclasses.dataclass(frozen=True)
+class _KernelRun:
+    kernel: KernelProgram
+    save: str  # "linspace" | "ts" | "steps"
+    n_save: int
+
+
+@functools.partial(jax.jit, static_argnames=("program",))
+def _run_kernel(program: _KernelRun, t0, t1, y0, params, save_ts, rtol, atol, dt0):
+    solver = program.kernel.solver
+    auto_dt0 = initial_step(program.kernel.rhs, t0, t1, y0, params, rtol, atol, solver.order())
+    dt0 = jnp.where(jnp.isnan(dt0), auto_dt0, dt0)
+    if program.save == "linspace":
+        save_ts = jnp.linspace(t0, t1, program.n_save)
+    out = kernel_solve(program.kernel, t0, t1, y0, params, save_ts, rtol, atol, dt0)
+    stats = dict(out["stats"])
+    stats["num_rhs"] = stats["num_rhs"] + 2  # the initial-step estimate
+    return (out["ts"], out["ys"], stats, out["status"], out["t_final"], out["y_final"],
+            out["event_index"], out["event_time"], None)
 
 
 # -- input checks (before compilation) -------------------------------------------
@@ -326,20 +350,42 @@ def solve(
         if not all(callable(g) for g in events_t):
             raise InputError("events must be a callable g(t, y, params) or a sequence of them")
 
+    if solver is None and not dense and model.n_states <= KERNEL_MAX_STATES:
+        solver = Rodas4() if model.stiff else Tsit5()
     newton_rule = solver is None and model.stiff
     chosen = (_KVAERNO5 if model.stiff else _TSIT5) if solver is None else solver
-    if not isinstance(chosen, dfx.AbstractSolver):
-        raise InputError(f"solver must be a diffrax solver object, got {chosen!r}")
-    program = _Program(
-        rhs=model.rhs,
-        solver=chosen,
-        newton_rule=newton_rule,
-        save=save_kind,
-        n_save=n_save,
-        dense=bool(dense),
-        events=events_t,
-        max_steps=int(max_steps),
-    )
+    if isinstance(chosen, AbstractKernel):
+        if dense:
+            raise InputError(
+                f"{chosen!r} has no dense output over the whole solve: pass save times "
+                "(saveat=...) or a diffrax solver (e.g. solver=diffrax.Tsit5()) with dense=True"
+            )
+        program: Any = _KernelRun(
+            kernel=KernelProgram(solver=chosen, rhs=model.rhs, events=events_t,
+                                 max_steps=int(max_steps), save_steps=save_kind == "steps"),
+            save=save_kind,
+            n_save=n_save,
+        )
+        runner = _run_kernel
+        solver_name = repr(chosen)
+    elif isinstance(chosen, dfx.AbstractSolver):
+        program = _Program(
+            rhs=model.rhs,
+            solver=chosen,
+            newton_rule=newton_rule,
+            save=save_kind,
+            n_save=n_save,
+            dense=bool(dense),
+            events=events_t,
+            max_steps=int(max_steps),
+        )
+        runner = _run
+        solver_name = f"diffrax.{type(chosen).__name__}"
+    else:
+        raise InputError(
+            f"solver must be a simkit kernel (simkit.Tsit5(), simkit.Rodas4(), ...) or a "
+            f"diffrax solver object, got {chosen!r}"
+        )
     args = (
         _as_float(t0, dtype),
         _as_float(t1, dtype),
@@ -350,7 +396,7 @@ def solve(
         _as_float(atol, dtype),
         _as_float(np.nan if dt0 is None else dt0, dtype),
     )
-    ts, ys, stats, status, t_end, y_end, ev_i, ev_t, interp = _run(program, *args)
+    ts, ys, stats, status, t_end, y_end, ev_i, ev_t, interp = runner(program, *args)
     traced = _is_traced(args, ts)
     sol = Solution(
         ts=ts,
@@ -366,7 +412,7 @@ def solve(
         atol=args[6],
         state_names=model.state_names,
         model_name=model.name,
-        solver_name=type(chosen).__name__,
+        solver_name=solver_name,
         interpolation=interp,
     )
     if traced:
@@ -402,21 +448,27 @@ def _failure_message(model: ODEModel, sol: Solution, t0: Any, t1: Any, solver: A
     msg = (
         f"simkit.solve: model {model.name!r} failed at t = {t_end:.6g} "
         f"(t_span [{float(t0):.6g}, {float(t1):.6g}]) after {int(sol.stats['num_steps'])} steps "
-        f"with {type(solver).__name__}: {describe(code)}."
+        f"with {sol.solver_name}: {describe(code)}."
+    )
+    size = float(np.max(np.abs(np.asarray(sol.y_final))))
+    blow_up = (
+        f" The state reached max|y| = {size:.3g}: the solution may blow up there."
+        if not np.isfinite(size) or size > 1e10 else ""
     )
     if code == Status.MAX_STEPS:
         mean_dt = abs(t_end - float(t0)) / max(steps, 1)
         span = abs(float(t1) - float(t0))
-        msg += f" The mean accepted step was {mean_dt:.3g} for a span of {span:.3g}."
-        size = float(np.max(np.abs(np.asarray(sol.y_final))))
-        if not np.isfinite(size) or size > 1e10:
-            msg += f" The state reached max|y| = {size:.3g}: the solution may blow up there."
-        if not is_implicit(solver) and mean_dt < 1e-4 * span:
+        msg += f" The mean accepted step was {mean_dt:.3g} for a span of {span:.3g}." + blow_up
+        implicit = is_implicit(solver) or getattr(solver, "stiff", False)
+        if not implicit and mean_dt < 1e-4 * span:
             msg += (
                 " The step size collapsed, as it does for a stiff problem solved with an "
-                "explicit method: try solver=diffrax.Kvaerno5() (or model.replace(stiff=True))."
+                "explicit method: try solver=simkit.Rodas4() or diffrax.Kvaerno5() (or "
+                "model.replace(stiff=True))."
             )
         msg += " Raising max_steps allows more steps."
+    elif code == Status.STEP_SIZE_UNDERFLOW:
+        msg += blow_up or " Check for a singularity of the model near that time."
     elif code == Status.NONFINITE:
         msg += " Check the parameters and initial state, or whether the solution blows up."
     elif code == Status.NONLINEAR_FAILURE:

@@ -1,0 +1,222 @@
+"""The fused adaptive loop shared by every kernel.
+
+Stepping is one lean ``lax.while_loop`` whose carry holds only the current point, the
+last accepted step's dense-output data and counters. Save times are filled by an outer
+``fori_loop`` over them: advance until a step covers the next save time, then evaluate
+the method's own interpolant there (no extra steps; the large output buffer is touched
+once per save time, never copied per step). With ``save_steps`` each accepted step is
+recorded instead.
+
+Each attempt measures the error in Hairer's RMS norm
+``sqrt(mean((err / (atol + rtol * max(|y|, |y_new|)))**2))``, accepts it when <= 1,
+locates terminal events on the interpolant, and proposes the next step size. Step sizes
+are ``stop_gradient``-ed: differentiating a solve differentiates the discrete scheme
+along the step sequence that was taken.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from ..status import Status
+
+RUNNING = -1
+
+
+def event_values(events, t, y, params):
+    return jnp.stack([jnp.asarray(g(t, y, params), dtype=y.dtype) for g in events])
+
+
+def _locate(fn, dtype, iterations: int = 30):
+    """Root of ``fn`` on [0, 1] given fn(0) > 0 >= fn(1): Illinois false position.
+
+    Iterated under ``stop_gradient``; a final Newton step carries the derivative (the
+    implicit-function theorem), so forward mode through an event time is exact."""
+
+    def body(_, state):
+        a, fa, b, fb, side = state
+        x = jnp.where(fb == fa, 0.5 * (a + b), (a * fb - b * fa) / jnp.where(fb == fa, 1.0, fb - fa))
+        x = jnp.clip(x, a, b)
+        fx = fn(x)
+        right = fx > 0  # root in [x, b]
+        a2, b2 = jnp.where(right, x, a), jnp.where(right, b, x)
+        fa2 = jnp.where(right, fx, jnp.where(side == -1, fa * 0.5, fa))
+        fb2 = jnp.where(right, jnp.where(side == 1, fb * 0.5, fb), fx)
+        return a2, fa2, b2, fb2, jnp.where(right, 1, -1)
+
+    def root(f0, f1):
+        zero, one = jnp.asarray(0.0, dtype), jnp.asarray(1.0, dtype)
+        init = (zero, lax.stop_gradient(f0), one, lax.stop_gradient(f1), jnp.asarray(0))
+        theta = lax.stop_gradient(lax.fori_loop(0, iterations, body, init)[2])
+        value, slope = jax.jvp(fn, (theta,), (jnp.ones_like(theta),))
+        correction = value / jnp.where(slope == 0, 1.0, slope)
+        return theta - (correction - lax.stop_gradient(correction))
+
+    return root
+
+
+def integrate(
+    method: Any,
+    rhs,
+    t0,
+    t1,
+    y0,
+    params,
+    save_ts,
+    rtol,
+    atol,
+    dt0,
+    *,
+    max_steps: int,
+    events: tuple = (),
+    save_steps: bool = False,
+) -> dict[str, Any]:
+    """Solve from ``t0`` to ``t1`` with ``method``; ``dt0`` is the first step's magnitude.
+
+    Returns ts, ys, status, t_final, y_final, event_index, event_time and counters.
+    """
+    dtype = y0.dtype
+    eps = jnp.finfo(dtype).eps
+    direction = jnp.where(t1 >= t0, 1.0, -1.0).astype(dtype)
+    f0 = method.init(rhs, t0, y0, params)
+    if events:
+        signs = jnp.where(event_values(events, t0, y0, params) < 0, -1.0, 1.0).astype(dtype)
+
+        def combined(t, y):
+            return jnp.min(signs * event_values(events, t, y, params))
+
+    # a first "segment" that interpolates to y0 at t0 (dense data zero)
+    _, _, dense_probe, _ = jax.eval_shape(
+        lambda: method.step(rhs, t0, y0, f0, direction, params, rtol, atol)
+    )
+    dense0 = jnp.zeros(dense_probe.shape, dtype)
+    # before any step: the first step (size dt0) from t0; a save time at t0 reads it at theta=0
+    seg0 = dict(t=t0, hs=direction * jnp.abs(dt0).astype(dtype), kept=method.keep(y0, f0, y0, dense0, f0))
+
+    state0 = dict(
+        t=t0, y=y0, f=f0, h=lax.stop_gradient(jnp.abs(dt0)).astype(dtype),
+        ctrl=method.controller_init(dtype), last_rej=jnp.asarray(False),
+        n_steps=jnp.asarray(0), n_acc=jnp.asarray(0), status=jnp.asarray(RUNNING), seg=seg0,
+    )
+    per_attempt = method.rhs_per_step + (0 if method.fsal else 1)
+
+    def attempt(c):
+        t, y, h = c["t"], c["y"], c["h"]
+        remaining = jnp.abs(t1 - t)
+        last = h >= remaining * (1 - 4 * eps)
+        h = jnp.minimum(h, remaining)
+        hs = direction * h
+        y_new, err_norm, dense, f_new = method.step(rhs, t, y, c["f"], hs, params, rtol, atol)
+        if f_new is None:
+            f_new = rhs(t + hs, y_new, params)
+        finite = jnp.isfinite(err_norm) & jnp.all(jnp.isfinite(y_new))
+        err_norm = jnp.where(finite, err_norm, jnp.inf)
+        accepted = err_norm <= 1.0
+        t_new = jnp.where(last, t1, t + hs)
+        t_stop, y_stop, fired = t_new, y_new, jnp.asarray(False)
+        if events:
+            step_seg = dict(t=t, y=y, y_new=y_new, dense=dense, hs=hs, f_new=f_new)
+
+            def interp(theta):
+                return method.interpolate(rhs, params, step_seg, theta)
+
+            g_old, g_new = combined(t, y), combined(t_new, y_new)
+            fired = accepted & (g_new <= 0) & (g_old > 0)
+            locate = _locate(lambda th: combined(t + th * hs, interp(th)), dtype)
+            theta_ev = lax.cond(fired, lambda: locate(g_old, g_new), lambda: jnp.asarray(1.0, dtype))
+            t_stop = jnp.where(fired, t + theta_ev * hs, t_new)
+            y_stop = jnp.where(fired, interp(theta_ev), y_new)
+        h_new, ctrl = method.propose(err_norm, h, c["ctrl"], accepted, c["last_rej"])
+        h_new = lax.stop_gradient(h_new)
+        underflow = h_new <= 16 * eps * jnp.abs(t)
+        status = jnp.where(
+            fired, int(Status.EVENT),
+            jnp.where(accepted & last, int(Status.SUCCESS),
+                      jnp.where(~accepted & underflow,
+                                jnp.where(finite, int(Status.STEP_SIZE_UNDERFLOW), int(Status.NONFINITE)),
+                                RUNNING)))
+        # the last attempt: when a save time is reached, it is the accepted step covering it
+        seg = dict(t=t, hs=hs, kept=method.keep(y, c["f"], y_new, dense, f_new))
+        new = dict(
+            t=jnp.where(accepted, t_stop, t), y=jnp.where(accepted, y_stop, y),
+            f=jnp.where(accepted, f_new, c["f"]), h=h_new, ctrl=ctrl, last_rej=~accepted,
+            n_steps=c["n_steps"] + 1, n_acc=c["n_acc"] + accepted.astype(c["n_acc"].dtype),
+            status=status.astype(c["status"].dtype), seg=seg,
+        )
+        return new, accepted
+
+    def running(c):
+        return (c["status"] == RUNNING) & (c["n_steps"] < max_steps)
+
+    def expand(seg):
+        return method.expand(rhs, params, seg["t"], seg["hs"], seg["kept"], rtol, atol)
+
+    if save_steps:
+        n_save = max_steps + 1
+        ts0 = jnp.full((n_save,), jnp.inf, dtype).at[0].set(t0)
+        ys0 = jnp.zeros((n_save,) + y0.shape, dtype).at[0].set(y0)
+
+        def body(carry):
+            c, ts, ys = carry
+            c, accepted = attempt(c)
+            idx = jnp.where(accepted, c["n_acc"], n_save - 1)
+            ts = ts.at[idx].set(jnp.where(accepted, c["t"], ts[idx]))
+            ys = ys.at[idx].set(jnp.where(accepted, c["y"], ys[idx]))
+            return c, ts, ys
+
+        c, ts_out, ys_out = lax.while_loop(lambda carry: running(carry[0]), body, (state0, ts0, ys0))
+        reached = jnp.arange(n_save) <= c["n_acc"]
+        ts_out = jnp.where(reached, ts_out, jnp.inf)
+        ys_out = jnp.where(reached[:, None], ys_out, c["y"])
+    else:
+        n_save = save_ts.shape[0]
+
+        def advance(c, target):
+            def cond(c):
+                return running(c) & (direction * (target - c["t"]) > 0)
+
+            return lax.while_loop(cond, lambda c: attempt(c)[0], c)
+
+        full0 = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), jax.eval_shape(expand, seg0))
+
+        def save_one(k, carry):
+            c, ys, full, key = carry
+            target = save_ts[k]
+            c = advance(c, target)
+            covered = direction * (target - c["t"]) <= 0
+            # the step's dense data, recomputed once per step that covers save times
+            fresh = covered & (key != c["n_steps"])
+            full = lax.cond(fresh, lambda: expand(c["seg"]), lambda: full)
+            key = jnp.where(fresh, c["n_steps"], key)
+            theta = (target - full["t"]) / full["hs"]
+            value = jnp.where(covered, method.interpolate(rhs, params, full, theta), c["y"])
+            return c, ys.at[k].set(value), full, key
+
+        ys0 = jnp.zeros((n_save,) + y0.shape, dtype)
+        c, ys_out, _, _ = lax.fori_loop(0, n_save, save_one, (state0, ys0, full0, jnp.asarray(-1)))
+        # finish the solve beyond the last save time (t_final, events, failures)
+        c = advance(c, t1)
+        reached = direction * (save_ts - c["t"]) <= 0
+        ts_out = jnp.where(reached, save_ts, jnp.inf)
+        ys_out = jnp.where(reached[:, None], ys_out, c["y"])
+
+    status = jnp.where(c["status"] == RUNNING, int(Status.MAX_STEPS), c["status"])
+    if events:
+        fired = status == int(Status.EVENT)
+        vals = signs * event_values(events, c["t"], c["y"], params)
+        event_index = jnp.where(fired, jnp.argmin(vals), -1)
+        event_time = jnp.where(fired, c["t"], jnp.nan)
+    else:
+        event_index = jnp.asarray(-1)
+        event_time = jnp.asarray(jnp.nan, dtype)
+    n_steps = c["n_steps"]
+    return dict(
+        ts=ts_out, ys=ys_out, status=status.astype(jnp.int32), t_final=c["t"], y_final=c["y"],
+        event_index=event_index.astype(jnp.int32), event_time=event_time.astype(dtype),
+        stats=dict(num_steps=n_steps, num_accepted_steps=c["n_acc"],
+                   num_rejected_steps=n_steps - c["n_acc"], num_rhs=1 + per_attempt * n_steps),
+    )
