@@ -14,6 +14,10 @@ from .errors import ParameterError as ParameterError
 from .errors import ShapeError as ShapeError
 from .errors import SimkitError as SimkitError
 from .errors import SolveError as SolveError
+from .kernels import DOP853 as DOP853
+from .kernels import DOPRI5 as DOPRI5
+from .kernels import Rodas4 as Rodas4
+from .kernels import Tsit5 as Tsit5
 from .model import ODEModel as ODEModel
 from .solution import Solution as Solution
 from .status import Status as Status
@@ -21,16 +25,20 @@ from .status import Status as Status
 __version__ = "0.1.0"
 
 __all__ = [
+    "DOP853",
+    "DOPRI5",
     "DependencyError",
     "InputError",
     "ODEModel",
     "ParameterError",
+    "Rodas4",
     "SaveSteps",
     "ShapeError",
     "SimkitError",
     "Solution",
     "SolveError",
     "Status",
+    "Tsit5",
     "models",
     "solve",
 ]

@@ -17,6 +17,7 @@ from typing import Any
 import diffrax as dfx
 import equinox as eqx
 import jax.numpy as jnp
+import numpy as np
 import optimistix as optx
 
 
@@ -90,6 +91,10 @@ def newton_tolerances(rtol: Any, atol: Any) -> tuple[Any, Any]:
     467 steps, Oregonator 56267 -> 4283, Van der Pol mu=1000 23668 -> 2831, with the same
     global error as diffrax's default Newton tolerances.
     """
+    if isinstance(rtol, (int, float)) and isinstance(atol, (int, float)):
+        # host numbers give host numbers, so the solver object stays hashable (static)
+        fnewt = max(10 * float(np.finfo(np.float64).eps) / rtol, min(0.03, rtol**0.5))
+        return fnewt, fnewt * atol / rtol
     eps = jnp.finfo(jnp.result_type(rtol, float)).eps
     fnewt = jnp.maximum(10 * eps / rtol, jnp.minimum(0.03, jnp.sqrt(rtol)))
     return fnewt, fnewt * atol / rtol

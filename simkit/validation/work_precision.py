@@ -8,9 +8,13 @@ from typing import Any
 
 import numpy as np
 
+import diffrax as dfx
+
 from .. import models
 from .._solve import solve
+from ..kernels import DOP853, Rodas4, Tsit5
 from ..reference import solve_ivp
+from ..solvers import with_newton_tolerances
 
 # problem -> (t1, atol/rtol ratio, SciPy methods)
 PROBLEMS: dict[str, tuple[float | None, float, tuple[str, ...]]] = {
@@ -40,8 +44,8 @@ def _time(fn: Any, repeats: int) -> tuple[Any, float]:
 def work_precision(name: str, tolerances: list[float], n_save: int = 51, repeats: int = 3) -> dict[str, Any]:
     """Run one problem at each rtol; returns ``{solver_label: [(error, seconds), ...]}``.
 
-    simkit is compiled once (first call, excluded) and timed as the median of
-    ``repeats`` runs; SciPy methods are timed once per tolerance (they are slow).
+    simkit's and diffrax's solves are compiled first (excluded) and timed as the median
+    of ``repeats`` runs; SciPy methods are timed once per tolerance (they are slow).
     """
     t1, ratio, methods = PROBLEMS[name]
     model = models.get(name)
@@ -49,14 +53,25 @@ def work_precision(name: str, tolerances: list[float], n_save: int = 51, repeats
     ref_method = "Radau" if model.stiff else "DOP853"
     ref = solve_ivp(model, span, saveat=n_save, method=ref_method, rtol=1e-13, atol=1e-13 * ratio)
     out: dict[str, list[tuple[float, float]]] = {}
-    label = "simkit (Kvaerno5)" if model.stiff else "simkit (Tsit5)"
-    solve(model, span, saveat=n_save, rtol=tolerances[0], atol=tolerances[0] * ratio)  # compile
-    for rtol in tolerances:
-        sol, sec = _time(
-            lambda: solve(model, span, saveat=n_save, rtol=rtol, atol=rtol * ratio, max_steps=500_000).ys.block_until_ready(),
-            repeats,
-        )
-        out.setdefault(label, []).append((scaled_error(sol, ref.ys), sec))
+    if model.stiff:
+        ours = {"simkit Rodas4": lambda rtol: Rodas4(),
+                "diffrax Kvaerno5 (simkit Newton tolerances)":
+                    lambda rtol: with_newton_tolerances(dfx.Kvaerno5(), rtol, rtol * ratio),
+                "diffrax Kvaerno5 (default)": lambda rtol: dfx.Kvaerno5()}
+    else:
+        ours = {"simkit Tsit5": lambda rtol: Tsit5(), "simkit DOP853": lambda rtol: DOP853(),
+                "diffrax Tsit5": lambda rtol: dfx.Tsit5()}
+    for label, make in ours.items():
+        for rtol in tolerances:
+            solver = make(rtol)
+
+            def run(solver=solver, rtol=rtol):
+                return solve(model, span, saveat=n_save, rtol=rtol, atol=rtol * ratio,
+                             max_steps=500_000, solver=solver).ys.block_until_ready()
+
+            run()  # compile (once per solver object; later tolerances reuse it if equal)
+            sol, sec = _time(run, repeats)
+            out.setdefault(label, []).append((scaled_error(sol, ref.ys), sec))
     for method in methods:
         for rtol in tolerances:
             try:

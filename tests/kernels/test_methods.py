@@ -1,0 +1,94 @@
+"""The kernels' methods: tableaus, observed order of the step and of the dense output."""
+
+import diffrax
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.integrate
+
+import simkit
+
+A = np.array([[-0.1, 1.0], [-1.0, -0.1]])
+Y0 = np.array([1.0, 0.0])
+
+
+def forced_rhs(t, y, p):
+    return jnp.asarray(A) @ y + jnp.stack([jnp.sin(t), 0.0 * t])  # non-autonomous
+
+
+def exact(t):
+    out = scipy.integrate.solve_ivp(lambda s, y: A @ y + np.array([np.sin(s), 0.0]), (0.0, t), Y0,
+                                    method="DOP853", rtol=1e-13, atol=1e-15)
+    return out.y[:, -1]
+
+
+# kernel, its order, step sizes for the global-error fit, the dense output's order
+KERNELS = [
+    (simkit.Tsit5(), 5, [0.2, 0.1, 0.05, 0.025], 4, [0.4, 0.2, 0.1, 0.05]),
+    (simkit.DOPRI5(), 5, [0.2, 0.1, 0.05, 0.025], 4, [0.4, 0.2, 0.1, 0.05]),
+    (simkit.DOP853(), 8, [0.5, 0.4, 0.25, 0.2], 7, [1.0, 0.8, 0.6, 0.4]),
+    (simkit.Rodas4(), 4, [0.2, 0.1, 0.05, 0.025], 3, [0.4, 0.2, 0.1, 0.05]),
+]
+
+
+def _step(method, t, y, f, h):
+    y_new, _, dense, f_new = method.step(forced_rhs, t, y, f, h, None, 1e-6, 1e-6)
+    if f_new is None:
+        f_new = forced_rhs(t + h, y_new, None)
+    return y_new, dense, f_new
+
+
+@pytest.mark.parametrize("kernel, order, hs, dense_order, dense_hs", KERNELS)
+def test_observed_order_of_step_and_dense_output(kernel, order, hs, dense_order, dense_hs):
+    method = kernel.method()
+    T = 2.0
+    y_T = exact(T)
+    errors = []
+    for h in hs:
+        def body(i, c):
+            t, y, f = c
+            y_new, _, f_new = _step(method, t, y, f, h)
+            return t + h, y_new, f_new
+
+        y0 = jnp.asarray(Y0)
+        _, y, _ = jax.lax.fori_loop(0, int(round(T / h)), body, (0.0, y0, forced_rhs(0.0, y0, None)))
+        errors.append(float(jnp.max(jnp.abs(y - y_T))))
+    slope = np.polyfit(np.log(hs), np.log(errors), 1)[0]
+    assert abs(slope - order) < 0.4, (slope, errors)
+    # dense output after one step of size h, at theta = 0.37: local error O(h^(q+1))
+    dense_errors = []
+    for h in dense_hs:
+        y0 = jnp.asarray(Y0)
+        f0 = forced_rhs(0.0, y0, None)
+        y_new, dense, f_new = _step(method, 0.0, y0, f0, h)
+        seg = dict(t=0.0, y=y0, y_new=y_new, dense=dense, hs=h, f_new=f_new)
+        value = method.interpolate(forced_rhs, None, seg, 0.37)
+        dense_errors.append(float(jnp.max(jnp.abs(value - exact(0.37 * h)))))
+    dense_slope = np.polyfit(np.log(dense_hs), np.log(dense_errors), 1)[0]
+    assert abs(dense_slope - (dense_order + 1)) < 0.4, (dense_slope, dense_errors)
+
+
+@pytest.mark.parametrize("ours, theirs", [(simkit.DOPRI5(), diffrax.Dopri5), (simkit.Tsit5(), diffrax.Tsit5)])
+def test_tableaus_agree_with_diffrax(ours, theirs):
+    tab, ref = ours.tableau, theirs.tableau
+    np.testing.assert_allclose(tab.c[1:], ref.c, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(tab.b, ref.b_sol, rtol=0, atol=1e-15)
+    for i, row in enumerate(ref.a_lower, start=1):
+        np.testing.assert_allclose(tab.a[i, :i], row, rtol=0, atol=1e-15)
+    # error weights agree up to the scale of the estimator (diffrax scales Dopri5's by 2/3)
+    ratio = ref.b_error[np.abs(tab.e) > 0] / tab.e[np.abs(tab.e) > 0]
+    np.testing.assert_allclose(ratio, ratio[0], rtol=1e-12)
+
+
+def test_tableau_checks_reject_bad_coefficients():
+    from simkit.kernels.tableaus import TSIT5, ExplicitTableau
+
+    bad_a = TSIT5.a.copy()
+    bad_a[2, 1] += 1e-3
+    with pytest.raises(ValueError, match="do not sum to c"):
+        ExplicitTableau("bad", 5, 4, bad_a, TSIT5.b, TSIT5.e, TSIT5.c, TSIT5.dense, "")
+    bad_dense = TSIT5.dense.copy()
+    bad_dense[0, 1] += 1e-3
+    with pytest.raises(ValueError, match="theta=1"):
+        ExplicitTableau("bad", 5, 4, TSIT5.a, TSIT5.b, TSIT5.e, TSIT5.c, bad_dense, "")
