@@ -39,3 +39,13 @@ def test_arenstorf_orbit_closes_after_one_period():
 def test_sir_population_is_conserved():
     sol = simkit.solve(models.get("sir"), saveat=41, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(np.asarray(sol.ys).sum(axis=1), 1.0, atol=1e-12)
+
+
+def test_pollu_matches_the_published_reference_solution():
+    """POLLU at t = 60 against the Test Set for IVP Solvers' reference (Mazzia & Magherini)."""
+    from simkit.models.chemistry import POLLU_REFERENCE_T60
+
+    sol = simkit.solve(models.get("pollu"), saveat=2, rtol=1e-10, atol=1e-10)
+    ref = np.asarray(POLLU_REFERENCE_T60)
+    err = np.abs(np.asarray(sol.y_final) - ref) / (1e-10 + 1e-10 * np.abs(ref))
+    assert err.max() < 1.0, err

@@ -15,7 +15,7 @@ def test_model_library_has_the_promised_models_with_sources():
     for required in ["lorenz", "rossler", "lotka_volterra", "sir", "seir", "van_der_pol",
                      "van_der_pol_stiff", "damped_driven_pendulum", "double_pendulum", "kepler",
                      "arenstorf", "robertson", "oregonator", "hires", "brusselator",
-                     "fitzhugh_nagumo", "hodgkin_huxley"]:
+                     "fitzhugh_nagumo", "hodgkin_huxley", "pollu"]:
         assert required in names
     for name in names:
         m = models.get(name)

@@ -114,9 +114,80 @@ def brusselator() -> ODEModel:
     )
 
 
+_POLLU_K = (0.35, 0.266e2, 0.123e5, 0.86e-3, 0.82e-3, 0.15e5, 0.13e-3, 0.24e5, 0.165e5, 0.9e4,
+            0.22e-1, 0.12e5, 0.188e1, 0.163e5, 0.48e7, 0.35e-3, 0.175e-1, 0.1e9, 0.444e12,
+            0.124e4, 0.21e1, 0.578e1, 0.474e-1, 0.178e4, 0.312e1)
+
+# published reference solution at t = 60 (Mazzia & Magherini, Test Set for IVP Solvers)
+POLLU_REFERENCE_T60 = (
+    0.56462554800227e-1, 0.13424841304223e0, 0.41397343310994e-8, 0.55231402074843e-2,
+    0.20189772623021e-6, 0.14645418635000e-6, 0.77842491189979e-1, 0.32450753533953e0,
+    0.74940133838804e-2, 0.16222931573015e-7, 0.11358638332570e-7, 0.22305059757213e-2,
+    0.20871628827986e-3, 0.13969210168401e-4, 0.89648848568982e-2, 0.43528463693301e-17,
+    0.68992196962634e-2, 0.10078030373659e-3, 0.17721465139699e-5, 0.56829432923163e-4,
+)
+
+
+def pollu_rhs(t, y, p):
+    """Air pollution model of Verwer (1994): 20 species, 25 reactions (rates k1..k25)."""
+    c = [None] + [y[i] for i in range(20)]  # 1-based species, as in the source
+    k = [None] + [p[f"k{i}"] for i in range(1, 26)]
+    r = [None,
+         k[1] * c[1], k[2] * c[2] * c[4], k[3] * c[5] * c[2], k[4] * c[7], k[5] * c[7],
+         k[6] * c[7] * c[6], k[7] * c[9], k[8] * c[9] * c[6], k[9] * c[11] * c[2],
+         k[10] * c[11] * c[1], k[11] * c[13], k[12] * c[10] * c[2], k[13] * c[14],
+         k[14] * c[1] * c[6], k[15] * c[3], k[16] * c[4], k[17] * c[4], k[18] * c[16],
+         k[19] * c[16], k[20] * c[17] * c[6], k[21] * c[19], k[22] * c[19],
+         k[23] * c[1] * c[4], k[24] * c[19] * c[1], k[25] * c[20]]
+    return jnp.stack([
+        -r[1] - r[10] - r[14] - r[23] - r[24] + r[2] + r[3] + r[9] + r[11] + r[12] + r[22] + r[25],
+        -r[2] - r[3] - r[9] - r[12] + r[1] + r[21],
+        -r[15] + r[1] + r[17] + r[19] + r[22],
+        -r[2] - r[16] - r[17] - r[23] + r[15],
+        -r[3] + 2.0 * r[4] + r[6] + r[7] + r[13] + r[20],
+        -r[6] - r[8] - r[14] - r[20] + r[3] + 2.0 * r[18],
+        -r[4] - r[5] - r[6] + r[13],
+        r[4] + r[5] + r[6] + r[7],
+        -r[7] - r[8],
+        -r[12] + r[7] + r[9],
+        -r[9] - r[10] + r[8] + r[11],
+        r[9],
+        -r[11] + r[10],
+        -r[13] + r[12],
+        r[14],
+        -r[18] - r[19] + r[16],
+        -r[20],
+        r[20],
+        -r[21] - r[22] - r[24] + r[23] + r[25],
+        -r[25] + r[24],
+    ])
+
+
+def pollu() -> ODEModel:
+    y0 = [0.0] * 20
+    for i, v in ((2, 0.2), (4, 0.04), (7, 0.1), (8, 0.3), (9, 0.01), (17, 0.007)):
+        y0[i - 1] = v
+    return ODEModel(
+        rhs=pollu_rhs,
+        params={f"k{i}": v for i, v in enumerate(_POLLU_K, start=1)},
+        y0=y0,
+        state_names=("NO2", "NO", "O3P", "O3", "HO2", "OH", "HCHO", "CO", "ALD", "MEO2",
+                     "C2O3", "CO2", "PAN", "CH3O", "HNO3", "O1D", "SO2", "SO4", "NO3", "N2O5"),
+        name="pollu",
+        t_span=(0.0, 60.0),
+        stiff=True,
+        units="time in minutes, concentrations in ppm",
+        source="J. G. Verwer (1994), Gauss-Seidel iteration for stiff ODEs from chemical kinetics, "
+        "SIAM J. Sci. Comput. 15:1243-1250; F. Mazzia & C. Magherini, Test Set for IVP Solvers "
+        "(problem POLLU, with its reference solution at t = 60).",
+        description="Air pollution chemistry: 20 species, 25 reactions, stiff.",
+    )
+
+
 MODELS = {
     "robertson": robertson,
     "oregonator": oregonator,
     "hires": hires,
     "brusselator": brusselator,
+    "pollu": pollu,
 }

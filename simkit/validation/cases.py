@@ -68,6 +68,7 @@ MODEL_CASES: dict[str, ModelCase] = {
     "lorenz": ModelCase(8.0, _T, _T, _ns(14.8, 55.1, 5.74, 23.5), "chaotic: horizon 8 (Lyapunov time ~1.1)"),
     "lotka_volterra": ModelCase(None, _T, _T, _ns(2.95, 1.56, 4.13, 3.09), "periodic orbit"),
     "oregonator": ModelCase(None, _T, _T, _st(8.12, 186), "stiff relaxation oscillation"),
+    "pollu": ModelCase(None, _T, _T, _st(1.01, 7.87), "20 species, 25 reactions"),
     "robertson": ModelCase(None, _T, 1e-14, _st(1.03, 0.603), "stiff; quasi-steady y2 ~ 1e-5"),
     "rossler": ModelCase(None, _T, _T, _ns(16.4, 62.8, 35.9, 25.7), "chaotic (weakly): horizon 50"),
     "seir": ModelCase(None, _T, _T, _ns(0.244, 0.559, 2.92, 0.782), "smooth"),
