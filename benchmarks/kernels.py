@@ -10,6 +10,11 @@ warm-up; compile time of simkit's first call reported apart. Ratios are peer / s
 
 from __future__ import annotations
 
+import os
+
+# compile times are measured: no persistent compilation cache in this process
+os.environ.setdefault("SIMKIT_COMPILATION_CACHE", "0")
+
 import argparse
 import json
 import os

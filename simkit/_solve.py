@@ -1,4 +1,7 @@
-"""`solve`: integrate an `ODEModel` with diffrax, compiled once per problem structure.
+"""`solve`: integrate an `ODEModel` with simkit's fused kernels or with diffrax.
+
+Two engines, one call: `_run_kernel` (small systems, `simkit.kernels`) and `_run` (diffrax),
+each a cached ``jax.jit`` program returning the same tuple of outputs.
 
 Numbers (``t0``, ``t1``, ``y0``, ``params``, ``rtol``, ``atol``, ``dt0``) are traced
 arguments of one cached ``jax.jit`` program; only structure (the rhs, solver, number of
@@ -298,8 +301,11 @@ def solve(
 
     **Other arguments:**
 
-    - `solver`: a diffrax solver object; default ``diffrax.Tsit5()``, or
-      ``diffrax.Kvaerno5()`` with simkit's Newton tolerances when ``model.stiff``.
+    - `solver`: a simkit kernel (`simkit.Tsit5()`, `simkit.DOPRI5()`, `simkit.DOP853()`,
+      `simkit.Rodas4()`) or any diffrax solver object (forces the diffrax engine). Default:
+      up to 64 states and without ``dense``, `simkit.Tsit5()` or, when ``model.stiff``,
+      `simkit.Rodas4()`; otherwise ``diffrax.Tsit5()`` or ``diffrax.Kvaerno5()`` with
+      simkit's Newton tolerances.
     - `rtol`, `atol`: error tolerances of the adaptive step controller (> 0).
     - `max_steps`: step budget; exhausting it raises `SolveError` (structure: changing it
       recompiles).
@@ -307,7 +313,7 @@ def solve(
     - `events`: a condition ``g(t, y, params) -> scalar`` or a sequence of them; the solve
       stops where one changes sign (located by Newton on the dense output). The
       `Solution` records ``event_time`` and ``event_index``.
-    - `dense`: keep the dense interpolant, for ``Solution.evaluate(t)``.
+    - `dense`: keep the dense interpolant, for ``Solution.evaluate(t)`` (diffrax engine).
     - `throw`: raise `SolveError` on failure (default). With ``throw=False`` the failure
       stays in ``Solution.status``. Under a user's ``jit``/``vmap``/``grad`` the check is
       an ``equinox.error_if`` with ``on_error='raise'``.
