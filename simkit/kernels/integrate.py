@@ -183,9 +183,13 @@ def integrate(
 
         full0 = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), jax.eval_shape(expand, seg0))
 
+        # one pass over the save times and then t1 itself (the solve always ends at t1, an
+        # event or a failure): a single copy of the stepping loop in the compiled program
+        targets = jnp.concatenate([save_ts, jnp.reshape(t1, (1,)).astype(save_ts.dtype)])
+
         def save_one(k, carry):
             c, ys, full, key = carry
-            target = save_ts[k]
+            target = targets[k]
             c = advance(c, target)
             covered = direction * (target - c["t"]) <= 0
             # the step's dense data, recomputed once per step that covers save times
@@ -196,10 +200,9 @@ def integrate(
             value = jnp.where(covered, method.interpolate(rhs, params, full, theta), c["y"])
             return c, ys.at[k].set(value), full, key
 
-        ys0 = jnp.zeros((n_save,) + y0.shape, dtype)
-        c, ys_out, _, _ = lax.fori_loop(0, n_save, save_one, (state0, ys0, full0, jnp.asarray(-1)))
-        # finish the solve beyond the last save time (t_final, events, failures)
-        c = advance(c, t1)
+        ys0 = jnp.zeros((n_save + 1,) + y0.shape, dtype)
+        c, ys_out, _, _ = lax.fori_loop(0, n_save + 1, save_one, (state0, ys0, full0, jnp.asarray(-1)))
+        ys_out = ys_out[:n_save]
         reached = direction * (save_ts - c["t"]) <= 0
         ts_out = jnp.where(reached, save_ts, jnp.inf)
         ys_out = jnp.where(reached[:, None], ys_out, c["y"])
