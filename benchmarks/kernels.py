@@ -18,8 +18,6 @@ os.environ.setdefault("SIMKIT_COMPILATION_CACHE", "0")
 import argparse
 import json
 import os
-import statistics
-import time
 
 import diffrax as dfx
 import jax
@@ -27,23 +25,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import simkit
+from timing import interleaved, timed  # benchmarks/timing.py (run as scripts)
 from simkit import models, reference
-
-
-def _timed(fn):
-    start = time.perf_counter()
-    jax.block_until_ready(fn())
-    return time.perf_counter() - start
-
-
-def interleaved(fns: dict, repeats: int) -> dict:
-    for fn in fns.values():
-        fn()
-    times = {k: [] for k in fns}
-    for _ in range(repeats):
-        for k, fn in fns.items():
-            times[k].append(_timed(fn))
-    return {k: statistics.median(v) for k, v in times.items()}
 
 
 def numbalsoda_peers():
@@ -68,6 +51,15 @@ def numbalsoda_peers():
     return dop853, lsoda, lorenz.address, robertson.address
 
 
+def print_rows(title: str, row: dict) -> None:
+    base = row["times"][row["reference"]]
+    print(f"\n{title} (peer / {row['reference']})")
+    for k, v in row["times"].items():
+        comp = row["compile"].get(k)
+        extra = f"   compile {comp:.2f} s" if comp is not None else ""
+        print(f"  {k:36s} {v * 1e3:10.3f} ms   x{v / base:8.2f}{extra}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=9)
@@ -84,7 +76,7 @@ def main() -> None:
     for label, solver in (("simkit DOP853", simkit.DOP853()), ("simkit Tsit5", simkit.Tsit5()),
                           ("diffrax Tsit5 (via simkit.solve)", dfx.Tsit5())):
         fn = (lambda s: lambda: simkit.solve(lz, (0.0, 100.0), saveat=1000, rtol=1e-8, atol=1e-8, solver=s).ys)(solver)
-        compile_s[label] = _timed(fn)
+        compile_s[label] = timed(fn)
         fns[label] = fn
     if peers:
         dop853, lsoda, lorenz_addr, rob_addr = peers
@@ -102,7 +94,7 @@ def main() -> None:
     fns = {}
     compile_s = {}
     fn = lambda: simkit.solve(rob, saveat=100, rtol=1e-6, atol=1e-10, solver=simkit.Rodas4()).ys
-    compile_s["simkit Rodas4"] = _timed(fn)
+    compile_s["simkit Rodas4"] = timed(fn)
     fns["simkit Rodas4"] = fn
     fns["diffrax Kvaerno5 (default)"] = lambda: simkit.solve(rob, saveat=100, rtol=1e-6, atol=1e-10, solver=dfx.Kvaerno5()).ys
     if peers:
@@ -120,7 +112,7 @@ def main() -> None:
     compile_3 = {}
     for solver in (simkit.Tsit5(), simkit.DOPRI5(), simkit.DOP853(), simkit.Rodas4()):
         model = lz.replace(rhs=lambda t, y, p: lz.rhs(t, y, p))  # a new function: a new program
-        compile_3[repr(solver)] = _timed(lambda: simkit.solve(model, (0.0, 1.0), saveat=11, solver=solver).ys)
+        compile_3[repr(solver)] = timed(lambda: simkit.solve(model, (0.0, 1.0), saveat=11, solver=solver).ys)
 
     # -- reverse-mode gradient vs forward solve (Lorenz, 3 parameters) -------------
     p = {k: jnp.asarray(v) for k, v in lz.params.items()}
@@ -141,15 +133,8 @@ def main() -> None:
         ens[label] = f
     ens_t = interleaved({k: (lambda f=f: f(rhos)) for k, f in ens.items()}, max(3, args.repeats // 3))
 
-    print("\nLorenz t 0..100, rtol=atol=1e-8, 1000 saves (peer / simkit DOP853)")
-    base = lorenz_t["simkit DOP853"]
-    for k, v in lorenz_t.items():
-        comp = compile_s.get(k)
-        print(f"  {k:36s} {v * 1e3:10.3f} ms   x{v / base:8.2f}" + (f"   compile {rows['lorenz']['compile'][k]:.2f} s" if k in rows['lorenz']['compile'] else ""))
-    print("\nRobertson t 0..1e5, rtol 1e-6, atol 1e-10 (peer / simkit Rodas4)")
-    base = rob_t["simkit Rodas4"]
-    for k, v in rob_t.items():
-        print(f"  {k:36s} {v * 1e3:10.3f} ms   x{v / base:8.2f}" + (f"   compile {rows['robertson']['compile'][k]:.2f} s" if k in rows['robertson']['compile'] else ""))
+    print_rows("Lorenz t 0..100, rtol=atol=1e-8, 1000 saves", rows["lorenz"])
+    print_rows("Robertson t 0..1e5, rtol 1e-6, atol 1e-10", rows["robertson"])
     print("\ncompile + first run on a 3-state model (new program)")
     for k, v in compile_3.items():
         print(f"  {k:36s} {v:.2f} s")

@@ -17,35 +17,19 @@ os.environ.setdefault("SIMKIT_COMPILATION_CACHE", "0")
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 import diffrax as dfx
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 import simkit
+from timing import interleaved, timed  # benchmarks/timing.py (run as scripts)
 from simkit import models, reference
 from simkit.solvers import with_newton_tolerances
-
-
-def _timed(fn):
-    start = time.perf_counter()
-    jax.block_until_ready(fn())
-    return time.perf_counter() - start
-
-
-def interleaved(fns: dict, repeats: int) -> dict:
-    times = {k: [] for k in fns}
-    for _ in range(repeats):
-        for k, fn in fns.items():
-            times[k].append(_timed(fn))
-    return {k: statistics.median(v) for k, v in times.items()}
 
 
 def hand_diffrax(model, solver, t1, rtol, atol, n_save, with_stats=False):
@@ -75,11 +59,11 @@ def bench_solves(repeats: int) -> list[dict]:
     lorenz = models.get("lorenz")
     t1, tol, n = 100.0, 1e-8, 1000
     # the overhead of simkit.solve over the same diffrax solve: force the diffrax engine
-    compile_s = _timed(lambda: simkit.solve(lorenz, (0.0, t1), saveat=n, rtol=tol, atol=tol, solver=dfx.Tsit5()).ys)
+    compile_s = timed(lambda: simkit.solve(lorenz, (0.0, t1), saveat=n, rtol=tol, atol=tol, solver=dfx.Tsit5()).ys)
     hand = hand_diffrax(lorenz, dfx.Tsit5(), t1, tol, tol, n)
-    hand_compile = _timed(hand)
+    hand_compile = timed(hand)
     hand_stats = hand_diffrax(lorenz, dfx.Tsit5(), t1, tol, tol, n, with_stats=True)
-    _timed(hand_stats)
+    timed(hand_stats)
     fns = {
         "simkit": lambda: simkit.solve(lorenz, (0.0, t1), saveat=n, rtol=tol, atol=tol, solver=dfx.Tsit5()).ys,
         "diffrax Tsit5 (hand-written)": hand,
@@ -99,14 +83,14 @@ def bench_solves(repeats: int) -> list[dict]:
     rob = models.get("robertson")
     t1, rtol, atol, n = 1e5, 1e-6, 1e-10, 100
     default_kvaerno5 = with_newton_tolerances(dfx.Kvaerno5(), rtol, atol)  # what simkit builds
-    compile_s = _timed(lambda: simkit.solve(rob, saveat=n, rtol=rtol, atol=atol, solver=default_kvaerno5).ys)
+    compile_s = timed(lambda: simkit.solve(rob, saveat=n, rtol=rtol, atol=atol, solver=default_kvaerno5).ys)
     same = with_newton_tolerances(dfx.Kvaerno5(), rtol, atol)
     hand_same = hand_diffrax(rob, same, t1, rtol, atol, n)
     hand_default = hand_diffrax(rob, dfx.Kvaerno5(), t1, rtol, atol, n)
     hand_same_stats = hand_diffrax(rob, same, t1, rtol, atol, n, with_stats=True)
-    hand_compile = _timed(hand_same)
-    _timed(hand_default)
-    _timed(hand_same_stats)
+    hand_compile = timed(hand_same)
+    timed(hand_default)
+    timed(hand_same_stats)
     fns = {
         "simkit": lambda: simkit.solve(rob, saveat=n, rtol=rtol, atol=atol, solver=default_kvaerno5).ys,
         "diffrax Kvaerno5, same Newton tolerances (hand-written)": hand_same,
