@@ -327,14 +327,16 @@ def solve(
         raise TypeError(f"solve() expects an ODEModel, got {type(model).__name__}")
     dtype = _config.float_dtype()
     t0, t1 = _time_span(model, t_span)
-    merged = model.merged_params(params)
+    # unbound call: an equinox Module builds a bound-method object on each method access
+    merged = ODEModel.merged_params(model, params)
+    n_states = len(model.state_names)
     for name, value in merged.items():
         _check_finite(f"parameter {name!r}", value, model)
     y0 = model.y0 if y0 is None else y0
-    if np.shape(y0) != (model.n_states,):
+    if np.shape(y0) != (n_states,):
         extra = " (for a batch of initial states use simkit.ensemble or jax.vmap)" if np.ndim(y0) > 1 else ""
         raise ShapeError(
-            f"model {model.name!r}: y0 must have shape ({model.n_states},) "
+            f"model {model.name!r}: y0 must have shape ({n_states},) "
             f"for states {list(model.state_names)}, got {np.shape(y0)}{extra}"
         )
     _check_finite("y0", y0, model)
@@ -356,7 +358,7 @@ def solve(
         if not all(callable(g) for g in events_t):
             raise InputError("events must be a callable g(t, y, params) or a sequence of them")
 
-    if solver is None and not dense and model.n_states <= KERNEL_MAX_STATES:
+    if solver is None and not dense and n_states <= KERNEL_MAX_STATES:
         solver = Rodas4() if model.stiff else Tsit5()
     newton_rule = solver is None and model.stiff
     chosen = (_KVAERNO5 if model.stiff else _TSIT5) if solver is None else solver
