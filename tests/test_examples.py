@@ -1,0 +1,23 @@
+"""Every example runs in a fresh process and writes its figure (STYLE.md item 14)."""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+EXAMPLES = sorted((pathlib.Path(__file__).parent.parent / "examples").glob("*.py"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", EXAMPLES, ids=lambda p: p.name)
+def test_example_runs_and_writes_its_figure(script, tmp_path):
+    out = tmp_path / "figure.png"
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env.update(MPLBACKEND="agg", SIMKIT_COMPILATION_CACHE="0")
+    run = subprocess.run([sys.executable, str(script), str(out)], env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert out.stat().st_size > 10_000
+    assert "wrote" in run.stdout
