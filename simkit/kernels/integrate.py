@@ -89,7 +89,6 @@ def integrate(
         def combined(t, y):
             return jnp.min(signs * event_values(events, t, y, params))
 
-    # a first "segment" that interpolates to y0 at t0 (dense data zero)
     _, _, dense_probe, _ = jax.eval_shape(
         lambda: method.step(rhs, t0, y0, f0, direction, params, rtol, atol)
     )
@@ -132,7 +131,8 @@ def integrate(
             y_stop = jnp.where(fired, interp(theta_ev), y_new)
         h_new, ctrl = method.propose(err_norm, h, c["ctrl"], accepted, c["last_rej"])
         h_new = lax.stop_gradient(h_new)
-        underflow = h_new <= 16 * eps * jnp.abs(t)
+        # a step too small to move t (near t = 0, relative to the span)
+        underflow = h_new <= 16 * eps * jnp.maximum(jnp.abs(t), 1e-3 * jnp.abs(t1 - t0))
         status = jnp.where(
             fired, int(Status.EVENT),
             jnp.where(accepted & last, int(Status.SUCCESS),
