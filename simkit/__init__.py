@@ -6,6 +6,7 @@ Public API (re-exports only). Importing simkit applies the precision policy of
 
 from . import _config  # noqa: F401  (precision policy first, before jax/equinox load)
 from . import models as models
+from ._ensemble import ensemble as ensemble
 from ._solve import SaveSteps as SaveSteps
 from ._solve import solve as solve
 from .errors import DependencyError as DependencyError
@@ -18,6 +19,7 @@ from .kernels import DOP853 as DOP853
 from .kernels import DOPRI5 as DOPRI5
 from .kernels import Rodas4 as Rodas4
 from .kernels import Tsit5 as Tsit5
+from .ensemble_solution import EnsembleSolution as EnsembleSolution
 from .model import ODEModel as ODEModel
 from .solution import Solution as Solution
 from .status import Status as Status
@@ -28,6 +30,7 @@ __all__ = [
     "DOP853",
     "DOPRI5",
     "DependencyError",
+    "EnsembleSolution",
     "InputError",
     "ODEModel",
     "ParameterError",
@@ -39,6 +42,7 @@ __all__ = [
     "SolveError",
     "Status",
     "Tsit5",
+    "ensemble",
     "models",
     "solve",
 ]

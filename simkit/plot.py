@@ -51,3 +51,20 @@ def plot_work_precision(
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize="small")
     return ax
+
+
+def plot_fan(ens: Any, ax: Any = None, *, state: str, quantiles: Sequence[float] = (0.05, 0.25),
+             color: str = "C0", **kwargs: Any) -> Any:
+    """Fan chart of an `EnsembleSolution`: median line and quantile bands of one state."""
+    ax = _axes(ax)
+    i = list(ens.state_names).index(state)
+    t = ens.times
+    for q in sorted(quantiles):
+        lo, hi = ens.quantile([q, 1 - q])[:, :, i]
+        ax.fill_between(t, lo, hi, color=color, alpha=0.25, lw=0, label=f"{q:.0%}-{1 - q:.0%}")
+    ax.plot(t, ens.quantile(0.5)[:, i], color=color, label="median", **kwargs)
+    ax.set_xlabel("t")
+    ax.set_ylabel(state)
+    ax.set_title(f"{ens.model_name}: {ens.n_members} members")
+    ax.legend(fontsize="small")
+    return ax

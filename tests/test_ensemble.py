@@ -1,0 +1,98 @@
+"""simkit.ensemble: batching, chunking and sharding (4 simulated CPU devices), statistics."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import simkit
+from simkit import models
+
+LV = models.get("lotka_volterra")
+ALPHAS = np.linspace(0.4, 0.7, 37)  # not a multiple of the chunk or of the device count
+TIGHT = dict(rtol=1e-10, atol=1e-10)
+
+
+def test_members_match_their_own_solves():
+    ens = simkit.ensemble(LV, (0.0, 10.0), params={"alpha": ALPHAS}, saveat=11, **TIGHT)
+    assert ens.ys.shape == (37, 11, 2) and ens.n_members == 37 and ens.ok.all()
+    for i in (0, 17, 36):
+        single = simkit.solve(LV, (0.0, 10.0), params={"alpha": ALPHAS[i]}, saveat=11, **TIGHT)
+        np.testing.assert_allclose(ens.ys[i], single.ys, rtol=1e-12)
+    np.testing.assert_array_equal(ens.params["alpha"], ALPHAS)
+
+
+def test_results_do_not_depend_on_chunks_devices_or_balancing():
+    lorenz = models.get("lorenz")  # chaotic: any rounding difference would grow and show
+    rhos = np.random.default_rng(1).uniform(10.0, 50.0, 70)
+    kwargs = dict(params={"rho": rhos}, saveat=6, rtol=1e-6, atol=1e-6)
+    base = simkit.ensemble(lorenz, (0.0, 5.0), **kwargs)  # 4 devices, balanced
+    assert len(jax.local_devices()) == 4
+    for other in (
+        simkit.ensemble(lorenz, (0.0, 5.0), devices=jax.local_devices()[:1], **kwargs),
+        simkit.ensemble(lorenz, (0.0, 5.0), chunk_size=8, balance=False, **kwargs),
+        simkit.ensemble(lorenz, (0.0, 5.0), chunk_size=64, devices=jax.local_devices()[:2], **kwargs),
+    ):
+        np.testing.assert_array_equal(other.ys, base.ys)
+        np.testing.assert_array_equal(other.stats["num_steps"], base.stats["num_steps"])
+
+
+def test_batched_initial_states_and_failed_members_are_reported():
+    # y' = k y^2, y(0) = y0: blows up at t = 1 / (k y0); the others are exact 1/(1/y0 - k t)
+    model = simkit.ODEModel(rhs=lambda t, y, p: p["k"] * y**2, params={"k": 1.0}, y0=[0.5],
+                            state_names=("y",), name="blowup")
+    y0 = np.array([[0.1], [0.2], [0.25], [1.0], [4.0]])  # members 3 and 4 blow up before t = 2
+    ens = simkit.ensemble(model, (0.0, 2.0), y0=y0, saveat=5, **TIGHT)
+    assert list(ens.failures) == [3, 4]
+    assert all("underflow" in reason or "non-finite" in reason for reason in ens.failures.values())
+    t = np.linspace(0.0, 2.0, 5)
+    for i in range(3):
+        np.testing.assert_allclose(ens.ys[i, :, 0], 1.0 / (1.0 / y0[i, 0] - t), rtol=1e-8)
+    # statistics leave the failed members out
+    np.testing.assert_allclose(ens.mean()[:, 0], ens.ys[:3, :, 0].mean(axis=0), rtol=1e-12)
+    assert "failed=2" in repr(ens)
+
+
+def test_statistics_exports_and_plot():
+    ens = simkit.ensemble(LV, (0.0, 5.0), params={"alpha": ALPHAS, "gamma": 0.8}, saveat=6)
+    ys = np.asarray(ens.ys)
+    np.testing.assert_allclose(ens.mean(), ys.mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(ens.std(), ys.std(axis=0, ddof=1), rtol=1e-12)
+    np.testing.assert_allclose(ens.quantile(0.9), np.quantile(ys, 0.9, axis=0), rtol=1e-12)
+    np.testing.assert_allclose(ens["prey"], ys[:, :, 0])
+    da = ens.to_xarray()
+    assert da.dims == ("member", "time", "state")
+    np.testing.assert_array_equal(da["param_alpha"].values, ALPHAS)
+    ax = ens.plot(state="predator")
+    assert len(ax.collections) == 2 and len(ax.get_lines()) == 1
+
+
+def test_linear_decay_with_gaussian_rate_matches_closed_form_mean():
+    """y' = -k y, y(0) = 1, k ~ N(mu, s^2): E[y(t)] = exp(-mu t + s^2 t^2 / 2)."""
+    model = simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * y, params={"k": 1.0}, y0=[1.0],
+                            state_names=("y",), name="decay")
+    mu, s, n = 1.0, 0.2, 4000
+    k = mu + s * np.random.default_rng(7).standard_normal(n)
+    ens = simkit.ensemble(model, (0.0, 3.0), params={"k": k}, saveat=7, **TIGHT)
+    t = np.linspace(0.0, 3.0, 7)
+    exact_mean = np.exp(-mu * t + 0.5 * s**2 * t**2)
+    exact_var = np.exp(-2 * mu * t + 2 * s**2 * t**2) - exact_mean**2
+    standard_error = np.sqrt(exact_var / n) + 1e-15
+    z = np.abs(ens.mean()[:, 0] - exact_mean) / standard_error
+    assert z.max() < 4.0, z  # a 4-sigma Monte-Carlo bound (seeded)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"params": {"alpha": np.ones(3)}, "y0": np.ones((4, 2))}, simkit.ShapeError, "member counts disagree"),
+        ({}, simkit.ShapeError, "nothing is batched"),
+        ({"params": {"alpha": np.ones((3, 2))}}, simkit.ShapeError, "parameter 'alpha'"),
+        ({"params": {"omega": np.ones(3)}}, simkit.ParameterError, "no parameter"),
+        ({"params": {"alpha": np.array([1.0, np.nan])}}, simkit.ParameterError, r"members \[1\]"),
+        ({"y0": np.ones((3, 5))}, simkit.ShapeError, r"\(members, 2\)"),
+    ],
+)
+def test_ensemble_input_errors(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        simkit.ensemble(LV, (0.0, 1.0), **kwargs)
