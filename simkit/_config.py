@@ -7,6 +7,11 @@
   simkit does not rely on them: solvers return result codes that simkit turns into
   Python errors at top level (see ``simkit/_solve.py``). This only takes effect when
   simkit is imported before equinox/diffrax.
+* One CPU device per core (``SIMKIT_CPU_DEVICES``, default the core count, at most 32)
+  unless the user configured devices (``jax_num_cpu_devices`` or the XLA host-device flag)
+  or JAX is already running: `simkit.ensemble` shards members over the local devices, and
+  one XLA CPU device runs a solver loop on about one core. Single solves use device 0 and
+  are not affected (measured).
 * JAX's persistent compilation cache is switched on (directory
   ``$SIMKIT_CACHE_DIR`` or ``~/.cache/simkit/jax``) unless the user configured one or set
   ``SIMKIT_COMPILATION_CACHE=0``; programs that took 0.1 s or more to compile are stored.
@@ -47,6 +52,23 @@ def _enable_compilation_cache() -> str | None:
 
 
 COMPILATION_CACHE_DIR: str | None = _enable_compilation_cache()
+
+
+def _configure_cpu_devices() -> int | None:
+    if "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", ""):
+        return None
+    if jax.config.jax_num_cpu_devices != -1:  # the user chose
+        return None
+    wanted = os.environ.get("SIMKIT_CPU_DEVICES")
+    count = int(wanted) if wanted else min(os.cpu_count() or 1, 32)
+    try:
+        jax.config.update("jax_num_cpu_devices", count)
+    except RuntimeError:  # JAX's backends are already initialised: leave them as they are
+        return None
+    return count
+
+
+CPU_DEVICES: int | None = _configure_cpu_devices()
 
 
 def float_dtype():
