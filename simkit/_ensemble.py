@@ -96,7 +96,7 @@ def _member_arrays(model: ODEModel, params: dict | None, y0: Any) -> tuple[int, 
     return members, out, y0_b
 
 
-def _run_members(program: _EnsembleProgram, t0, t1, params, y0, save_ts, rtol, atol, dt0):
+def _run_members(program: _EnsembleProgram, t0, t1, params, y0, save_ts, rtol, atol):
     """All members on one device: lax.map over chunks of vmapped solves."""
 
     def one(p, y):
@@ -104,7 +104,7 @@ def _run_members(program: _EnsembleProgram, t0, t1, params, y0, save_ts, rtol, a
                          name=program.name, stiff=program.stiff)
         sol = solve(model, (t0, t1), saveat=save_ts if program.saveat_array else program.saveat,
                     solver=program.solver, rtol=rtol, atol=atol, max_steps=program.max_steps,
-                    dt0=None if dt0 is None else dt0, events=program.events or None, throw=False)
+                    events=program.events or None, throw=False)
         return dict(ts=sol.ts, ys=sol.ys, status=sol.status, stats=sol.stats,
                     t_final=sol.t_final, y_final=sol.y_final)
 
@@ -117,7 +117,7 @@ def _run_members(program: _EnsembleProgram, t0, t1, params, y0, save_ts, rtol, a
 
 @functools.partial(jax.jit, static_argnames=("program",))
 def _run(program: _EnsembleProgram, t0, t1, params, y0, save_ts, rtol, atol):
-    run = functools.partial(_run_members, program, t0, t1, save_ts=save_ts, rtol=rtol, atol=atol, dt0=None)
+    run = functools.partial(_run_members, program, t0, t1, save_ts=save_ts, rtol=rtol, atol=atol)
     if program.n_devices == 1:
         return run(params, y0)
     mesh = jax.make_mesh((program.n_devices,), ("members",), axis_types=(AxisType.Auto,))

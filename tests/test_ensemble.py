@@ -1,7 +1,6 @@
 """simkit.ensemble: batching, chunking and sharding (4 simulated CPU devices), statistics."""
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
