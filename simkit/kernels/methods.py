@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import jax.scipy.linalg as jsl
-
+from .linalg import lu_factor, lu_solve
 from .tableaus import DOP853Tableau, ExplicitTableau, RosenbrockTableau
 
 
@@ -175,7 +174,8 @@ class DOP853Method(_HairerPI, _RecomputeDense):
 
 
 class Rosenbrock:
-    """Rosenbrock method with the Jacobian from ``jax.jacfwd`` and a dense LU per step."""
+    """Rosenbrock method with the Jacobian from ``jax.jacfwd`` and a dense LU per step
+    (`simkit.kernels.linalg`)."""
 
     implicit = True
     fsal = False  # f(t_new, y_new) costs one more evaluation per attempt
@@ -194,7 +194,7 @@ class Rosenbrock:
         n = y.shape[0]
         jac_y, jac_t = jax.jacfwd(lambda tt, yy: rhs(tt, yy, params), argnums=(1, 0))(t, y)
         w = jnp.eye(n, dtype=y.dtype) / (hs * tab.gamma) - jac_y
-        lu = jsl.lu_factor(w)
+        lu = lu_factor(w)
         ks = []
         for i in range(len(tab.m)):
             if i == 0:
@@ -208,7 +208,7 @@ class Rosenbrock:
                 coupling = _combine(tab.c[i, :i], ks)
                 if coupling is not None:
                     rhs_i = rhs_i + coupling / hs
-            ks.append(jsl.lu_solve(lu, rhs_i))
+            ks.append(lu_solve(lu, rhs_i))
         y_new = y + _combine(tab.m, ks)
         err_norm = _rms(ks[-1] / _scale(y, y_new, rtol, atol))
         dense = jnp.stack([_combine(tab.dd2, ks), _combine(tab.dd3, ks)])
