@@ -6,6 +6,7 @@ Public API (re-exports only). Importing simkit applies the precision policy of
 
 from . import _config  # noqa: F401  (precision policy first, before jax/equinox load)
 from . import models as models
+from . import sample as sample
 from ._ensemble import ensemble as ensemble
 from ._solve import SaveSteps as SaveSteps
 from ._solve import solve as solve
@@ -44,5 +45,6 @@ __all__ = [
     "Tsit5",
     "ensemble",
     "models",
+    "sample",
     "solve",
 ]

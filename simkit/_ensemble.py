@@ -148,6 +148,7 @@ def ensemble(
     max_steps: int = 100_000,
     events: Any = None,
     chunk_size: int | None = None,
+    memory_budget: int = 256 * 2**20,
     devices: Sequence[Any] | None = None,
     balance: bool = True,
 ) -> EnsembleSolution:
@@ -162,6 +163,8 @@ def ensemble(
     - `chunk_size`: members per vmapped chunk (default 256, or fewer for small ensembles;
       rounded up to a multiple of 8). Results do not depend on it, nor on the devices, bit
       for bit.
+    - `memory_budget`: bytes one chunk's saved trajectories may take (default 256 MiB); the
+      default chunk size shrinks to fit it.
     - `devices`: devices to shard members over (default: all local devices).
     - `balance`: group members of similar estimated cost (a pilot solve) into chunks.
 
@@ -184,7 +187,11 @@ def ensemble(
     per_device = math.ceil(members / n_dev)
     if chunk_size is not None and chunk_size < 1:
         raise InputError(f"chunk_size must be positive, got {chunk_size}")
-    chunk = int(chunk_size or min(DEFAULT_CHUNK, per_device))
+    n_save = 101 if saveat is None else (max_steps + 1 if isinstance(saveat, str) else
+                                         saveat if isinstance(saveat, int) else len(saveat))
+    member_bytes = 2 * n_save * model.n_states * np.dtype(dtype).itemsize  # ys + its update
+    fits = max(1, int(memory_budget) // member_bytes)
+    chunk = int(chunk_size or min(DEFAULT_CHUNK, per_device, fits))
     chunk = VECTOR_WIDTH * math.ceil(chunk / VECTOR_WIDTH)
     chunks_per_device = math.ceil(per_device / chunk)
     padded = n_dev * chunks_per_device * chunk

@@ -95,3 +95,27 @@ def test_linear_decay_with_gaussian_rate_matches_closed_form_mean():
 def test_ensemble_input_errors(kwargs, error, match):
     with pytest.raises(error, match=match):
         simkit.ensemble(LV, (0.0, 1.0), **kwargs)
+
+
+def test_samplers_are_reproducible_and_fill_their_ranges(key):
+    lhs = simkit.sample.latin_hypercube(key, {"alpha": (0.4, 0.7), "gamma": (0.5, 1.0)}, 64)
+    again = simkit.sample.latin_hypercube(key, {"alpha": (0.4, 0.7), "gamma": (0.5, 1.0)}, 64)
+    np.testing.assert_array_equal(lhs["alpha"], again["alpha"])
+    for name, (lo, hi) in {"alpha": (0.4, 0.7), "gamma": (0.5, 1.0)}.items():
+        strata = np.floor((np.asarray(lhs[name]) - lo) / (hi - lo) * 64).astype(int)
+        np.testing.assert_array_equal(np.sort(strata), np.arange(64))  # one member per stratum
+    u = simkit.sample.uniform(key, {"alpha": (0.4, 0.7)}, 1000)["alpha"]
+    assert 0.4 <= float(u.min()) and float(u.max()) < 0.7
+    z = simkit.sample.normal(key, {"alpha": (0.55, 0.05)}, 4000)["alpha"]
+    assert abs(float(z.mean()) - 0.55) < 4 * 0.05 / np.sqrt(4000)
+    with pytest.raises(simkit.InputError, match="two finite numbers"):
+        simkit.sample.uniform(key, {"alpha": (0.4,)}, 10)
+    ens = simkit.ensemble(LV, (0.0, 2.0), params=lhs, saveat=3)
+    assert ens.n_members == 64 and ens.ok.all()
+
+
+def test_memory_budget_limits_the_chunk_without_changing_results():
+    kwargs = dict(params={"alpha": ALPHAS}, saveat=201, **TIGHT)
+    small = simkit.ensemble(LV, (0.0, 5.0), memory_budget=8 * 2 * 201 * 2 * 8, **kwargs)  # 8 members
+    large = simkit.ensemble(LV, (0.0, 5.0), **kwargs)
+    np.testing.assert_array_equal(small.ys, large.ys)
