@@ -48,6 +48,7 @@ class _EnsembleProgram:
     events: tuple
     chunk: int
     n_devices: int
+    diffusion: Any = None  # a stochastic model: one key per member
 
 
 def _member_arrays(model: ODEModel, params: dict | None, y0: Any) -> tuple[int, dict, Any]:
@@ -96,42 +97,44 @@ def _member_arrays(model: ODEModel, params: dict | None, y0: Any) -> tuple[int, 
     return members, out, y0_b
 
 
-def _run_members(program: _EnsembleProgram, t0, t1, params, y0, save_ts, rtol, atol):
+def _run_members(program: _EnsembleProgram, t0, t1, params, y0, keys, save_ts, rtol, atol):
     """All members on one device: lax.map over chunks of vmapped solves."""
 
-    def one(p, y):
+    def one(p, y, k):
         model = ODEModel(rhs=program.rhs, params=p, y0=y, state_names=program.state_names,
-                         name=program.name, stiff=program.stiff)
+                         name=program.name, stiff=program.stiff, diffusion=program.diffusion)
         sol = solve(model, (t0, t1), saveat=save_ts if program.saveat_array else program.saveat,
                     solver=program.solver, rtol=rtol, atol=atol, max_steps=program.max_steps,
-                    events=program.events or None, throw=False)
+                    events=program.events or None, throw=False,
+                    key=k if program.diffusion is not None else None)
         return dict(ts=sol.ts, ys=sol.ys, status=sol.status, stats=sol.stats,
                     t_final=sol.t_final, y_final=sol.y_final)
 
     count = y0.shape[0]
     chunks = count // program.chunk
-    shaped = jax.tree_util.tree_map(lambda a: a.reshape((chunks, program.chunk) + a.shape[1:]), (params, y0))
+    shaped = jax.tree_util.tree_map(lambda a: a.reshape((chunks, program.chunk) + a.shape[1:]),
+                                    (params, y0, keys))
     out = jax.lax.map(lambda pc: jax.vmap(one)(*pc), shaped)
     return jax.tree_util.tree_map(lambda a: a.reshape((count,) + a.shape[2:]), out)
 
 
 @functools.partial(jax.jit, static_argnames=("program",))
-def _run(program: _EnsembleProgram, t0, t1, params, y0, save_ts, rtol, atol):
+def _run(program: _EnsembleProgram, t0, t1, params, y0, keys, save_ts, rtol, atol):
     run = functools.partial(_run_members, program, t0, t1, save_ts=save_ts, rtol=rtol, atol=atol)
     if program.n_devices == 1:
-        return run(params, y0)
+        return run(params, y0, keys)
     mesh = jax.make_mesh((program.n_devices,), ("members",), axis_types=(AxisType.Auto,))
     spec = PartitionSpec("members")
-    sharded = jax.shard_map(lambda p, y: run(p, y), mesh=mesh, in_specs=(spec, spec),
+    sharded = jax.shard_map(lambda p, y, k: run(p, y, k), mesh=mesh, in_specs=(spec, spec, spec),
                             out_specs=spec, check_vma=False)
-    return sharded(params, y0)
+    return sharded(params, y0, keys)
 
 
-def _pilot_steps(program: _EnsembleProgram, t0, t1, params, y0, rtol, atol):
+def _pilot_steps(program: _EnsembleProgram, t0, t1, params, y0, keys, rtol, atol):
     """Estimated step count of each member: a solve 1e3x looser, saving only the end."""
     pilot = dataclasses.replace(program, saveat=2, saveat_array=False)
     loose = jnp.minimum(rtol * 1e3, 1e-2)
-    out = _run(pilot, t0, t1, params, y0, jnp.zeros((0,), y0.dtype), loose, atol * 1e3)
+    out = _run(pilot, t0, t1, params, y0, keys, jnp.zeros((0,), y0.dtype), loose, atol * 1e3)
     return out["stats"]["num_steps"]
 
 
@@ -151,6 +154,7 @@ def ensemble(
     memory_budget: int = 256 * 2**20,
     devices: Sequence[Any] | None = None,
     balance: bool = True,
+    key: Any = None,
 ) -> EnsembleSolution:
     """Solve ``model`` for many members at once.
 
@@ -166,7 +170,10 @@ def ensemble(
     - `memory_budget`: bytes one chunk's saved trajectories may take (default 256 MiB); the
       default chunk size shrinks to fit it.
     - `devices`: devices to shard members over (default: all local devices).
-    - `balance`: group members of similar estimated cost (a pilot solve) into chunks.
+    - `balance`: group members of similar estimated cost (a pilot solve) into chunks
+      (never for stochastic models: their cost is fixed by ``dt0``).
+    - `key`: for stochastic models, one ``jax.random`` key; member ``i`` gets
+      ``jax.random.split(key, members)[i]``: reproducible and independent of chunking.
 
     **Returns:** an `EnsembleSolution` with ``ys`` of shape ``(members, n_save, n_states)``
     and a status per member; failed members are reported there and never stop the others.
@@ -202,23 +209,34 @@ def ensemble(
         saveat=None if saveat_array else saveat, saveat_array=saveat_array, solver=solver,
         max_steps=int(max_steps), events=tuple(events) if isinstance(events, (list, tuple)) else
         ((events,) if events is not None else ()), chunk=chunk, n_devices=n_dev,
+        diffusion=model.diffusion,
     )
+    stochastic = model.diffusion is not None
+    if stochastic and key is None:
+        raise InputError(f"model {model.name!r} is stochastic: pass key=jax.random.key(...)")
+    if stochastic:
+        member_keys = np.asarray(jax.random.key_data(jax.random.split(key, members)))
+    else:
+        member_keys = np.zeros((members, 2), np.uint32)
     # pad with copies of the last member (their results are dropped)
     pad = padded - members
     p_pad = {k: np.concatenate([v, np.repeat(v[-1:], pad, axis=0)]) for k, v in p_b.items()}
     y_pad = np.concatenate([y0_b, np.repeat(y0_b[-1:], pad, axis=0)])
+    k_pad = np.concatenate([member_keys, np.repeat(member_keys[-1:], pad, axis=0)])
     args = (jnp.asarray(t0, dtype), jnp.asarray(t1, dtype))
     tol = (jnp.asarray(rtol, dtype), jnp.asarray(atol, dtype))
     order = np.arange(padded)
-    if balance and padded > chunk:
-        cost = np.asarray(_pilot_steps(program, *args, _put(p_pad, devices), _put(y_pad, devices), *tol))
+    if balance and padded > chunk and not stochastic:
+        cost = np.asarray(_pilot_steps(program, *args, _put(p_pad, devices), _put(y_pad, devices),
+                                       _put(k_pad, devices), *tol))
         order = np.argsort(cost, kind="stable")
         # deal sorted members to the devices round-robin so every device gets each cost
         # class, then keep them sorted within each device: similar costs share a chunk
         order = order.reshape(-1, n_dev).T.reshape(-1)
     inverse = np.argsort(order)
     p_run = {k: v[order] for k, v in p_pad.items()}
-    out = _run(program, *args, _put(p_run, devices), _put(y_pad[order], devices), save_ts, *tol)
+    out = _run(program, *args, _put(p_run, devices), _put(y_pad[order], devices),
+               _put(k_pad[order], devices), save_ts, *tol)
     out = jax.tree_util.tree_map(lambda a: np.asarray(a)[inverse][:members], out)
     solver_name = "default" if solver is None else repr(solver)
     return EnsembleSolution(

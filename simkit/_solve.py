@@ -18,6 +18,7 @@ from typing import Any
 
 import diffrax as dfx
 import equinox as eqx
+import lineax as lx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -62,6 +63,7 @@ class _Program:
     dense: bool
     events: tuple[EventFn, ...]
     max_steps: int
+    diffusion: Callable | None = None  # an SDE: fixed steps, Brownian motion from a key
 
 
 def _result_code(sol: Any, y_final: Any) -> Any:
@@ -98,11 +100,14 @@ def _event_values(events: tuple[EventFn, ...], t: Any, y: Any, params: Any) -> A
 
 
 @functools.partial(jax.jit, static_argnames=("program",))
-def _run(program: _Program, t0, t1, y0, params, save_ts, rtol, atol, dt0):
+def _run(program: _Program, t0, t1, y0, params, save_ts, rtol, atol, dt0, key=None):
     solver = program.solver
     if program.newton_rule:
         solver = with_newton_tolerances(solver, rtol, atol)
-    auto_dt0 = initial_step(program.rhs, t0, t1, y0, params, rtol, atol, solver_order(solver))
+    if program.diffusion is None:
+        auto_dt0 = initial_step(program.rhs, t0, t1, y0, params, rtol, atol, solver_order(solver))
+    else:
+        auto_dt0 = (t1 - t0) / 1000  # SDEs take fixed steps: 1000 by default
     dt0 = jnp.where(jnp.isnan(dt0), auto_dt0, dt0)
     if program.save == "linspace":
         main = dfx.SubSaveAt(ts=jnp.linspace(t0, t1, program.n_save))
@@ -130,6 +135,19 @@ def _run(program: _Program, t0, t1, y0, params, save_ts, rtol, atol, dt0):
         term = dfx.ODETerm(lambda t, y, args: program.rhs(t, y, args[0]))
     else:
         term = dfx.ODETerm(program.rhs)
+    controller: Any = dfx.PIDController(rtol=rtol, atol=atol)
+    if program.diffusion is not None:
+        brownian = dfx.VirtualBrownianTree(
+            t0, t1, tol=jnp.abs(dt0) / 2, shape=y0.shape, key=jax.random.wrap_key_data(key)
+        )
+        with_events = bool(program.events)
+
+        def noise(t, y, args):
+            g = program.diffusion(t, y, args[0] if with_events else args)
+            return lx.DiagonalLinearOperator(jnp.broadcast_to(g, y.shape))
+
+        term = dfx.MultiTerm(term, dfx.ControlTerm(noise, brownian))
+        controller = dfx.ConstantStepSize()
     sol = dfx.diffeqsolve(
         term,
         solver,
@@ -139,7 +157,7 @@ def _run(program: _Program, t0, t1, y0, params, save_ts, rtol, atol, dt0):
         y0,
         args=args,
         saveat=saveat,
-        stepsize_controller=dfx.PIDController(rtol=rtol, atol=atol),
+        stepsize_controller=controller,
         max_steps=program.max_steps,
         event=event,
         throw=False,
@@ -285,6 +303,7 @@ def solve(
     events: EventFn | Sequence[EventFn] | None = None,
     dense: bool = False,
     throw: bool = True,
+    key: Any = None,
 ) -> Solution:
     """Integrate ``model`` from ``t0`` to ``t1``.
 
@@ -314,6 +333,10 @@ def solve(
       stops where one changes sign (located by Newton on the dense output). The
       `Solution` records ``event_time`` and ``event_index``.
     - `dense`: keep the dense interpolant, for ``Solution.evaluate(t)`` (diffrax engine).
+    - `key`: a ``jax.random`` key, required for stochastic models (``model.diffusion``): the
+      Brownian motion is a deterministic function of it. SDEs use diffrax with fixed steps
+      ``dt0`` (default ``(t1 - t0) / 1000``) and ``diffrax.Euler()`` (Euler–Maruyama) unless
+      another diffrax SDE solver is given.
     - `throw`: raise `SolveError` on failure (default). With ``throw=False`` the failure
       stays in ``Solution.status``. Under a user's ``jit``/``vmap``/``grad`` the check is
       an ``equinox.error_if`` with ``on_error='raise'``.
@@ -358,6 +381,16 @@ def solve(
         if not all(callable(g) for g in events_t):
             raise InputError("events must be a callable g(t, y, params) or a sequence of them")
 
+    sde = model.diffusion is not None
+    if sde:
+        if key is None:
+            raise InputError(f"model {model.name!r} is stochastic: pass key=jax.random.key(...)")
+        if isinstance(solver, AbstractKernel):
+            raise InputError(f"{solver!r} solves ODEs; for the stochastic model {model.name!r} "
+                             "use a diffrax SDE solver (default diffrax.Euler())")
+        solver = dfx.Euler() if solver is None else solver
+    elif key is not None:
+        raise InputError(f"model {model.name!r} is deterministic: key is only for stochastic models")
     if solver is None and not dense and n_states <= KERNEL_MAX_STATES:
         solver = Rodas4() if model.stiff else Tsit5()
     newton_rule = solver is None and model.stiff
@@ -386,6 +419,7 @@ def solve(
             dense=bool(dense),
             events=events_t,
             max_steps=int(max_steps),
+            diffusion=model.diffusion,
         )
         runner = _run
         solver_name = f"diffrax.{type(chosen).__name__}"
@@ -404,7 +438,8 @@ def solve(
         _as_float(atol, dtype),
         _as_float(np.nan if dt0 is None else dt0, dtype),
     )
-    ts, ys, stats, status, t_end, y_end, ev_i, ev_t, interp = runner(program, *args)
+    extra = (_key_data(key),) if sde else ()
+    ts, ys, stats, status, t_end, y_end, ev_i, ev_t, interp = runner(program, *args, *extra)
     traced = _is_traced(args, ts)
     sol = Solution(
         ts=ts,
@@ -439,6 +474,13 @@ def solve(
     if code == Status.EVENT or save_kind == "steps":
         return _trim(sol)
     return sol
+
+
+def _key_data(key: Any) -> Any:
+    """Raw key bits (uint32), so that a key is an ordinary traced array argument."""
+    if jnp.issubdtype(jnp.asarray(key).dtype, jax.dtypes.prng_key):
+        return jax.random.key_data(key)
+    return jnp.asarray(key, jnp.uint32)  # a raw key from jax.random.PRNGKey
 
 
 def _trim(sol: Solution) -> Solution:

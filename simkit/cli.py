@@ -43,7 +43,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     t_span = None
     if args.t1 is not None:
         t_span = (model.t_span[0] if args.t0 is None else args.t0, args.t1)
-    sol = solve(model, t_span, params=params, saveat=args.saveat, rtol=args.rtol, atol=args.atol)
+    key = None
+    if model.diffusion is not None:
+        import jax
+
+        key = jax.random.key(args.seed)
+    sol = solve(model, t_span, params=params, saveat=args.saveat, rtol=args.rtol, atol=args.atol,
+                key=key)
     print(sol)
     print("stats:", {k: int(v) for k, v in sol.stats.items()})
     print("final state:", dict(zip(sol.state_names, np.asarray(sol.y_final).round(8).tolist())))
@@ -85,6 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--saveat", type=int, default=1001)
     p.add_argument("--rtol", type=float, default=1e-8)
     p.add_argument("--atol", type=float, default=1e-10)
+    p.add_argument("--seed", type=int, default=0, help="random seed (stochastic models)")
     p.add_argument("--plot", metavar="PNG")
     p.add_argument("--csv", metavar="CSV")
     p.set_defaults(func=_cmd_run)

@@ -46,7 +46,9 @@ class ODEModel(eqx.Module):
 
     **Other fields:** `name`; `t_span` (default ``(t0, t1)``); `stiff` (hint used to
     choose the default solver); `source` (citation of the model and its constants);
-    `description`; `units` (free-text units of time and states).
+    `description`; `units` (free-text units of time and states); `diffusion`: for a
+    stochastic model, ``diffusion(t, y, params) -> g`` of shape ``(n_states,)`` — the Itô
+    SDE ``dy = rhs dt + g * dW`` with independent Brownian motions (diagonal noise).
     """
 
     rhs: RHS = eqx.field(static=True)
@@ -59,6 +61,7 @@ class ODEModel(eqx.Module):
     source: str = eqx.field(static=True, default="")
     description: str = eqx.field(static=True, default="")
     units: str = eqx.field(static=True, default="")
+    diffusion: RHS | None = eqx.field(static=True, default=None)
 
     def __check_init__(self) -> None:
         shape = np.shape(self.y0)

@@ -24,6 +24,9 @@ def test_model_library_has_the_promised_models_with_sources():
         assert m.t_span is not None
         assert np.shape(m.y0) == (m.n_states,)
         dy = np.asarray(m.rhs(0.0, np.asarray(m.y0), m.params))
+        if m.diffusion is not None:
+            g = np.asarray(m.diffusion(0.0, np.asarray(m.y0), m.params))
+            assert g.shape == (m.n_states,) and np.all(np.isfinite(g)), name
         assert dy.shape == (m.n_states,) and np.all(np.isfinite(dy)), name
 
 

@@ -9,9 +9,9 @@ from collections.abc import Callable
 
 from ..errors import ParameterError
 from ..model import ODEModel
-from . import chaos, chemistry, ecology, epidemiology, mechanics, neuro, oscillators
+from . import chaos, chemistry, ecology, epidemiology, mechanics, neuro, oscillators, stochastic
 
-_FAMILIES = (chaos, chemistry, ecology, epidemiology, mechanics, neuro, oscillators)
+_FAMILIES = (chaos, chemistry, ecology, epidemiology, mechanics, neuro, oscillators, stochastic)
 _REGISTRY: dict[str, Callable[[], ODEModel]] = {
     name: factory for family in _FAMILIES for name, factory in family.MODELS.items()
 }

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import __version__, models
+from .. import __version__
 from .cases import MODEL_CASES, run_model_case, solvers_for
 from .work_precision import PROBLEMS, work_precision
 
@@ -71,7 +71,7 @@ def run(out_dir: str = "validation/report", quick: bool = False, verbose: bool =
             print(msg, flush=True)
 
     results = []
-    for name in models.names():
+    for name in sorted(MODEL_CASES):  # the deterministic models (SDEs: ensemble cases)
         for solver in solvers_for(name):
             r = run_model_case(name, solver)
             say(f"  {name:24s} {solver:18s} max error/tol {r['max_error']:9.3g}  "
