@@ -9,7 +9,8 @@ from typing import Any
 import jax
 import numpy as np
 
-from .errors import DependencyError, ParameterError
+from .errors import DependencyError
+from .solution import state_column
 from .status import Status, describe
 
 
@@ -67,14 +68,7 @@ class EnsembleSolution:
 
     def __getitem__(self, name: str) -> Any:
         """One state for every member, shape (member, time)."""
-        try:
-            i = self.state_names.index(name)
-        except ValueError:
-            raise ParameterError(
-                f"ensemble of {self.model_name!r} has no state {name!r}; states are "
-                f"{list(self.state_names)}"
-            ) from None
-        return self.ys[..., i]
+        return self.ys[..., state_column(self.state_names, name, f"ensemble of {self.model_name!r}")]
 
     def _valid(self) -> np.ma.MaskedArray:
         ys = np.asarray(self.ys)

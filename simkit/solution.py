@@ -14,6 +14,18 @@ from .errors import DependencyError, ParameterError
 from .status import Status, describe
 
 
+def state_column(state_names: tuple[str, ...], name: str, owner: str) -> int:
+    """Column of the state called ``name``; a named error when there is none."""
+    if not isinstance(name, str):
+        raise TypeError(f"index {owner} by state name, e.g. ['x']; use .ys for arrays")
+    try:
+        return state_names.index(name)
+    except ValueError:
+        raise ParameterError(
+            f"{owner} has no state {name!r}; states are {list(state_names)}"
+        ) from None
+
+
 @functools.partial(
     jax.tree_util.register_dataclass,
     data_fields=["ts", "ys", "stats", "status", "t_final", "y_final", "event_index",
@@ -63,16 +75,7 @@ class Solution:
     # -- access ---------------------------------------------------------------
     def __getitem__(self, name: str) -> Any:
         """The trajectory of one state by name, shape ``(n_save,)``."""
-        if not isinstance(name, str):
-            raise TypeError("index a Solution by state name, e.g. sol['x']; use sol.ys for arrays")
-        try:
-            i = self.state_names.index(name)
-        except ValueError:
-            raise ParameterError(
-                f"solution of {self.model_name!r} has no state {name!r}; "
-                f"states are {list(self.state_names)}"
-            ) from None
-        return self.ys[..., i]
+        return self.ys[..., state_column(self.state_names, name, f"solution of {self.model_name!r}")]
 
     @property
     def ok(self) -> bool:
