@@ -28,6 +28,7 @@ from . import _config
 from .errors import InputError, ParameterError, ShapeError, SolveError
 from .kernels import AbstractKernel, Rodas4, Tsit5
 from .kernels.autodiff import KernelProgram, kernel_solve
+from .kernels.integrate import event_values
 from .model import ODEModel, Params
 from .solution import Solution
 from .solvers import default_solver, initial_step, is_implicit, solver_order, with_newton_tolerances
@@ -95,10 +96,6 @@ def _num_rhs(solver: Any, num_steps: Any) -> Any | None:
     return 2 + (1 if fsal else 0) + per_step * num_steps
 
 
-def _event_values(events: tuple[EventFn, ...], t: Any, y: Any, params: Any) -> Any:
-    return jnp.stack([jnp.asarray(g(t, y, params), dtype=y.dtype) for g in events])
-
-
 @functools.partial(jax.jit, static_argnames=("program",))
 def _run(program: _Program, t0, t1, y0, params, save_ts, rtol, atol, dt0, key=None):
     solver = program.solver
@@ -123,13 +120,13 @@ def _run(program: _Program, t0, t1, y0, params, save_ts, rtol, atol, dt0, key=No
         # start positive: it reaches zero at the *earliest* crossing of any event, even
         # when several change sign inside one step (diffrax's Event, given several
         # conditions, reports the first one in list order in that case).
-        signs = _event_values(program.events, t0, y0, params)
+        signs = event_values(program.events, t0, y0, params)
         signs = jnp.where(signs < 0, -1.0, 1.0).astype(y0.dtype)
         args = (params, signs)
         eps = jnp.finfo(y0.dtype).eps
         scale = jnp.maximum(jnp.maximum(jnp.abs(t0), jnp.abs(t1)), 1.0)
         event = dfx.Event(
-            lambda t, y, args, **kw: jnp.min(args[1] * _event_values(program.events, t, y, args[0])),
+            lambda t, y, args, **kw: jnp.min(args[1] * event_values(program.events, t, y, args[0])),
             root_finder=optx.Newton(rtol=100 * eps, atol=100 * eps * scale),
         )
         term = dfx.ODETerm(lambda t, y, args: program.rhs(t, y, args[0]))
@@ -165,7 +162,7 @@ def _run(program: _Program, t0, t1, y0, params, save_ts, rtol, atol, dt0, key=No
     (ts, ys), (t_end, y_end) = (sol.ts[0], sol.ys[0]), (sol.ts[1][0], sol.ys[1][0])
     status = _result_code(sol, y_end)
     if program.events:
-        values = args[1] * _event_values(program.events, t_end, y_end, params)
+        values = args[1] * event_values(program.events, t_end, y_end, params)
         fired = status == int(Status.EVENT)
         event_index = jnp.where(fired, jnp.argmin(values), -1).astype(jnp.int32)
         event_time = jnp.where(fired, t_end, jnp.nan)

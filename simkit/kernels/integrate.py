@@ -192,8 +192,9 @@ def integrate(
             target = targets[k]
             c = advance(c, target)
             covered = direction * (target - c["t"]) <= 0
-            # the step's dense data, recomputed once per step that covers save times
-            fresh = covered & (key != c["n_steps"])
+            # the step's dense data, recomputed once per step that covers save times (not
+            # for the final target t1, whose row is dropped)
+            fresh = covered & (key != c["n_steps"]) & (k < n_save)
             full = lax.cond(fresh, lambda: expand(c["seg"]), lambda: full)
             key = jnp.where(fresh, c["n_steps"], key)
             theta = (target - full["t"]) / full["hs"]
