@@ -23,11 +23,13 @@ import numpy as np
 from jax.sharding import AxisType, NamedSharding, PartitionSpec
 
 from . import _config
+from . import progress as _progress
 from ._solve import _check_positive, _time_span, solve
 from .ensemble_solution import EnsembleSolution
 from .errors import InputError, ParameterError, ShapeError
 from .model import ODEModel
 
+MAX_BATCHES = 20  # host-level batches when a progress bar is wanted
 DEFAULT_CHUNK = 256  # members per vmapped chunk: measured cache-friendly on CPU (notes)
 VECTOR_WIDTH = 8  # chunks are a multiple of the CPU's vector width (8 doubles, AVX-512): a
 # member's result is then the same bits whatever the chunk size or device count. Lanes that
@@ -155,6 +157,7 @@ def ensemble(
     devices: Sequence[Any] | None = None,
     balance: bool = True,
     key: Any = None,
+    progress: bool | None = None,
 ) -> EnsembleSolution:
     """Solve ``model`` for many members at once.
 
@@ -174,6 +177,9 @@ def ensemble(
       (never for stochastic models: their cost is fixed by ``dt0``).
     - `key`: for stochastic models, one ``jax.random`` key; member ``i`` gets
       ``jax.random.split(key, members)[i]``: reproducible and independent of chunking.
+    - `progress`: run in up to 20 host-level batches of chunks and draw a progress bar on
+      stderr once the run is projected to take more than 3 s. ``None`` (default): when
+      stderr is a terminal and ``SIMKIT_PROGRESS`` is not ``0``. Results are unchanged.
 
     **Returns:** an `EnsembleSolution` with ``ys`` of shape ``(members, n_save, n_states)``
     and a status per member; failed members are reported there and never stop the others.
@@ -201,6 +207,11 @@ def ensemble(
     chunk = int(chunk_size or min(DEFAULT_CHUNK, per_device, fits))
     chunk = VECTOR_WIDTH * math.ceil(chunk / VECTOR_WIDTH)
     chunks_per_device = math.ceil(per_device / chunk)
+    batched = _progress.wanted(progress) and chunks_per_device > 1
+    # host-level batches of `per_batch` chunks per device (<= 20 batches; padding < 1 batch)
+    per_batch = math.ceil(chunks_per_device / MAX_BATCHES) if batched else chunks_per_device
+    n_batches = math.ceil(chunks_per_device / per_batch)
+    chunks_per_device = n_batches * per_batch
     padded = n_dev * chunks_per_device * chunk
     saveat_array = not (saveat is None or isinstance(saveat, (int, str)))
     save_ts = jnp.asarray(saveat, dtype) if saveat_array else jnp.zeros((0,), dtype)
@@ -233,11 +244,27 @@ def ensemble(
         # deal sorted members to the devices round-robin so every device gets each cost
         # class, then keep them sorted within each device: similar costs share a chunk
         order = order.reshape(-1, n_dev).T.reshape(-1)
-    inverse = np.argsort(order)
-    p_run = {k: v[order] for k, v in p_pad.items()}
-    out = _run(program, *args, _put(p_run, devices), _put(y_pad[order], devices),
-               _put(k_pad[order], devices), save_ts, *tol)
-    out = jax.tree_util.tree_map(lambda a: np.asarray(a)[inverse][:members], out)
+    # `order` lays members out device-major (device d holds a contiguous block); batch b
+    # takes chunks [b * per_batch, (b + 1) * per_batch) of every device's block
+    block = chunks_per_device * chunk
+    width = per_batch * chunk
+    slots = [(np.arange(n_dev)[:, None] * block + b * width + np.arange(width)).reshape(-1)
+             for b in range(n_batches)]
+    pending = []
+    for positions in slots:  # dispatched asynchronously, all at once
+        run_members = order[positions]
+        pending.append(_run(program, *args, _put({k: v[run_members] for k, v in p_pad.items()}, devices),
+                            _put(y_pad[run_members], devices), _put(k_pad[run_members], devices),
+                            save_ts, *tol))
+    bar = _progress.Bar(n_batches, f"ensemble {model.name} ({members} members)", always=bool(progress))
+    outs = []
+    for done, result in enumerate(pending, 1):
+        outs.append(jax.tree_util.tree_map(np.asarray, result))
+        if n_batches > 1:
+            bar.update(done)
+    bar.close()
+    inverse = np.argsort(order[np.concatenate(slots)])
+    out = jax.tree_util.tree_map(lambda *a: np.concatenate(a)[inverse][:members], *outs)
     solver_name = "default" if solver is None else repr(solver)
     return EnsembleSolution(
         ts=out["ts"], ys=out["ys"], status=out["status"], stats=out["stats"],

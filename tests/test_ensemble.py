@@ -119,3 +119,17 @@ def test_memory_budget_limits_the_chunk_without_changing_results():
     small = simkit.ensemble(LV, (0.0, 5.0), memory_budget=8 * 2 * 201 * 2 * 8, **kwargs)  # 8 members
     large = simkit.ensemble(LV, (0.0, 5.0), **kwargs)
     np.testing.assert_array_equal(small.ys, large.ys)
+
+
+def test_progress_batches_give_identical_results_and_draw_a_bar(capsys):
+    lorenz = models.get("lorenz")
+    rhos = np.random.default_rng(3).uniform(10.0, 50.0, 200)
+    kwargs = dict(params={"rho": rhos}, saveat=4, rtol=1e-6, atol=1e-6, chunk_size=8)
+    quiet = simkit.ensemble(lorenz, (0.0, 2.0), progress=False, **kwargs)
+    assert capsys.readouterr().err == ""
+    shown = simkit.ensemble(lorenz, (0.0, 2.0), progress=True, **kwargs)
+    err = capsys.readouterr().err
+    # 200 members on 4 devices in chunks of 8: 7 chunks per device, one batch each
+    assert "7/7" in err and "ensemble lorenz (200 members)" in err
+    np.testing.assert_array_equal(shown.ys, quiet.ys)
+    np.testing.assert_array_equal(shown.status, quiet.status)
