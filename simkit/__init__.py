@@ -7,6 +7,7 @@ Public API (re-exports only). Importing simkit applies the precision policy of
 from . import _config  # noqa: F401  (precision policy first, before jax/equinox load)
 from . import models as models
 from . import sample as sample
+from . import stencil as stencil
 from ._ensemble import ensemble as ensemble
 from ._solve import SaveSteps as SaveSteps
 from ._solve import solve as solve
@@ -23,6 +24,7 @@ from .kernels import Tsit5 as Tsit5
 from .ensemble_solution import EnsembleSolution as EnsembleSolution
 from .model import ODEModel as ODEModel
 from .solution import Solution as Solution
+from .stencil import PDEModel as PDEModel
 from .status import Status as Status
 
 __version__ = "0.1.0"
@@ -34,6 +36,7 @@ __all__ = [
     "EnsembleSolution",
     "InputError",
     "ODEModel",
+    "PDEModel",
     "ParameterError",
     "Rodas4",
     "SaveSteps",
@@ -47,4 +50,5 @@ __all__ = [
     "models",
     "sample",
     "solve",
+    "stencil",
 ]

@@ -68,3 +68,58 @@ def plot_fan(ens: Any, ax: Any = None, *, state: str, quantiles: Sequence[float]
     ax.set_title(f"{ens.model_name}: {ens.n_members} members")
     ax.legend(fontsize="small")
     return ax
+
+
+def plot_field(grid: Any, field: Any, ax: Any = None, *, title: str = "", **kwargs: Any) -> Any:
+    """A field on ``grid``: a line in 1-D, an image in 2-D, the middle slice of axis 0 in 3-D."""
+    ax = _axes(ax)
+    field = np.asarray(field)
+    if grid.ndim == 1:
+        ax.plot(grid.coordinates(0), field, **kwargs)
+        ax.set_xlabel("x")
+    else:
+        image = field if grid.ndim == 2 else field[field.shape[0] // 2]
+        axes = (0, 1) if grid.ndim == 2 else (1, 2)
+        lo, hi = grid.lower, grid.upper
+        extent = (lo[axes[1]], hi[axes[1]], lo[axes[0]], hi[axes[0]])
+        mappable = ax.imshow(image, origin="lower", extent=extent, **({"cmap": "viridis"} | kwargs))
+        ax.figure.colorbar(mappable, ax=ax, shrink=0.8)
+        ax.set_xlabel("y" if grid.ndim == 2 else "z")
+        ax.set_ylabel("x" if grid.ndim == 2 else "y")
+    if title:
+        ax.set_title(title, fontsize=9)
+    return ax
+
+
+def animate_field(grid: Any, frames: Any, ts: Any, path: str, *, title: str = "", fps: int = 10,
+                  **kwargs: Any) -> str:
+    """Write ``frames`` (saves,) + grid.shape as a GIF at ``path`` (Pillow writer)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.animation import FuncAnimation, PillowWriter
+
+    frames = np.asarray(frames)
+    fig, ax = plt.subplots(figsize=(4.2, 4) if grid.ndim > 1 else (5, 3))
+    if grid.ndim == 1:
+        (line,) = ax.plot(grid.coordinates(0), frames[0], **kwargs)
+        ax.set_ylim(frames.min(), frames.max())
+
+        def draw(i):
+            line.set_ydata(frames[i])
+            ax.set_title(f"{title}  t = {ts[i]:.4g}", fontsize=9)
+            return (line,)
+    else:
+        images = frames if grid.ndim == 2 else frames[:, frames.shape[1] // 2]
+        image = ax.imshow(images[0], origin="lower", vmin=images.min(), vmax=images.max(),
+                          **({"cmap": "viridis"} | kwargs))
+        ax.set_xticks([])
+        ax.set_yticks([])
+
+        def draw(i):
+            image.set_data(images[i])
+            ax.set_title(f"{title}  t = {ts[i]:.4g}", fontsize=9)
+            return (image,)
+
+    animation = FuncAnimation(fig, draw, frames=len(frames), blit=False)
+    animation.save(path, writer=PillowWriter(fps=fps))
+    plt.close(fig)
+    return path

@@ -1,0 +1,169 @@
+"""`PDEModel`: a model whose state is a field on a `Grid`; `Space`: what its rhs sees.
+
+A PDE right-hand side is a pure function ``rhs(t, u, params, space) -> du/dt`` with ``u`` of
+shape ``(components,) + grid.shape``. It pads what it needs with ``space.pad(field, width)``
+and applies the operators; it never knows whether ghosts come from boundary conditions or
+from neighbouring devices: `Space.fill` is that seam (one device: `boundary.pad`; domain
+decomposition swaps in halo exchange). Global sums go through ``space.sum`` for the same
+reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+
+from .. import _config
+from ..errors import ShapeError
+from ..model import ODEModel
+from .boundary import AbstractBoundaryCondition, Padded, normalize, pad
+from .grid import Grid
+
+
+def _sum_grid(u: Any, ndim: int) -> Any:
+    return jnp.sum(u, axis=tuple(range(-ndim, 0)))
+
+
+class Space(eqx.Module):
+    """The grid, its boundary conditions and how ghosts are filled, as one argument.
+
+    `pad(field, width=1, bcs=None)` returns a `Padded` field (``bcs`` overrides the model's
+    conditions for this call, e.g. for a derived quantity); `spacing`; `sum(field)` over the
+    grid axes; `integral(field)` = sum times the cell volume; `coordinates()` of this
+    (local) grid.
+    """
+
+    grid: Grid = eqx.field(static=True)
+    bcs: Any
+    fill: Callable = eqx.field(static=True, default=pad)
+    reduce_sum: Callable = eqx.field(static=True, default=_sum_grid)
+
+    @property
+    def spacing(self) -> tuple[float, ...]:
+        return self.grid.spacing
+
+    @property
+    def ndim(self) -> int:
+        return self.grid.ndim
+
+    def pad(self, field: Any, width: int = 1, bcs: Any = None) -> Padded:
+        return self.fill(field, self.bcs if bcs is None else bcs, width, self.grid.spacing, ndim=self.grid.ndim)
+
+    def sum(self, field: Any) -> Any:
+        return self.reduce_sum(field, self.grid.ndim)
+
+    def integral(self, field: Any) -> Any:
+        return self.sum(field) * self.grid.cell_volume
+
+    def coordinates(self) -> tuple[np.ndarray, ...]:
+        return self.grid.mesh()
+
+
+PDERHS = Callable[[Any, Any, dict, Space], Any]
+
+
+class PDEModel(eqx.Module):
+    """A PDE on a grid, discretised in space by its rhs (the method of lines).
+
+    **Main fields:**
+
+    - `rhs`: ``rhs(t, u, params, space) -> du/dt``, ``u`` of shape ``(components,) + grid.shape``.
+    - `grid`: the `Grid`; `bcs`: boundary conditions (one for all sides, or per axis a
+      condition or a ``(lower, upper)`` pair; the same for every component unless the rhs
+      passes its own to ``space.pad``).
+    - `params`: default parameters; `u0`: initial field ``(components,) + grid.shape``;
+      `component_names`.
+
+    **Other fields:** `name`, `t_span`, `stiff` (hint: `solve` uses an implicit solver with a
+    matrix-free Newton-Krylov iteration), `linear` (optional: the stiff linear part, e.g.
+    diffusion, with the rhs's signature; the IMEX stepper treats it implicitly and the
+    rest explicitly), `source`, `description`, `units`.
+
+    `simkit.solve` integrates it by the method of lines (`to_ode`);
+    `simkit.stencil.integrate` with fixed-step steppers.
+    """
+
+    rhs: PDERHS = eqx.field(static=True)
+    grid: Grid = eqx.field(static=True)
+    bcs: Any
+    params: dict[str, Any]
+    u0: Any = eqx.field(converter=lambda u: np.asarray(u, dtype=_config.float_dtype()))
+    component_names: tuple[str, ...] = eqx.field(static=True, converter=tuple, default=("u",))
+    name: str = eqx.field(static=True, default="pde")
+    t_span: tuple[float, float] | None = eqx.field(static=True, default=None)
+    stiff: bool = eqx.field(static=True, default=False)
+    linear: PDERHS | None = eqx.field(static=True, default=None)
+    source: str = eqx.field(static=True, default="")
+    description: str = eqx.field(static=True, default="")
+    units: str = eqx.field(static=True, default="")
+
+    def __check_init__(self) -> None:
+        expected = (len(self.component_names),) + self.grid.shape
+        if np.shape(self.u0) != expected:
+            raise ShapeError(f"PDE model {self.name!r}: u0 must have shape (components,) + grid.shape "
+                             f"= {expected}, got {np.shape(self.u0)}")
+        pairs = normalize(self.bcs, self.grid.ndim)
+        if self.grid.centering == "node" and not all(lo.periodic for lo, _ in pairs):
+            raise ShapeError(f"PDE model {self.name!r}: node-centred grids take Periodic boundaries "
+                             f"only; use centering='cell' for walls")
+
+    @property
+    def space(self) -> Space:
+        return Space(self.grid, self.bcs)
+
+    @property
+    def n_components(self) -> int:
+        return len(self.component_names)
+
+    def with_params(self, **params: Any) -> PDEModel:
+        unknown = sorted(set(params) - set(self.params))
+        if unknown:
+            from ..errors import ParameterError
+
+            raise ParameterError(f"PDE model {self.name!r} has no parameter(s) {unknown}; "
+                                 f"valid names are {list(self.params)}")
+        return dataclasses.replace(self, params={**self.params, **params})
+
+    def replace(self, **fields: Any) -> PDEModel:
+        return dataclasses.replace(self, **fields)
+
+    def to_ode(self) -> ODEModel:
+        """The semi-discrete system as an `ODEModel` on the flattened field (C order,
+        components first); state names ``"u[i]"`` index the flattened grid."""
+        mol = MethodOfLines(self.rhs, self.grid, _static_bcs(self.bcs), self.n_components)
+        names = tuple(f"{c}[{i}]" for c in self.component_names for i in range(self.grid.size))
+        return ODEModel(rhs=mol, params=self.params, y0=np.asarray(self.u0).reshape(-1),
+                        state_names=names, name=self.name, t_span=self.t_span, stiff=self.stiff,
+                        source=self.source, description=self.description, units=self.units)
+
+    def __repr__(self) -> str:
+        return f"PDEModel({self.name!r}, {self.grid}, components={self.component_names})"
+
+
+def _static_bcs(bcs: Any) -> Any:
+    """Boundary values as Python floats: the method-of-lines rhs is static (hashable)."""
+    import jax
+
+    def as_float(x: Any) -> Any:
+        return float(x) if np.ndim(x) == 0 else x
+
+    return jax.tree_util.tree_map(as_float, bcs, is_leaf=lambda x: not isinstance(x, AbstractBoundaryCondition) and not isinstance(x, (tuple, list)))
+
+
+@dataclasses.dataclass(frozen=True)
+class MethodOfLines:
+    """``rhs(t, y, params)`` on the flattened field: the ODE right-hand side of a PDE."""
+
+    pde_rhs: PDERHS
+    grid: Grid
+    bcs: Any
+    components: int
+
+    def __call__(self, t: Any, y: Any, params: dict) -> Any:
+        u = y.reshape((self.components,) + self.grid.shape)
+        return self.pde_rhs(t, u, params, Space(self.grid, self.bcs)).reshape(-1)

@@ -1,0 +1,273 @@
+"""Fixed-step time integration of a `PDEModel`: steppers, the stability check, `integrate`.
+
+The rollout is one compiled program: a ``lax.scan`` over save points, each a ``fori_loop``
+of ``save_every`` steps (the field never leaves the device between steps; the notes
+measured a Python loop over a jitted step 2.6-3x slower at 2048^2). Numbers (``dt``, ``t0``,
+``u0``, parameters, boundary values) are traced: a new ``dt`` does not recompile.
+
+Steppers: forward Euler; SSP-RK3 (Shu & Osher 1988, J. Comput. Phys. 77:439-471); classical
+RK4; IMEX Euler (implicit in the model's ``linear`` part, explicit in the rest; Ascher,
+Ruuth & Wetton 1995, SIAM J. Numer. Anal. 32:797-823), its linear solve by lineax's
+BiCGStab, matrix-free.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import functools
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import lineax as lx
+import numpy as np
+
+from .. import _config
+from ..errors import InputError, SolveError
+from ..status import Status
+from .field_solution import FieldSolution
+from .pde import PDEModel, Space
+
+
+class AbstractStepper(eqx.Module):
+    """A one-step method ``u_{n+1} = step(rhs, linear, t, u, dt)``.
+
+    Class attributes: `order`; `stability_limit`, the largest ``dt * |lambda|`` it is stable
+    for on the negative real axis (the stability check's criterion); `needs_linear`, True for
+    IMEX methods that take the model's ``linear`` part implicitly.
+    """
+
+    order: ClassVar[int]
+    stability_limit: ClassVar[float]
+    needs_linear: ClassVar[bool] = False
+
+    @abc.abstractmethod
+    def step(self, rhs: Callable, linear: Callable | None, t: Any, u: Any, dt: Any) -> Any:
+        """One step of size ``dt`` from ``(t, u)``; ``rhs(t, u)`` is the whole right-hand side."""
+
+
+class ForwardEuler(AbstractStepper):
+    order = 1
+    stability_limit = 2.0
+
+    def step(self, rhs, linear, t, u, dt):
+        return u + dt * rhs(t, u)
+
+
+class SSPRK3(AbstractStepper):
+    """Shu-Osher's three-stage strong-stability-preserving Runge-Kutta method (order 3)."""
+
+    order = 3
+    stability_limit = 2.5127453266183286  # real root of 1 + z + z^2/2 + z^3/6 = 1 in |.|
+
+    def step(self, rhs, linear, t, u, dt):
+        u1 = u + dt * rhs(t, u)
+        u2 = 0.75 * u + 0.25 * (u1 + dt * rhs(t + dt, u1))
+        return u / 3 + 2 / 3 * (u2 + dt * rhs(t + 0.5 * dt, u2))
+
+
+class RK4(AbstractStepper):
+    """The classical fourth-order Runge-Kutta method."""
+
+    order = 4
+    stability_limit = 2.785293563405282
+
+    def step(self, rhs, linear, t, u, dt):
+        k1 = rhs(t, u)
+        k2 = rhs(t + 0.5 * dt, u + 0.5 * dt * k1)
+        k3 = rhs(t + 0.5 * dt, u + 0.5 * dt * k2)
+        k4 = rhs(t + dt, u + dt * k3)
+        return u + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+
+
+class IMEXEuler(AbstractStepper):
+    """IMEX Euler (order 1): ``u_{n+1} - dt L(u_{n+1}) = u_n + dt N(u_n)`` with ``L`` the
+    model's `linear` part (affine in ``u``: its boundary terms are handled) and ``N`` the
+    rest. Stable for any ``dt`` in ``L``; the explicit part sets the stability bound.
+    The linear system is solved matrix-free by lineax's BiCGStab to `rtol`/`atol`."""
+
+    rtol: float = 1e-10
+    atol: float = 1e-12
+    max_steps: int = 1000
+    order = 1
+    stability_limit = 2.0
+    needs_linear = True
+
+    def step(self, rhs, linear, t, u, dt):
+        t1 = t + dt
+        explicit = u + dt * (rhs(t, u) - linear(t, u))
+        offset = linear(t1, jnp.zeros_like(u))  # L(v) = A v + offset
+        operator = lx.FunctionLinearOperator(lambda v: v - dt * (linear(t1, v) - offset),
+                                             jax.eval_shape(lambda: u))
+        solver = lx.BiCGStab(rtol=self.rtol, atol=self.atol, max_steps=self.max_steps)
+        sol = lx.linear_solve(operator, explicit + dt * offset, solver, options={"y0": explicit}, throw=False)
+        return sol.value
+
+
+def spectral_radius(model: PDEModel, params: Mapping[str, Any], u: Any, *, explicit_only: bool = False,
+                    iterations: int = 60, t: float = 0.0) -> float:
+    """Estimate of the largest ``|lambda|`` of the rhs's Jacobian at ``u`` (power iteration
+    with ``jax.jvp``, from a fixed random start); with ``explicit_only``, of ``rhs - linear``."""
+    space = model.space
+
+    def f(v):
+        out = model.rhs(t, v, params, space)
+        if explicit_only:
+            out = out - model.linear(t, v, params, space)
+        return out
+
+    @jax.jit
+    def run(u, params):
+        v0 = jax.random.normal(jax.random.key(0), u.shape, u.dtype)
+
+        def body(_, carry):
+            v, _ = carry
+            jv = jax.jvp(f, (u,), (v,))[1]
+            norm = jnp.sqrt(jnp.sum(jv * jv))
+            return jv / jnp.where(norm == 0, 1.0, norm), norm
+
+        v, norm = jax.lax.fori_loop(0, iterations, body, (v0 / jnp.sqrt(jnp.sum(v0 * v0)), jnp.asarray(0.0, u.dtype)))
+        return norm
+
+    return float(run(jnp.asarray(u), params))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Program:
+    rhs: Any
+    linear: Any
+    grid: Any
+    stepper: AbstractStepper
+    n_saves: int
+    save_every: int
+    diagnostics: tuple[tuple[str, Callable], ...]
+
+
+@functools.partial(jax.jit, static_argnames=("program",))
+def _rollout(program: _Program, u0, params, bcs, t0, dt):
+    space = Space(program.grid, bcs)
+
+    def rhs(t, u):
+        return program.rhs(t, u, params, space)
+
+    linear = None if program.linear is None else (lambda t, u: program.linear(t, u, params, space))
+
+    def diagnostics(u):
+        return {name: fn(u, space) for name, fn in program.diagnostics}
+
+    def block(carry, k):
+        u, bad_block = carry
+        t_start = t0 + (k * program.save_every) * dt
+
+        def one(i, u):
+            return program.stepper.step(rhs, linear, t_start + i * dt, u, dt)
+
+        u = jax.lax.fori_loop(0, program.save_every, one, u)
+        finite = jnp.all(jnp.isfinite(u))
+        bad_block = jnp.where((bad_block < 0) & ~finite, k, bad_block)
+        return (u, bad_block), (u, diagnostics(u))
+
+    (_, bad), (us, diags) = jax.lax.scan(block, (u0, jnp.asarray(-1)), jnp.arange(program.n_saves))
+    us = jnp.concatenate([u0[None], us])
+    diags = jax.tree_util.tree_map(lambda first, rest: jnp.concatenate([first[None], rest]), diagnostics(u0), diags)
+    return us, diags, bad
+
+
+def integrate(
+    model: PDEModel,
+    *,
+    dt: float,
+    steps: int,
+    save_every: int | None = None,
+    stepper: AbstractStepper | None = None,
+    params: Mapping[str, Any] | None = None,
+    u0: Any = None,
+    t0: float = 0.0,
+    diagnostics: Mapping[str, Callable] | None = None,
+    check_stability: bool = True,
+    throw: bool = True,
+) -> FieldSolution:
+    """Integrate ``model`` with ``steps`` fixed steps of size ``dt``.
+
+    **Main arguments:**
+
+    - `model`: a `PDEModel`.
+    - `dt`: step size (time units); `steps`: number of steps; `save_every`: save the field
+      every this many steps (default: only the start and the end); `steps` must be a multiple.
+    - `stepper`: `RK4()` (default), `SSPRK3()`, `ForwardEuler()` or `IMEXEuler()` (needs the
+      model's ``linear`` part).
+
+    **Other arguments:** `params` (overrides), `u0` (initial field, default ``model.u0``),
+    `t0`; `diagnostics`: ``{name: fn(u, space) -> scalar}`` saved at every save point (use
+    ``space.sum``/``space.integral`` so they stay global on a device mesh);
+    `check_stability`: before compiling the rollout, estimate the spectral radius of the
+    (explicit part of the) rhs at ``u0`` and refuse a ``dt`` above the stepper's stable bound;
+    `throw`: raise `SolveError` when the field becomes non-finite (else the result's
+    `status` says so and the fields after that point are kept as computed).
+
+    **Returns:** a `FieldSolution` with ``us`` of shape ``(saves, components) + grid.shape``.
+    """
+    if not isinstance(model, PDEModel):
+        raise InputError(f"stencil.integrate() expects a PDEModel, got {type(model).__name__}")
+    stepper = RK4() if stepper is None else stepper
+    if not isinstance(stepper, AbstractStepper):
+        raise InputError(f"stepper must be a simkit.stencil stepper object (RK4(), SSPRK3(), ...), got {stepper!r}")
+    if stepper.needs_linear and model.linear is None:
+        raise InputError(f"{type(stepper).__name__} needs the model's linear part; {model.name!r} has "
+                         "none (set PDEModel.linear to the stiff linear term)")
+    steps = int(steps)
+    if steps < 1:
+        raise InputError(f"steps must be positive, got {steps}")
+    save_every = steps if save_every is None else int(save_every)
+    if save_every < 1 or steps % save_every:
+        raise InputError(f"steps ({steps}) must be a positive multiple of save_every ({save_every})")
+    if not (np.isfinite(dt) and dt > 0):
+        raise InputError(f"dt must be positive and finite, got {dt}")
+    merged = dict(model.params)
+    if params:
+        unknown = sorted(set(params) - set(model.params))
+        if unknown:
+            from ..errors import ParameterError
+
+            raise ParameterError(f"PDE model {model.name!r} has no parameter(s) {unknown}; "
+                                 f"valid names are {list(model.params)}")
+        merged.update(params)
+    dtype = _config.float_dtype()
+    u_init = np.asarray(model.u0 if u0 is None else u0, dtype)
+    if u_init.shape != np.shape(model.u0):
+        raise InputError(f"u0: expected shape {np.shape(model.u0)}, got {u_init.shape}")
+    if not np.all(np.isfinite(u_init)):
+        raise InputError(f"u0 of {model.name!r} is not finite")
+    params_j = {k: jnp.asarray(v, dtype) for k, v in merged.items()}
+    if check_stability:
+        rho = spectral_radius(model, params_j, u_init, explicit_only=stepper.needs_linear, t=t0)
+        bound = stepper.stability_limit / rho if rho > 0 else np.inf
+        if dt > bound:
+            raise InputError(
+                f"dt = {dt:g} is above the stable bound {bound:.4g} for {type(stepper).__name__} on "
+                f"{model.name!r} (estimated spectral radius {rho:.4g} of the "
+                f"{'explicit part of the ' if stepper.needs_linear else ''}rhs at u0, stability "
+                f"limit {stepper.stability_limit:.4g}); reduce dt"
+                + ("" if stepper.needs_linear or model.linear is None else
+                   ", or use IMEXEuler() to take the linear part implicitly")
+                + " (check_stability=False skips this check)")
+    program = _Program(rhs=model.rhs, linear=model.linear, grid=model.grid, stepper=stepper,
+                       n_saves=steps // save_every, save_every=save_every,
+                       diagnostics=tuple((diagnostics or {}).items()))
+    us, diags, bad = _rollout(program, jnp.asarray(u_init), params_j, model.bcs,
+                              jnp.asarray(t0, dtype), jnp.asarray(dt, dtype))
+    bad = int(bad)
+    ts = t0 + dt * save_every * np.arange(program.n_saves + 1)
+    status = int(Status.SUCCESS) if bad < 0 else int(Status.NONFINITE)
+    if bad >= 0 and throw:
+        last_ok = ts[bad]
+        raise SolveError(
+            f"{model.name!r}: the field became non-finite between t = {last_ok:g} and "
+            f"t = {ts[bad + 1]:g} ({type(stepper).__name__}, dt = {dt:g}); the step may be "
+            "unstable for the evolved field, or the model blew up (throw=False keeps the result)")
+    return FieldSolution(ts=ts, us=np.asarray(us), grid=model.grid, component_names=model.component_names,
+                         diagnostics={k: np.asarray(v) for k, v in diags.items()}, model_name=model.name,
+                         status=status, stepper_name=type(stepper).__name__)
