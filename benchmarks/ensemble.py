@@ -58,9 +58,9 @@ def main() -> None:
                                        rtol=1e-6, atol=1e-6, **kw).ys
 
     fns = {
-        "simkit.ensemble (balanced, all devices)": ens(),
-        "simkit.ensemble (unbalanced, all devices)": ens(balance=False),
-        "simkit.ensemble (balanced, one device)": ens(devices=devices[:1]),
+        "simkit.ensemble (balanced, all devices)": ens(balance=True),
+        "simkit.ensemble (default: unbalanced, all devices)": ens(),
+        "simkit.ensemble (default, one device)": ens(devices=devices[:1]),
         "naive jit(vmap(solve)), simkit Tsit5": naive(lorenz, simkit.Tsit5(), 10.0, 1e-6, rho=rhos),
         "naive jit(vmap(solve)), diffrax Tsit5": naive(lorenz, dfx.Tsit5(), 10.0, 1e-6, rho=rhos),
     }
@@ -77,7 +77,7 @@ def main() -> None:
     mus = np.exp(rng.uniform(np.log(0.1), np.log(100.0), n // 4))
     m = len(mus)
     fns = {
-        "simkit.ensemble (balanced)": lambda: simkit.ensemble(vdp, (0.0, 20.0), params={"mu": mus}, saveat=2, rtol=1e-6, atol=1e-6, solver=simkit.Rodas4()).ys,
+        "simkit.ensemble (balanced)": lambda: simkit.ensemble(vdp, (0.0, 20.0), params={"mu": mus}, saveat=2, rtol=1e-6, atol=1e-6, solver=simkit.Rodas4(), balance=True).ys,
         "simkit.ensemble (unbalanced)": lambda: simkit.ensemble(vdp, (0.0, 20.0), params={"mu": mus}, saveat=2, rtol=1e-6, atol=1e-6, solver=simkit.Rodas4(), balance=False).ys,
         "naive jit(vmap(solve)), simkit Rodas4": naive(vdp, simkit.Rodas4(), 20.0, 1e-6, mu=mus),
     }

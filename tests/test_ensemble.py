@@ -25,7 +25,7 @@ def test_results_do_not_depend_on_chunks_devices_or_balancing():
     lorenz = models.get("lorenz")  # chaotic: any rounding difference would grow and show
     rhos = np.random.default_rng(1).uniform(10.0, 50.0, 70)
     kwargs = dict(params={"rho": rhos}, saveat=6, rtol=1e-6, atol=1e-6)
-    base = simkit.ensemble(lorenz, (0.0, 5.0), **kwargs)  # 4 devices, balanced
+    base = simkit.ensemble(lorenz, (0.0, 5.0), balance=True, **kwargs)  # 4 devices, balanced
     assert len(jax.local_devices()) == 4
     for other in (
         simkit.ensemble(lorenz, (0.0, 5.0), devices=jax.local_devices()[:1], **kwargs),
