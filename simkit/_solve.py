@@ -31,11 +31,14 @@ from .kernels.autodiff import KernelProgram, kernel_solve
 from .kernels.integrate import event_values
 from .model import ODEModel, Params
 from .solution import Solution
+from .stencil.pde import PDEModel
 from .solvers import default_solver, initial_step, is_implicit, solver_order, with_newton_tolerances
 from .status import Status, describe
 
 EventFn = Callable[[Any, Any, Params], Any]
 _TSIT5, _KVAERNO5 = default_solver(False), default_solver(True)
+DENSE_JACOBIAN_MAX_STATES = 2048  # above this the stiff default is matrix-free Newton-Krylov
+_KVAERNO5_KRYLOV = default_solver(True, matrix_free=True)
 KERNEL_MAX_STATES = 64  # the fused kernels are the default up to this many states
 
 
@@ -306,7 +309,9 @@ def solve(
 
     **Main arguments:**
 
-    - `model`: an `ODEModel`.
+    - `model`: an `ODEModel`, or a `PDEModel` (integrated by the method of lines on the
+      flattened field; ``Solution.ys`` is ``(n_save, components * grid.size)``, use
+      ``model.fields(sol.ys)`` for ``(n_save, components) + grid.shape``).
     - `t_span`: ``(t0, t1)`` in the model's time unit; defaults to ``model.t_span``.
       ``t1 < t0`` integrates backwards.
     - `y0`: initial state, shape ``(n_states,)``; defaults to ``model.y0``.
@@ -321,7 +326,8 @@ def solve(
       `simkit.Rodas4()`) or any diffrax solver object (forces the diffrax engine). Default:
       up to 64 states and without ``dense``, `simkit.Tsit5()` or, when ``model.stiff``,
       `simkit.Rodas4()`; otherwise ``diffrax.Tsit5()`` or ``diffrax.Kvaerno5()`` with
-      simkit's Newton tolerances.
+      simkit's Newton tolerances, its linear solves matrix-free (GMRES on Jacobian-vector
+      products) above 2048 states, so large PDE systems never build a dense Jacobian.
     - `rtol`, `atol`: error tolerances of the adaptive step controller (> 0).
     - `max_steps`: step budget; exhausting it raises `SolveError` (structure: changing it
       recompiles).
@@ -343,8 +349,12 @@ def solve(
     A second call that changes only numbers (params, y0, t_span, tolerances, dt0, save
     times of the same count) reuses the compiled program.
     """
+    if isinstance(model, PDEModel):  # the method of lines: the field flattened
+        if y0 is not None and np.shape(y0) == np.shape(model.u0):
+            y0 = np.reshape(y0, -1)
+        model = model.to_ode()
     if not isinstance(model, ODEModel):
-        raise TypeError(f"solve() expects an ODEModel, got {type(model).__name__}")
+        raise TypeError(f"solve() expects an ODEModel or a PDEModel, got {type(model).__name__}")
     dtype = _config.float_dtype()
     t0, t1 = _time_span(model, t_span)
     # unbound call: an equinox Module builds a bound-method object on each method access
@@ -357,7 +367,8 @@ def solve(
         extra = " (for a batch of initial states use simkit.ensemble or jax.vmap)" if np.ndim(y0) > 1 else ""
         raise ShapeError(
             f"model {model.name!r}: y0 must have shape ({n_states},) "
-            f"for states {list(model.state_names)}, got {np.shape(y0)}{extra}"
+            f"for states {list(model.state_names) if n_states <= 20 else 'of the model'}, "
+            f"got {np.shape(y0)}{extra}"
         )
     _check_finite("y0", y0, model)
     _check_positive("rtol", rtol)
@@ -391,7 +402,8 @@ def solve(
     if solver is None and not dense and n_states <= KERNEL_MAX_STATES:
         solver = Rodas4() if model.stiff else Tsit5()
     newton_rule = solver is None and model.stiff
-    chosen = (_KVAERNO5 if model.stiff else _TSIT5) if solver is None else solver
+    stiff_default = _KVAERNO5 if n_states <= DENSE_JACOBIAN_MAX_STATES else _KVAERNO5_KRYLOV
+    chosen = (stiff_default if model.stiff else _TSIT5) if solver is None else solver
     if isinstance(chosen, AbstractKernel):
         if dense:
             raise InputError(

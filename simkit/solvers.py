@@ -17,13 +17,29 @@ from typing import Any
 import diffrax as dfx
 import equinox as eqx
 import jax.numpy as jnp
+import lineax as lx
 import numpy as np
 import optimistix as optx
 
 
-def default_solver(stiff: bool) -> dfx.AbstractSolver:
-    """The solver simkit picks from a model's stiffness hint: Tsit5 or Kvaerno5."""
-    return dfx.Kvaerno5() if stiff else dfx.Tsit5()
+def krylov_linear_solver() -> lx.AbstractLinearSolver:
+    """GMRES on Jacobian-vector products: the Newton linear solve without forming ``J``."""
+    return lx.GMRES(rtol=1e-8, atol=1e-12, restart=30, stagnation_iters=30, max_steps=300)
+
+
+def default_solver(stiff: bool, matrix_free: bool = False) -> dfx.AbstractSolver:
+    """The solver simkit picks from a model's stiffness hint: Tsit5 or Kvaerno5; with
+    ``matrix_free``, Kvaerno5 whose Newton iteration solves with `krylov_linear_solver`
+    (for large systems: a method-of-lines PDE on a 256x256 grid has 65,536 states and a
+    dense Jacobian of 34 GB)."""
+    if not stiff:
+        return dfx.Tsit5()
+    if matrix_free:
+        # Newton, not diffrax's VeryChord: a chord iteration keeps a factorisation, and a
+        # Krylov solver's state (the linearised function) cannot be carried that way
+        return dfx.Kvaerno5(root_finder=optx.Newton(rtol=1e-3, atol=1e-6, norm=optx.rms_norm,
+                                                    linear_solver=krylov_linear_solver()))
+    return dfx.Kvaerno5()
 
 
 def is_implicit(solver: Any) -> bool:
@@ -108,5 +124,9 @@ def newton_tolerances(rtol: Any, atol: Any) -> tuple[Any, Any]:
 def with_newton_tolerances(solver: Any, rtol: Any, atol: Any) -> Any:
     """``solver`` with its root finder replaced by a VeryChord using `newton_tolerances`."""
     n_rtol, n_atol = newton_tolerances(rtol, atol)
-    root_finder = dfx.VeryChord(rtol=n_rtol, atol=n_atol, norm=optx.rms_norm)
+    old = getattr(solver, "root_finder", None)
+    if isinstance(old, optx.Newton):  # matrix-free default: keep Newton and its linear solver
+        root_finder = optx.Newton(rtol=n_rtol, atol=n_atol, norm=optx.rms_norm, linear_solver=old.linear_solver)
+    else:
+        root_finder = dfx.VeryChord(rtol=n_rtol, atol=n_atol, norm=optx.rms_norm)
     return eqx.tree_at(lambda s: s.root_finder, solver, root_finder)

@@ -10,7 +10,7 @@ def _decay(t, y, p):
 
 
 def test_model_library_has_the_promised_models_with_sources():
-    names = models.names()
+    names = models.names("ode")
     assert len(names) >= 14
     for required in ["lorenz", "rossler", "lotka_volterra", "sir", "seir", "van_der_pol",
                      "van_der_pol_stiff", "damped_driven_pendulum", "double_pendulum", "kepler",

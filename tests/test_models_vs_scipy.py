@@ -16,7 +16,7 @@ CASES = [(name, solver) for name in sorted(MODEL_CASES) for solver in solvers_fo
 
 
 def test_every_model_has_a_case():
-    deterministic = {n for n in models.names() if models.get(n).diffusion is None}
+    deterministic = {n for n in models.names("ode") if models.get(n).diffusion is None}
     assert set(MODEL_CASES) == deterministic
     for name, case in MODEL_CASES.items():
         assert set(case.measured) == set(solvers_for(name))

@@ -1,4 +1,5 @@
-"""The model library: ``get(name)`` returns a fresh `ODEModel`; ``names()`` lists them.
+"""The model library: ``get(name)`` returns a fresh `ODEModel` or `PDEModel`; ``names()``
+lists them (``names("ode")``, ``names("pde")`` by kind).
 
 One module per family; each model cites where it and its constants come from.
 """
@@ -9,21 +10,34 @@ from collections.abc import Callable
 
 from ..errors import ParameterError
 from ..model import ODEModel
-from . import chaos, chemistry, ecology, epidemiology, mechanics, neuro, oscillators, stochastic
+from ..stencil.pde import PDEModel
+from . import (chaos, chemistry, ecology, epidemiology, mechanics, neuro, oscillators, pde_reaction,
+               pde_transport, stochastic)
 
-_FAMILIES = (chaos, chemistry, ecology, epidemiology, mechanics, neuro, oscillators, stochastic)
-_REGISTRY: dict[str, Callable[[], ODEModel]] = {
+_FAMILIES = (chaos, chemistry, ecology, epidemiology, mechanics, neuro, oscillators, stochastic,
+             pde_transport, pde_reaction)
+_REGISTRY: dict[str, Callable[[], ODEModel | PDEModel]] = {
     name: factory for family in _FAMILIES for name, factory in family.MODELS.items()
 }
 
 
-def names() -> list[str]:
-    """Names of every model in the library, sorted."""
-    return sorted(_REGISTRY)
+_PDE_FAMILIES = {pde_transport, pde_reaction}
+_KINDS = {"ode": {n for f in _FAMILIES if f not in _PDE_FAMILIES for n in f.MODELS},
+          "pde": {n for f in _PDE_FAMILIES for n in f.MODELS}}
 
 
-def get(name: str, **params: float) -> ODEModel:
-    """The library model ``name`` (a new `ODEModel`), with optional parameter overrides."""
+def names(kind: str | None = None) -> list[str]:
+    """Names of the models in the library, sorted: all, or of one kind (``"ode"``, ``"pde"``)."""
+    if kind is None:
+        return sorted(_REGISTRY)
+    if kind not in _KINDS:
+        raise ParameterError(f"names(): kind must be 'ode' or 'pde', got {kind!r}")
+    return sorted(_KINDS[kind])
+
+
+def get(name: str, **params: float) -> ODEModel | PDEModel:
+    """The library model ``name`` (a new `ODEModel` or `PDEModel`), with optional parameter
+    overrides."""
     try:
         factory = _REGISTRY[name]
     except KeyError:

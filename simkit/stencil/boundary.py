@@ -146,7 +146,8 @@ def _fill_side(u: Any, bc: AbstractBoundaryCondition, axis: int, upper: bool, dx
     weights = ghost_weights(alpha, beta, dx, width)
     near = jnp.take(u, np.arange(n - 1, n - 1 - m, -1) if upper else np.arange(m), axis=axis)
     near = jnp.moveaxis(near, axis, -1)
-    ghosts = near @ jnp.asarray(weights[:, :m].T, u.dtype) + jnp.asarray(value, u.dtype) * weights[:, m]
+    constant = jnp.asarray(weights[:, m], u.dtype).reshape((1,) * (near.ndim - 1) + (width,))
+    ghosts = near @ jnp.asarray(weights[:, :m].T, u.dtype) + jnp.asarray(value, u.dtype) * constant
     ghosts = jnp.moveaxis(ghosts, -1, axis)  # nearest first
     return ghosts if upper else jnp.flip(ghosts, axis=axis)
 

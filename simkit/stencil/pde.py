@@ -11,6 +11,7 @@ reason.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -132,17 +133,27 @@ class PDEModel(eqx.Module):
     def replace(self, **fields: Any) -> PDEModel:
         return dataclasses.replace(self, **fields)
 
+    def fields(self, ys: Any) -> Any:
+        """Flattened states ``(..., components * grid.size)`` (a method-of-lines `Solution`'s
+        ``ys``) as fields ``(..., components) + grid.shape``."""
+        return np.reshape(ys, np.shape(ys)[:-1] + (self.n_components,) + self.grid.shape)
+
     def to_ode(self) -> ODEModel:
         """The semi-discrete system as an `ODEModel` on the flattened field (C order,
         components first); state names ``"u[i]"`` index the flattened grid."""
         mol = MethodOfLines(self.rhs, self.grid, _static_bcs(self.bcs), self.n_components)
-        names = tuple(f"{c}[{i}]" for c in self.component_names for i in range(self.grid.size))
+        names = _state_names(self.component_names, self.grid.size)
         return ODEModel(rhs=mol, params=self.params, y0=np.asarray(self.u0).reshape(-1),
                         state_names=names, name=self.name, t_span=self.t_span, stiff=self.stiff,
                         source=self.source, description=self.description, units=self.units)
 
     def __repr__(self) -> str:
         return f"PDEModel({self.name!r}, {self.grid}, components={self.component_names})"
+
+
+@functools.lru_cache(maxsize=32)
+def _state_names(components: tuple[str, ...], size: int) -> tuple[str, ...]:
+    return tuple(f"{c}[{i}]" for c in components for i in range(size))
 
 
 def _static_bcs(bcs: Any) -> Any:
