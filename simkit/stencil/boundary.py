@@ -175,10 +175,11 @@ def pad(u: Any, bcs: BoundarySpec, width: int, spacing: Sequence[float], *, ndim
         if lower.periodic:
             if n < width:
                 raise ShapeError(f"pad: axis {i} has {n} points, fewer than the ghost width {width}")
-            lo = jnp.take(u, np.arange(n - width, n), axis=axis)
-            hi = jnp.take(u, np.arange(width), axis=axis)
+            # one gather with wrapped indices: XLA fuses it into the operator's loop, where a
+            # concatenate is written out first (measured 2x slower per step at 2048^2)
+            u = jnp.take(u, np.arange(-width, n + width) % n, axis=axis)
         else:
             lo = _fill_side(u, lower, axis, False, dx, width)
             hi = _fill_side(u, upper, axis, True, dx, width)
-        u = jnp.concatenate([lo, u, hi], axis=axis)
+            u = jnp.concatenate([lo, u, hi], axis=axis)
     return Padded(u, width, nd)
