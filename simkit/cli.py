@@ -23,10 +23,17 @@ def _parse_set(items: Sequence[str]) -> dict[str, float]:
 def _cmd_models(args: argparse.Namespace) -> int:
     from . import models
 
-    for name in models.names():
+    for name in models.names("ode"):
         m = models.get(name)
         kind = "stiff" if m.stiff else "non-stiff"
         print(f"{name:24s} {m.n_states:2d} states  {kind:9s}  {m.description}")
+        if args.verbose:
+            print(f"{'':24s} params: {m.params}")
+            print(f"{'':24s} source: {m.source}")
+    for name in models.names("pde"):
+        m = models.get(name)
+        grid = "x".join(map(str, m.grid.shape))
+        print(f"{name:24s} PDE {grid:>11s} x {m.n_components}  {m.description}")
         if args.verbose:
             print(f"{'':24s} params: {m.params}")
             print(f"{'':24s} source: {m.source}")
@@ -39,6 +46,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from . import models, solve
 
     model = models.get(args.model)
+    if not hasattr(model, "state_names"):
+        print(f"error: {args.model!r} is a PDE model; run it from Python with "
+              "simkit.stencil.integrate(...) or simkit.solve(...)", file=sys.stderr)
+        return 2
     params = _parse_set(args.set or [])
     t_span = None
     if args.t1 is not None:

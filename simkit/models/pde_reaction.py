@@ -47,26 +47,25 @@ def gray_scott() -> PDEModel:
 
 def fhn_diffusion(t, u, p, space):
     lap = op.laplacian(space.pad(u), space.spacing)
-    return jnp.stack([p["diffusivity_u"] * lap[0], p["diffusivity_v"] * lap[1]])
+    return jnp.stack([p["diffusivity_u"] * lap[0], p["diffusivity_v"] / p["tau"] * lap[1]])
 
 
 def fhn_rhs(t, u, p, space):
     a, b = u[0], u[1]
-    return fhn_diffusion(t, u, p, space) + jnp.stack(
-        [a - a**3 - b + p["kappa"], p["epsilon"] * (a - p["a1"] * b - p["a0"])])
+    return fhn_diffusion(t, u, p, space) + jnp.stack([a - a**3 - b + p["k"], (a - b) / p["tau"]])
 
 
 def fitzhugh_nagumo_2d() -> PDEModel:
-    grid = Grid((96, 96), 0.0, 2.0)
+    grid = Grid((96, 96), -1.0, 1.0)
+    u0 = np.random.default_rng(3).uniform(0.0, 1.0, (2,) + grid.shape)
     return PDEModel(rhs=fhn_rhs, linear=fhn_diffusion, grid=grid, bcs=Neumann(0.0),
-                    params={"diffusivity_u": 1e-3, "diffusivity_v": 5e-3, "kappa": 0.0,
-                            "epsilon": 10.0, "a1": 1.0, "a0": 0.0},
-                    u0=_seeded((2,) + grid.shape, 3, 0.1), component_names=("u", "v"),
-                    name="fitzhugh_nagumo_2d", t_span=(0.0, 10.0),
+                    params={"diffusivity_u": 2.8e-4, "diffusivity_v": 5e-3, "tau": 0.1, "k": -0.005},
+                    u0=u0, component_names=("u", "v"), name="fitzhugh_nagumo_2d", t_span=(0.0, 9.0),
                     source="R. FitzHugh (1961), Biophys. J. 1:445-466; J. Nagumo, S. Arimoto & "
-                    "S. Yoshizawa (1962), Proc. IRE 50:2061-2070; Turing-pattern form and parameters: "
-                    "the py-pde FitzHugh-Nagumo example (D. Zwicker, 2020, JOSS 5:2158).",
-                    description="FitzHugh-Nagumo reaction-diffusion in 2-D: Turing stripes from noise.")
+                    "S. Yoshizawa (1962), Proc. IRE 50:2061-2070; Turing-pattern form u_t = Du lap u + "
+                    "u - u^3 - v + k, tau v_t = Dv lap v + u - v and its parameters: C. Rossant, IPython "
+                    "Interactive Computing and Visualization Cookbook (2014), recipe 12.4.",
+                    description="FitzHugh-Nagumo reaction-diffusion in 2-D: Turing patterns from noise.")
 
 
 def allen_cahn_diffusion(t, u, p, space):
@@ -97,7 +96,7 @@ def ks_rhs(t, u, p, space):
 
 
 def kuramoto_sivashinsky() -> PDEModel:
-    grid = Grid((128,), 0.0, 32 * np.pi)
+    grid = Grid((256,), 0.0, 32 * np.pi)
     x = grid.coordinates()
     return PDEModel(rhs=ks_rhs, linear=ks_linear, grid=grid, bcs=Periodic(), params={},
                     u0=(np.cos(x / 16) * (1 + np.sin(x / 16)))[None], name="kuramoto_sivashinsky",
