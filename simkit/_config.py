@@ -12,6 +12,12 @@
   or JAX is already running: `simkit.ensemble` shards members over the local devices, and
   one XLA CPU device runs a solver loop on about one core. Single solves use device 0 and
   are not affected (measured).
+* ``SIMKIT_STRICT_FP=1``: no fused multiply-adds in XLA's CPU code (``--xla_cpu_max_isa=AVX``
+  is added to ``XLA_FLAGS``; effective when simkit is imported before JAX starts). XLA
+  contracts ``a*b + c*d`` into an FMA one way or the other depending on how the operands
+  were produced, so one program and its domain-decomposed twin can differ by an ulp per
+  operation (measured: 1e-16 after a Burgers step); without FMAs they agree bit for bit.
+  Costs the AVX2/AVX-512 vector width (see benchmarks/README.md).
 * JAX's persistent compilation cache is switched on (directory
   ``$SIMKIT_CACHE_DIR`` or ``~/.cache/simkit/jax``) unless the user configured one or set
   ``SIMKIT_COMPILATION_CACHE=0``; programs that took 0.1 s or more to compile are stored.
@@ -29,7 +35,10 @@ def _flag(name: str, default: str) -> bool:
 
 
 ENABLE_X64: bool = _flag("SIMKIT_ENABLE_X64", "1")
+STRICT_FP: bool = _flag("SIMKIT_STRICT_FP", "0")
 os.environ.setdefault("EQX_ON_ERROR", "nan")
+if STRICT_FP and "xla_cpu_max_isa" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_max_isa=AVX").strip()
 
 import jax  # noqa: E402  (the environment must be set before jax/equinox load)
 

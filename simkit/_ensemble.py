@@ -24,7 +24,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import AxisType, NamedSharding, PartitionSpec
+from jax.sharding import PartitionSpec
 
 from . import _config
 from . import progress as _progress
@@ -32,6 +32,7 @@ from ._solve import _check_positive, _time_span, solve
 from .ensemble_solution import EnsembleSolution
 from .errors import InputError, ParameterError, ShapeError
 from .model import ODEModel
+from .parallel.mesh import MEMBER_AXIS, gather, member_mesh, place
 
 MAX_BATCHES = 20  # host-level batches when a progress bar is wanted
 DEFAULT_CHUNK = 256  # members per vmapped chunk: measured cache-friendly on CPU (notes)
@@ -53,7 +54,7 @@ class _EnsembleProgram:
     max_steps: int
     events: tuple
     chunk: int
-    n_devices: int
+    devices: tuple  # the member axis is sharded over these (jax devices are hashable)
     diffusion: Any = None  # a stochastic model: one key per member
 
 
@@ -127,10 +128,10 @@ def _run_members(program: _EnsembleProgram, t0, t1, params, y0, keys, save_ts, r
 @functools.partial(jax.jit, static_argnames=("program",))
 def _run(program: _EnsembleProgram, t0, t1, params, y0, keys, save_ts, rtol, atol):
     run = functools.partial(_run_members, program, t0, t1, save_ts=save_ts, rtol=rtol, atol=atol)
-    if program.n_devices == 1:
+    if len(program.devices) == 1:
         return run(params, y0, keys)
-    mesh = jax.make_mesh((program.n_devices,), ("members",), axis_types=(AxisType.Auto,))
-    spec = PartitionSpec("members")
+    mesh = member_mesh(program.devices)
+    spec = PartitionSpec(MEMBER_AXIS)
     sharded = jax.shard_map(lambda p, y, k: run(p, y, k), mesh=mesh, in_specs=(spec, spec, spec),
                             out_specs=spec, check_vma=False)
     return sharded(params, y0, keys)
@@ -176,7 +177,9 @@ def ensemble(
       for bit.
     - `memory_budget`: bytes one chunk's saved trajectories may take (default 256 MiB); the
       default chunk size shrinks to fit it.
-    - `devices`: devices to shard members over (default: all local devices).
+    - `devices`: devices to shard members over (default: all local devices; under
+      `jax.distributed`, ``jax.devices()`` spans every process: each process passes the
+      same arguments and gets the whole result).
     - `balance`: group members of similar estimated cost (a pilot solve) into chunks
       (never for stochastic models: their cost is fixed by ``dt0``). Off by default: on the
       benchmarks the pilot costs about what the grouping saves (see the module docstring).
@@ -224,7 +227,7 @@ def ensemble(
         rhs=model.rhs, state_names=model.state_names, name=model.name, stiff=model.stiff,
         saveat=None if saveat_array else saveat, saveat_array=saveat_array, solver=solver,
         max_steps=int(max_steps), events=tuple(events) if isinstance(events, (list, tuple)) else
-        ((events,) if events is not None else ()), chunk=chunk, n_devices=n_dev,
+        ((events,) if events is not None else ()), chunk=chunk, devices=tuple(devices),
         diffusion=model.diffusion,
     )
     stochastic = model.diffusion is not None
@@ -243,7 +246,7 @@ def ensemble(
     tol = (jnp.asarray(rtol, dtype), jnp.asarray(atol, dtype))
     order = np.arange(padded)
     if balance and padded > chunk and not stochastic:
-        cost = np.asarray(_pilot_steps(program, *args, _put(p_pad, devices), _put(y_pad, devices),
+        cost = gather(_pilot_steps(program, *args, _put(p_pad, devices), _put(y_pad, devices),
                                        _put(k_pad, devices), *tol))
         order = np.argsort(cost, kind="stable")
         # deal sorted members to the devices round-robin so every device gets each cost
@@ -264,7 +267,7 @@ def ensemble(
     bar = _progress.Bar(n_batches, f"ensemble {model.name} ({members} members)", always=bool(progress))
     outs = []
     for done, result in enumerate(pending, 1):
-        outs.append(jax.tree_util.tree_map(np.asarray, result))
+        outs.append(jax.tree_util.tree_map(gather, result))
         if n_batches > 1:
             bar.update(done)
     bar.close()
@@ -280,9 +283,9 @@ def ensemble(
 
 
 def _put(tree: Any, devices: list) -> Any:
-    """Place member arrays along a 1-D mesh of ``devices`` (one device: as they are)."""
+    """Place member arrays along a 1-D mesh of ``devices`` (one device: as they are). Every
+    process passes the same full arrays; each fills its own devices' blocks."""
     if len(devices) == 1:
         return tree
-    mesh = jax.sharding.Mesh(np.asarray(devices), ("members",), axis_types=(AxisType.Auto,))
-    sharding = NamedSharding(mesh, PartitionSpec("members"))
-    return jax.tree_util.tree_map(lambda a: jax.device_put(a, sharding), tree)
+    mesh = member_mesh(devices)
+    return jax.tree_util.tree_map(lambda a: place(a, mesh, PartitionSpec(MEMBER_AXIS)), tree)

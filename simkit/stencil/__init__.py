@@ -32,11 +32,12 @@ from .stepping import AbstractStepper as AbstractStepper
 from .stepping import ForwardEuler as ForwardEuler
 from .stepping import IMEXEuler as IMEXEuler
 from .stepping import integrate as integrate
+from .stepping import rollout as rollout
 from .stepping import spectral_radius as spectral_radius
 
 __all__ = [
     "AbstractBoundaryCondition", "AbstractNumericalFlux", "AbstractStepper", "Central", "Dirichlet",
     "FieldSolution", "ForwardEuler", "Grid", "IMEXEuler", "Neumann", "PDEModel", "Padded", "Periodic",
     "RK4", "Robin", "Rusanov", "SSPRK3", "Space", "Stencil", "advection", "biharmonic", "derivative",
-    "divergence", "flux_divergence", "gradient", "integrate", "laplacian", "pad", "spectral_radius",
+    "divergence", "flux_divergence", "gradient", "integrate", "laplacian", "pad", "rollout", "spectral_radius",
 ]

@@ -30,19 +30,24 @@ def _sum_grid(u: Any, ndim: int) -> Any:
     return jnp.sum(u, axis=tuple(range(-ndim, 0)))
 
 
+def _max_grid(u: Any, ndim: int) -> Any:
+    return jnp.max(u, axis=tuple(range(-ndim, 0)))
+
+
 class Space(eqx.Module):
     """The grid, its boundary conditions and how ghosts are filled, as one argument.
 
     `pad(field, width=1, bcs=None)` returns a `Padded` field (``bcs`` overrides the model's
-    conditions for this call, e.g. for a derived quantity); `spacing`; `sum(field)` over the
-    grid axes; `integral(field)` = sum times the cell volume; `coordinates()` of this
-    (local) grid.
+    conditions for this call, e.g. for a derived quantity); `spacing`; `sum(field)` and
+    `max(field)` over the grid axes; `integral(field)` = sum times the cell volume;
+    `coordinates()` of this grid (on a device mesh: of the local block, not global).
     """
 
     grid: Grid = eqx.field(static=True)
     bcs: Any
     fill: Callable = eqx.field(static=True, default=pad)
     reduce_sum: Callable = eqx.field(static=True, default=_sum_grid)
+    reduce_max: Callable = eqx.field(static=True, default=_max_grid)
 
     @property
     def spacing(self) -> tuple[float, ...]:
@@ -57,6 +62,10 @@ class Space(eqx.Module):
 
     def sum(self, field: Any) -> Any:
         return self.reduce_sum(field, self.grid.ndim)
+
+    def max(self, field: Any) -> Any:
+        """Maximum over the grid axes (global on a device mesh: for a CFL time step)."""
+        return self.reduce_max(field, self.grid.ndim)
 
     def integral(self, field: Any) -> Any:
         return self.sum(field) * self.grid.cell_volume

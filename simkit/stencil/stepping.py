@@ -7,8 +7,8 @@ measured a Python loop over a jitted step 2.6-3x slower at 2048^2). Numbers (``d
 
 Steppers: forward Euler; SSP-RK3 (Shu & Osher 1988, J. Comput. Phys. 77:439-471); classical
 RK4; IMEX Euler (implicit in the model's ``linear`` part, explicit in the rest; Ascher,
-Ruuth & Wetton 1995, SIAM J. Numer. Anal. 32:797-823), its linear solve by lineax's
-BiCGStab, matrix-free.
+Ruuth & Wetton 1995, SIAM J. Numer. Anal. 32:797-823), its linear solve matrix-free by
+BiCGStab with global inner products.
 """
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ from typing import Any, ClassVar
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import lineax as lx
 import numpy as np
 
 from .. import _config
 from ..errors import InputError, SolveError
 from ..status import Status
 from .field_solution import FieldSolution
+from .krylov import bicgstab
 from .pde import PDEModel, Space
 
 
@@ -47,8 +47,9 @@ class AbstractStepper(eqx.Module):
     needs_linear: ClassVar[bool] = False
 
     @abc.abstractmethod
-    def step(self, rhs: Callable, linear: Callable | None, t: Any, u: Any, dt: Any) -> Any:
-        """One step of size ``dt`` from ``(t, u)``; ``rhs(t, u)`` is the whole right-hand side."""
+    def step(self, rhs: Callable, linear: Callable | None, t: Any, u: Any, dt: Any, space: Space) -> Any:
+        """One step of size ``dt`` from ``(t, u)``; ``rhs(t, u)`` is the whole right-hand side;
+        `space` supplies global reductions (inner products on a device mesh)."""
 
 
 class ForwardEuler(AbstractStepper):
@@ -56,7 +57,7 @@ class ForwardEuler(AbstractStepper):
     stability_limit = 2.0
     imaginary_limit = 0.0
 
-    def step(self, rhs, linear, t, u, dt):
+    def step(self, rhs, linear, t, u, dt, space):
         return u + dt * rhs(t, u)
 
 
@@ -67,7 +68,7 @@ class SSPRK3(AbstractStepper):
     stability_limit = 2.5127453266183286  # |1 + z + z^2/2 + z^3/6| = 1 on the real axis
     imaginary_limit = 3**0.5
 
-    def step(self, rhs, linear, t, u, dt):
+    def step(self, rhs, linear, t, u, dt, space):
         u1 = u + dt * rhs(t, u)
         u2 = 0.75 * u + 0.25 * (u1 + dt * rhs(t + dt, u1))
         return u / 3 + 2 / 3 * (u2 + dt * rhs(t + 0.5 * dt, u2))
@@ -80,7 +81,7 @@ class RK4(AbstractStepper):
     stability_limit = 2.785293563405282
     imaginary_limit = 2 * 2**0.5
 
-    def step(self, rhs, linear, t, u, dt):
+    def step(self, rhs, linear, t, u, dt, space):
         k1 = rhs(t, u)
         k2 = rhs(t + 0.5 * dt, u + 0.5 * dt * k1)
         k3 = rhs(t + 0.5 * dt, u + 0.5 * dt * k2)
@@ -92,7 +93,8 @@ class IMEXEuler(AbstractStepper):
     """IMEX Euler (order 1): ``u_{n+1} - dt L(u_{n+1}) = u_n + dt N(u_n)`` with ``L`` the
     model's `linear` part (affine in ``u``: its boundary terms are handled) and ``N`` the
     rest. Stable for any ``dt`` in ``L``; the explicit part sets the stability bound.
-    The linear system is solved matrix-free by lineax's BiCGStab to `rtol`/`atol`."""
+    The linear system is solved matrix-free by BiCGStab to `rtol`/`atol` (`krylov.bicgstab`:
+    its inner products go through ``space.sum``, global on a device mesh)."""
 
     rtol: float = 1e-10
     atol: float = 1e-12
@@ -102,15 +104,20 @@ class IMEXEuler(AbstractStepper):
     imaginary_limit = 0.0
     needs_linear = True
 
-    def step(self, rhs, linear, t, u, dt):
+    def step(self, rhs, linear, t, u, dt, space):
         t1 = t + dt
         explicit = u + dt * (rhs(t, u) - linear(t, u))
         offset = linear(t1, jnp.zeros_like(u))  # L(v) = A v + offset
-        operator = lx.FunctionLinearOperator(lambda v: v - dt * (linear(t1, v) - offset),
-                                             jax.eval_shape(lambda: u))
-        solver = lx.BiCGStab(rtol=self.rtol, atol=self.atol, max_steps=self.max_steps)
-        sol = lx.linear_solve(operator, explicit + dt * offset, solver, options={"y0": explicit}, throw=False)
-        return sol.value
+
+        def matvec(v):
+            return v - dt * (linear(t1, v) - offset)
+
+        def dot(a, b):
+            return jnp.sum(space.sum(a * b))
+
+        value, _ = bicgstab(matvec, explicit + dt * offset, explicit, dot, rtol=self.rtol, atol=self.atol,
+                            max_steps=self.max_steps)
+        return value
 
 
 def spectral_radius(model: PDEModel, params: Mapping[str, Any], u: Any, *, explicit_only: bool = False,
@@ -154,7 +161,9 @@ def spectral_radius(model: PDEModel, params: Mapping[str, Any], u: Any, *, expli
 
 
 @dataclasses.dataclass(frozen=True)
-class _Program:
+class RolloutProgram:
+    """The static part of a rollout (its compiled program's identity)."""
+
     rhs: Any
     linear: Any
     grid: Any
@@ -162,11 +171,18 @@ class _Program:
     n_saves: int
     save_every: int
     diagnostics: tuple[tuple[str, Callable], ...]
+    dt_rule: Callable | None = None  # dt(u, params, space) -> step size, else dt is a number
+
+    def with_grid(self, grid: Any) -> RolloutProgram:
+        return dataclasses.replace(self, grid=grid)
 
 
-@functools.partial(jax.jit, static_argnames=("program",))
-def _rollout(program: _Program, u0, params, bcs, t0, dt):
-    space = Space(program.grid, bcs)
+def rollout_body(program: RolloutProgram, space: Space, u0, params, t0, dt):
+    """The rollout as a pure function of its inputs: ``(us, ts, diagnostics, bad)``.
+
+    Runs as is on one device (under ``jit``) and per shard on a device mesh, where `space`
+    exchanges halos and reduces globally. ``bad`` is the first save block after which the
+    field was non-finite anywhere (``-1``: never)."""
 
     def rhs(t, u):
         return program.rhs(t, u, params, space)
@@ -176,58 +192,70 @@ def _rollout(program: _Program, u0, params, bcs, t0, dt):
     def diagnostics(u):
         return {name: fn(u, space) for name, fn in program.diagnostics}
 
+    def step_size(u):
+        return dt if program.dt_rule is None else program.dt_rule(u, params, space)
+
     def block(carry, k):
-        u, bad_block = carry
-        t_start = t0 + (k * program.save_every) * dt
+        u, t, bad = carry
 
-        def one(i, u):
-            return program.stepper.step(rhs, linear, t_start + i * dt, u, dt)
+        def one(_, state):
+            u, t = state
+            h = step_size(u)
+            return program.stepper.step(rhs, linear, t, u, h, space), t + h
 
-        u = jax.lax.fori_loop(0, program.save_every, one, u)
-        finite = jnp.all(jnp.isfinite(u))
-        bad_block = jnp.where((bad_block < 0) & ~finite, k, bad_block)
-        return (u, bad_block), (u, diagnostics(u))
+        u, t = jax.lax.fori_loop(0, program.save_every, one, (u, t))
+        nonfinite = jnp.sum(space.sum(jnp.where(jnp.isfinite(u), 0.0, 1.0)))  # global count
+        bad = jnp.where((bad < 0) & (nonfinite > 0), k, bad)
+        return (u, t, bad), (u, t, diagnostics(u))
 
-    (_, bad), (us, diags) = jax.lax.scan(block, (u0, jnp.asarray(-1)), jnp.arange(program.n_saves))
+    (_, _, bad), (us, ts, diags) = jax.lax.scan(block, (u0, t0, jnp.asarray(-1)), jnp.arange(program.n_saves))
     us = jnp.concatenate([u0[None], us])
+    ts = jnp.concatenate([jnp.reshape(t0, (1,)), ts])
     diags = jax.tree_util.tree_map(lambda first, rest: jnp.concatenate([first[None], rest]), diagnostics(u0), diags)
-    return us, diags, bad
+    return us, ts, diags, bad
 
 
-def integrate(
-    model: PDEModel,
-    *,
-    dt: float,
-    steps: int,
-    save_every: int | None = None,
-    stepper: AbstractStepper | None = None,
-    params: Mapping[str, Any] | None = None,
-    u0: Any = None,
-    t0: float = 0.0,
-    diagnostics: Mapping[str, Callable] | None = None,
-    check_stability: bool = True,
-    throw: bool = True,
-) -> FieldSolution:
-    """Integrate ``model`` with ``steps`` fixed steps of size ``dt``.
+@functools.partial(jax.jit, static_argnames=("program",))
+def _rollout(program: RolloutProgram, u0, params, bcs, t0, dt):
+    return rollout_body(program, Space(program.grid, bcs), u0, params, t0, dt)
 
-    **Main arguments:**
 
-    - `model`: a `PDEModel`.
-    - `dt`: step size (time units); `steps`: number of steps; `save_every`: save the field
-      every this many steps (default: only the start and the end); `steps` must be a multiple.
-    - `stepper`: `RK4()` (default), `SSPRK3()`, `ForwardEuler()` or `IMEXEuler()` (needs the
-      model's ``linear`` part).
+def build_program(model: PDEModel, *, dt: float | Callable, steps: int, save_every: int | None,
+                  stepper: AbstractStepper | None, diagnostics: Mapping[str, Callable] | None) -> RolloutProgram:
+    """The static program of a rollout (checks the structural arguments only)."""
+    stepper = RK4() if stepper is None else stepper
+    if not isinstance(stepper, AbstractStepper):
+        raise InputError(f"stepper must be a simkit.stencil stepper object (RK4(), SSPRK3(), ...), got {stepper!r}")
+    steps = int(steps)
+    save_every = steps if save_every is None else int(save_every)
+    if steps < 1 or save_every < 1 or steps % save_every:
+        raise InputError(f"steps ({steps}) must be a positive multiple of save_every ({save_every})")
+    return RolloutProgram(rhs=model.rhs, linear=model.linear, grid=model.grid, stepper=stepper,
+                          n_saves=steps // save_every, save_every=save_every,
+                          diagnostics=tuple((diagnostics or {}).items()), dt_rule=dt if callable(dt) else None)
 
-    **Other arguments:** `params` (overrides), `u0` (initial field, default ``model.u0``),
-    `t0`; `diagnostics`: ``{name: fn(u, space) -> scalar}`` saved at every save point (use
-    ``space.sum``/``space.integral`` so they stay global on a device mesh);
-    `check_stability`: before compiling the rollout, estimate the spectral radius of the
-    (explicit part of the) rhs at ``u0`` and refuse a ``dt`` above the stepper's stable bound;
-    `throw`: raise `SolveError` when the field becomes non-finite (else the result's
-    `status` says so and the fields after that point are kept as computed).
 
-    **Returns:** a `FieldSolution` with ``us`` of shape ``(saves, components) + grid.shape``.
-    """
+def rollout(model: PDEModel, params: Mapping[str, Any] | None = None, u0: Any = None, *, dt: Any,
+            steps: int, save_every: int | None = None, stepper: AbstractStepper | None = None, t0: Any = 0.0,
+            diagnostics: Mapping[str, Callable] | None = None) -> tuple[Any, Any, dict]:
+    """`integrate` as a pure JAX function: ``(us, ts, diagnostics)`` as arrays, for use under
+    ``jax.grad``/``jax.jit``/``jax.vmap`` (``params``, ``u0``, ``dt``, ``t0`` may be traced).
+    No stability check and no non-finite check (use `integrate` for those)."""
+    program = build_program(model, dt=dt, steps=steps, save_every=save_every, stepper=stepper,
+                            diagnostics=diagnostics)
+    dtype = _config.float_dtype()
+    params = {**model.params, **(params or {})}
+    u = jnp.asarray(model.u0 if u0 is None else u0, dtype)
+    dt_arg = jnp.asarray(0.0, dtype) if callable(dt) else jnp.asarray(dt, dtype)
+    us, ts, diags, _ = _rollout(program, u, params, model.bcs, jnp.asarray(t0, dtype), dt_arg)
+    return us, ts, diags
+
+
+def prepare(model: PDEModel, *, dt: float | Callable, steps: int, save_every: int | None,
+            stepper: AbstractStepper | None, params: Mapping[str, Any] | None, u0: Any, t0: float,
+            diagnostics: Mapping[str, Callable] | None, check_stability: bool) -> tuple:
+    """Check the arguments of a rollout (before any compilation of it) and build its static
+    program: ``(program, u_init, params, dt_argument)``."""
     if not isinstance(model, PDEModel):
         raise InputError(f"stencil.integrate() expects a PDEModel, got {type(model).__name__}")
     stepper = RK4() if stepper is None else stepper
@@ -242,8 +270,9 @@ def integrate(
     save_every = steps if save_every is None else int(save_every)
     if save_every < 1 or steps % save_every:
         raise InputError(f"steps ({steps}) must be a positive multiple of save_every ({save_every})")
-    if not (np.isfinite(dt) and dt > 0):
-        raise InputError(f"dt must be positive and finite, got {dt}")
+    adaptive = callable(dt)
+    if not adaptive and not (np.isfinite(dt) and dt > 0):
+        raise InputError(f"dt must be positive and finite (or a rule dt(u, params, space)), got {dt}")
     merged = dict(model.params)
     if params:
         unknown = sorted(set(params) - set(model.params))
@@ -261,32 +290,81 @@ def integrate(
         raise InputError(f"u0 of {model.name!r} is not finite")
     params_j = {k: jnp.asarray(v, dtype) for k, v in merged.items()}
     if check_stability:
+        first_dt = float(dt(jnp.asarray(u_init), params_j, model.space)) if adaptive else float(dt)
         rho, oscillatory = spectral_radius(model, params_j, u_init, explicit_only=stepper.needs_linear, t=t0)
         limit = stepper.imaginary_limit if oscillatory else stepper.stability_limit
         bound = limit / rho if rho > 0 else np.inf
-        if dt > bound:
+        if first_dt > bound:
             raise InputError(
-                f"dt = {dt:g} is above the stable bound {bound:.4g} for {type(stepper).__name__} on "
-                f"{model.name!r} (estimated spectral radius {rho:.4g} of the "
-                f"{'explicit part of the ' if stepper.needs_linear else ''}rhs at u0, "
+                f"dt = {first_dt:g}{' (the rule at u0)' if adaptive else ''} is above the stable bound "
+                f"{bound:.4g} for {type(stepper).__name__} on {model.name!r} (estimated spectral radius "
+                f"{rho:.4g} of the {'explicit part of the ' if stepper.needs_linear else ''}rhs at u0, "
                 f"{'imaginary' if oscillatory else 'real'}-axis stability limit {limit:.4g}); reduce dt"
                 + ("" if stepper.needs_linear or model.linear is None else
                    ", or use IMEXEuler() to take the linear part implicitly")
                 + " (check_stability=False skips this check)")
-    program = _Program(rhs=model.rhs, linear=model.linear, grid=model.grid, stepper=stepper,
-                       n_saves=steps // save_every, save_every=save_every,
-                       diagnostics=tuple((diagnostics or {}).items()))
-    us, diags, bad = _rollout(program, jnp.asarray(u_init), params_j, model.bcs,
-                              jnp.asarray(t0, dtype), jnp.asarray(dt, dtype))
-    bad = int(bad)
-    ts = t0 + dt * save_every * np.arange(program.n_saves + 1)
+    program = build_program(model, dt=dt, steps=steps, save_every=save_every, stepper=stepper,
+                            diagnostics=diagnostics)
+    dt_arg = jnp.asarray(0.0 if adaptive else dt, dtype)
+    return program, u_init, params_j, dt_arg
+
+
+def finish(model: PDEModel, program: RolloutProgram, us: Any, ts: Any, diags: dict, bad: int,
+           dt: Any, throw: bool) -> FieldSolution:
+    """The `FieldSolution` of a rollout; raises `SolveError` for a non-finite field if ``throw``."""
     status = int(Status.SUCCESS) if bad < 0 else int(Status.NONFINITE)
     if bad >= 0 and throw:
-        last_ok = ts[bad]
+        step = "an adaptive dt" if callable(dt) else f"dt = {dt:g}"
         raise SolveError(
-            f"{model.name!r}: the field became non-finite between t = {last_ok:g} and "
-            f"t = {ts[bad + 1]:g} ({type(stepper).__name__}, dt = {dt:g}); the step may be "
+            f"{model.name!r}: the field became non-finite between t = {ts[bad]:g} and "
+            f"t = {ts[bad + 1]:g} ({type(program.stepper).__name__}, {step}); the step may be "
             "unstable for the evolved field, or the model blew up (throw=False keeps the result)")
-    return FieldSolution(ts=ts, us=np.asarray(us), grid=model.grid, component_names=model.component_names,
-                         diagnostics={k: np.asarray(v) for k, v in diags.items()}, model_name=model.name,
-                         status=status, stepper_name=type(stepper).__name__)
+    return FieldSolution(ts=np.asarray(ts), us=np.asarray(us), grid=model.grid,
+                         component_names=model.component_names, diagnostics=diags, model_name=model.name,
+                         status=status, stepper_name=type(program.stepper).__name__)
+
+
+def integrate(
+    model: PDEModel,
+    *,
+    dt: float | Callable,
+    steps: int,
+    save_every: int | None = None,
+    stepper: AbstractStepper | None = None,
+    params: Mapping[str, Any] | None = None,
+    u0: Any = None,
+    t0: float = 0.0,
+    diagnostics: Mapping[str, Callable] | None = None,
+    check_stability: bool = True,
+    throw: bool = True,
+) -> FieldSolution:
+    """Integrate ``model`` with ``steps`` fixed steps of size ``dt``.
+
+    **Main arguments:**
+
+    - `model`: a `PDEModel`.
+    - `dt`: step size (time units), or a rule ``dt(u, params, space) -> step`` evaluated
+      before every step (e.g. a CFL bound ``0.4 * dx**2 / space.max(diffusivity(u))``; use
+      ``space.max``/``space.sum`` so it is the same on every shard of a device mesh).
+    - `steps`: number of steps; `save_every`: save the field every this many steps
+      (default: only the start and the end); `steps` must be a multiple.
+    - `stepper`: `RK4()` (default), `SSPRK3()`, `ForwardEuler()` or `IMEXEuler()` (needs the
+      model's ``linear`` part).
+
+    **Other arguments:** `params` (overrides), `u0` (initial field, default ``model.u0``),
+    `t0`; `diagnostics`: ``{name: fn(u, space) -> scalar}`` saved at every save point (use
+    ``space.sum``/``space.integral`` so they stay global on a device mesh);
+    `check_stability`: before compiling the rollout, estimate the spectral radius of the
+    (explicit part of the) rhs at ``u0`` and refuse a ``dt`` above the stepper's stable bound;
+    `throw`: raise `SolveError` when the field becomes non-finite (else the result's
+    `status` says so and the fields after that point are kept as computed).
+
+    **Returns:** a `FieldSolution` with ``us`` of shape ``(saves, components) + grid.shape``
+    and the save times ``ts``.
+    """
+    program, u_init, params_j, dt_arg = prepare(model, dt=dt, steps=steps, save_every=save_every,
+                                                stepper=stepper, params=params, u0=u0, t0=t0,
+                                                diagnostics=diagnostics, check_stability=check_stability)
+    us, ts, diags, bad = _rollout(program, jnp.asarray(u_init), params_j, model.bcs,
+                                  jnp.asarray(t0, u_init.dtype), dt_arg)
+    return finish(model, program, us, ts, {k: np.asarray(v) for k, v in diags.items()}, int(bad), dt, throw)

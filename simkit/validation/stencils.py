@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 
 from .. import models
-from ..stencil import operators as op
 from ..stencil.boundary import Dirichlet, Periodic
 from ..stencil.grid import Grid
 from ..stencil.pde import PDEModel

@@ -1,0 +1,136 @@
+"""Device meshes for grids and ensembles, placing and gathering arrays, multi-process start-up.
+
+Meshes use `AxisType.Auto` axes (the notes: an Explicit mesh rejects unsharded inputs and
+plain slicing of sharded arrays). A grid's mesh has one axis per grid axis, named ``x``,
+``y``, ``z`` (size 1 where that axis is not split); an ensemble's mesh has one axis,
+``members``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import numpy as np
+from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
+
+from ..errors import InputError, ShapeError
+
+GRID_AXES = ("x", "y", "z")
+MEMBER_AXIS = "members"
+
+
+def _factorisations(n: int, ndim: int) -> list[tuple[int, ...]]:
+    divisors = [d for d in range(1, n + 1) if n % d == 0]
+    return [f for f in itertools.product(divisors, repeat=ndim) if int(np.prod(f)) == n]
+
+
+def working_counts(shape: Sequence[int], limit: int = 64) -> list[int]:
+    """Device counts up to ``limit`` that can decompose a grid of ``shape``."""
+    return [n for n in range(1, limit + 1)
+            if any(all(s % d == 0 for s, d in zip(shape, f)) for f in _factorisations(n, len(shape)))]
+
+
+def mesh_shape_for(shape: Sequence[int], n_devices: int, *, split: Sequence[bool] | None = None) -> tuple[int, ...]:
+    """The decomposition of ``n_devices`` over the grid axes with the smallest halo surface
+    (sum over split axes of the cross-section it cuts), among those that divide the grid;
+    ties go to fewer split axes, then to splitting the first axes (contiguous blocks).
+    `split`: which axes may be split (default all)."""
+    shape = tuple(int(s) for s in shape)
+    allowed = [True] * len(shape) if split is None else list(split)
+    best = None
+    for f in _factorisations(n_devices, len(shape)):
+        if any(d > 1 and not ok for d, ok in zip(f, allowed)):
+            continue
+        if any(s % d for s, d in zip(shape, f)):
+            continue
+        surface = sum(int(np.prod(shape)) // s * (d - 1) for s, d in zip(shape, f) if d > 1)
+        key = (surface, sum(d > 1 for d in f), tuple(-d for d in f))
+        if best is None or key < best[0]:
+            best = (key, f)
+    if best is None:
+        raise ShapeError(f"a grid of shape {shape} cannot be split over {n_devices} devices "
+                         f"(each split axis must divide evenly); device counts that work: "
+                         f"{working_counts(shape)}")
+    return best[1]
+
+
+def mesh_for(grid: Any, devices: Sequence[Any] | None = None, *, shape: Sequence[int] | None = None) -> Mesh:
+    """A device mesh for ``grid``: one axis per grid axis (``x``, ``y``, ``z``).
+
+    `devices`: default all global devices (every process's, under `jax.distributed`).
+    `shape`: the number of devices along each grid axis (e.g. ``(4, 1)`` for slabs,
+    ``(2, 2)`` for pencils); default: `mesh_shape_for`, the smallest halo surface.
+    """
+    devices = list(jax.devices() if devices is None else devices)
+    ndim = grid.ndim
+    if shape is None:
+        shape = mesh_shape_for(grid.shape, len(devices))
+    shape = tuple(int(s) for s in shape)
+    if len(shape) != ndim:
+        raise ShapeError(f"mesh shape {shape} has {len(shape)} axes for a {ndim}-D grid")
+    if int(np.prod(shape)) != len(devices):
+        raise InputError(f"mesh shape {shape} needs {int(np.prod(shape))} devices, {len(devices)} given")
+    bad = [a for a, (s, d) in enumerate(zip(grid.shape, shape)) if s % d]
+    if bad:
+        raise ShapeError(f"grid of shape {grid.shape} does not split evenly into mesh {shape} "
+                         f"(axes {bad}); device counts that work for this grid: {working_counts(grid.shape)}")
+    return Mesh(np.asarray(devices).reshape(shape), GRID_AXES[:ndim], axis_types=(AxisType.Auto,) * ndim)
+
+
+def member_mesh(devices: Sequence[Any]) -> Mesh:
+    """A 1-D mesh over ``devices`` along the ensemble member axis."""
+    return Mesh(np.asarray(list(devices)), (MEMBER_AXIS,), axis_types=(AxisType.Auto,))
+
+
+def field_spec(ndim: int, leading: int = 1) -> PartitionSpec:
+    """Partition of a field with ``leading`` unsplit axes (components) before the grid axes."""
+    return PartitionSpec(*([None] * leading), *GRID_AXES[:ndim])
+
+
+def place(array: Any, mesh: Mesh, spec: PartitionSpec) -> jax.Array:
+    """Place a host array (the same full array on every process) on ``mesh`` by ``spec``;
+    works across processes (each process fills its own devices' blocks)."""
+    array = np.asarray(array)
+    sharding = NamedSharding(mesh, spec)
+    return jax.make_array_from_callback(array.shape, sharding, lambda index: array[index])
+
+
+def gather(array: Any) -> np.ndarray:
+    """A (possibly multi-process) array as one host NumPy array. Under `jax.distributed`
+    this is a collective: every process must call it, and every process gets the whole
+    array (save it from process 0: ``if jax.process_index() == 0``)."""
+    if isinstance(array, jax.Array) and not array.is_fully_addressable:
+        from jax.experimental import multihost_utils
+
+        return np.asarray(multihost_utils.process_allgather(array, tiled=True))
+    return np.asarray(array)
+
+
+def initialize(coordinator_address: str | None = None, num_processes: int | None = None,
+               process_id: int | None = None, *, local_device_count: int | None = None,
+               bind_loopback: bool = False, initialization_timeout: int = 60,
+               heartbeat_timeout_seconds: int = 30) -> None:
+    """Start JAX's multi-process runtime (`jax.distributed.initialize`); call it first,
+    before any other JAX call.
+
+    **Arguments:** `coordinator_address` (``"host:port"`` of process 0), `num_processes`,
+    `process_id`: as JAX's; leave all three ``None`` on clusters JAX detects (SLURM,
+    Open MPI, Kubernetes, Cloud TPU). `local_device_count`: CPU devices per process (CPU
+    runs; ignored on GPUs). `bind_loopback`: bind the coordinator to 127.0.0.1 only (tests
+    and single-machine runs; JAX's default binds every interface). Timeouts in seconds:
+    a peer that never starts, or dies, ends every process (JAX aborts them) after these.
+    """
+    if local_device_count is not None:
+        jax.config.update("jax_num_cpu_devices", int(local_device_count))
+    kwargs: dict[str, Any] = dict(initialization_timeout=initialization_timeout,
+                                  heartbeat_timeout_seconds=heartbeat_timeout_seconds)
+    if bind_loopback:
+        if coordinator_address is None:
+            raise InputError("initialize(bind_loopback=True) needs coordinator_address='127.0.0.1:PORT'")
+        port = coordinator_address.rsplit(":", 1)[1]
+        kwargs["coordinator_bind_address"] = f"127.0.0.1:{port}"
+    jax.distributed.initialize(coordinator_address=coordinator_address, num_processes=num_processes,
+                               process_id=process_id, **kwargs)
