@@ -5,6 +5,7 @@ Public API (re-exports only). Importing simkit applies the precision policy of
 """
 
 from . import _config  # noqa: F401  (precision policy first, before jax/equinox load)
+from . import fitting as fitting
 from . import models as models
 from . import sample as sample
 from . import stencil as stencil
@@ -22,6 +23,14 @@ from .kernels import DOPRI5 as DOPRI5
 from .kernels import Rodas4 as Rodas4
 from .kernels import Tsit5 as Tsit5
 from .ensemble_solution import EnsembleSolution as EnsembleSolution
+from .fitting import Dataset as Dataset
+from .fitting import FitResult as FitResult
+from .fitting import GaussianNLL as GaussianNLL
+from .fitting import LeastSquares as LeastSquares
+from .fitting import LogNormal as LogNormal
+from .fitting import NegativeBinomial as NegativeBinomial
+from .fitting import Poisson as Poisson
+from .fitting import fit as fit
 from .model import ODEModel as ODEModel
 from .solution import Solution as Solution
 from .stencil import PDEModel as PDEModel
@@ -31,6 +40,13 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DOP853",
+    "Dataset",
+    "FitResult",
+    "GaussianNLL",
+    "LeastSquares",
+    "LogNormal",
+    "NegativeBinomial",
+    "Poisson",
     "DOPRI5",
     "DependencyError",
     "EnsembleSolution",
@@ -47,6 +63,8 @@ __all__ = [
     "Status",
     "Tsit5",
     "ensemble",
+    "fit",
+    "fitting",
     "models",
     "sample",
     "solve",

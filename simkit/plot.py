@@ -123,3 +123,83 @@ def animate_field(grid: Any, frames: Any, ts: Any, path: str, *, title: str = ""
     animation.save(path, writer=PillowWriter(fps=fps))
     plt.close(fig)
     return path
+
+
+def plot_fit(result: Any, axes: Any) -> Any:
+    """Data (dots) and the fitted model (lines) per observed column, residuals below."""
+    problem = result.problem
+    col = 0
+    offset = 0
+    for k, (data, sol) in enumerate(zip(problem.datasets, result.solutions)):
+        params, _ = problem.params_and_y0(result.theta, k)
+        if callable(data.observed):
+            import jax
+
+            curves = np.asarray(jax.vmap(lambda y: data.observed(y, params))(sol.ys))
+        else:
+            curves = np.asarray(sol.ys)[:, [problem.model.state_index(s) for s in data.observed]]
+        n = data.values.shape[1]
+        mask = data.mask
+        for j in range(n):
+            ax, rax = axes[0, col], axes[1, col]
+            line = ax.plot(np.asarray(sol.ts), curves[:, j], lw=1.5, label="fit")[0]
+            ax.plot(data.times, data.values[:, j], "o", ms=4, color=line.get_color(), label="data")
+            ax.set_title(f"{data.name}: {data.names[j]}", fontsize=9)
+            ax.legend(fontsize=7)
+            if result.residuals is not None:
+                # residuals are flattened row-major over (time, column) at the masked points
+                flat = np.full(mask.shape, np.nan)
+                count = int(mask.sum())
+                flat[mask] = result.residuals[offset:offset + count]
+                rax.axhline(0.0, color="0.6", lw=0.8)
+                rax.plot(data.times, flat[:, j], "o", ms=3, color=line.get_color())
+                rax.set_ylabel("residual", fontsize=8)
+            rax.set_xlabel("t")
+            col += 1
+        offset += int(mask.sum())
+    return axes
+
+
+def plot_correlation(names: Sequence[str], corr: Any, ax: Any = None) -> Any:
+    """Heat map of a correlation matrix, values written in the cells."""
+    ax = _axes(ax)
+    image = ax.imshow(np.asarray(corr), vmin=-1, vmax=1, cmap="RdBu_r")
+    ax.set_xticks(range(len(names)), names, rotation=45, ha="right", fontsize=8)
+    ax.set_yticks(range(len(names)), names, fontsize=8)
+    for i in range(len(names)):
+        for j in range(len(names)):
+            ax.text(j, i, f"{corr[i, j]:.2f}", ha="center", va="center", fontsize=7)
+    ax.figure.colorbar(image, ax=ax, shrink=0.8)
+    ax.set_title("parameter correlation", fontsize=9)
+    return ax
+
+
+def plot_profiles(result: Any, profiles: Mapping[str, Any], axes: Any = None) -> Any:
+    """Profile likelihoods (likelihood-ratio statistic against the fixed value)."""
+    import matplotlib.pyplot as plt
+
+    if axes is None:
+        _, axes = plt.subplots(1, len(profiles), figsize=(3.6 * len(profiles), 3.2), squeeze=False)
+        axes = axes[0]
+    for ax, (name, prof) in zip(axes, profiles.items()):
+        ax.plot(prof["values"], prof["delta"], "o-", ms=3)
+        ax.axhline(prof["threshold"], color="0.5", ls="--", lw=0.8)
+        ax.axvline(result.estimates[name], color="C3", lw=0.8)
+        lo, hi = result.intervals[name]
+        ax.axvspan(lo, hi, color="C1", alpha=0.15, label="Wald interval")
+        ax.set_xlabel(name)
+        ax.set_ylabel("likelihood-ratio statistic")
+        ax.legend(fontsize=7)
+    return axes
+
+
+def plot_waterfall(costs: Any, ax: Any = None) -> Any:
+    """Final costs of every start, sorted (a waterfall plot: plateaus are local optima)."""
+    ax = _axes(ax)
+    costs = np.sort(np.asarray(costs))
+    ax.plot(np.arange(1, len(costs) + 1), costs, "o-", ms=3)
+    ax.set_yscale("log" if np.all(costs > 0) else "linear")
+    ax.set_xlabel("start (sorted)")
+    ax.set_ylabel("final cost")
+    ax.set_title("multi-start waterfall", fontsize=9)
+    return ax

@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import __version__
 from . import ensembles, stencils
+from . import parallel as parallel_cases
 from .cases import MODEL_CASES, run_model_case, solvers_for
 from .work_precision import PROBLEMS, work_precision
 
@@ -105,7 +106,13 @@ def run(out_dir: str = "validation/report", quick: bool = False, verbose: bool =
     stencils.figure_orders(stencil_results, os.path.join(out_dir, "stencil_orders.png"))
     field_figures = stencils.figure_fields(out_dir)
 
-    passed = all(r["passed"] for r in results + ens_results + stencil_results)
+    say("  domain decomposition (a fresh process with 8 simulated devices) ...")
+    parallel_results, scaling = parallel_cases.cases()
+    for r in parallel_results:
+        say(f"  decomposition: {r['name']:56s} {r['metric']:9.3g}  {'ok' if r['passed'] else 'FAIL'}")
+    parallel_cases.figure_decomposed(os.path.join(out_dir, "decomposed_gray_scott.png"))
+
+    passed = all(r["passed"] for r in results + ens_results + stencil_results + parallel_results)
     lines = [
         "# simkit validation report",
         "",
@@ -158,7 +165,24 @@ def run(out_dir: str = "validation/report", quick: bool = False, verbose: bool =
               "space-time, FitzHugh-Nagumo Turing pattern, Allen-Cahn coarsening; and the Gray-Scott run "
               "as an animation.", ""]
     lines += [f"![{name}]({name})" for name in field_figures]
-    lines += ["", "## Work-precision", ""]
+    lines += ["", "## Domain decomposition", "",
+              "Each model run by `simkit.parallel.integrate` on every mesh listed (simulated CPU "
+              "devices, `SIMKIT_STRICT_FP=1`) against `simkit.stencil.integrate` on one device: "
+              "the largest absolute difference of the saved fields (bound 0: bit for bit).", "",
+              "| case | max difference | result | note |", "|---|---|---|---|"]
+    for r in parallel_results:
+        lines.append(f"| {r['name']} | {r['metric']:.3g} | {'pass' if r['passed'] else '**FAIL**'} | {r['note']} |")
+    lines += ["", "Scaling on simulated devices (2-D heat, forward Euler, periodic, float64; these "
+              f"share this machine's {os.cpu_count()} cores, so they show overheads, not a cluster's "
+              "speed-up; `benchmarks/parallel.py` measures the 2048x2048 case):", "",
+              "| run | ms per step | speed-up |", "|---|---|---|"]
+    strong_base = next(v for k, v in scaling.items() if k.startswith("strong"))
+    weak_base = next(v for k, v in scaling.items() if k.startswith("weak"))
+    for k, v in scaling.items():
+        ratio = (strong_base / v) if k.startswith("strong") else (weak_base / v)
+        label = "speed-up" if k.startswith("strong") else "efficiency"
+        lines.append(f"| {k} | {v * 1e3:.2f} | {label} {ratio:.2f} |")
+    lines += ["", "![decomposed run](decomposed_gray_scott.png)", "", "## Work-precision", ""]
     lines.append(
         "Error (max over save times and states of |y - y_ref| / max|y_ref|) against run time, "
         f"tolerances {', '.join(f'{t:g}' for t in tolerances)}. simkit: median of 3 runs after "
@@ -176,4 +200,5 @@ def run(out_dir: str = "validation/report", quick: bool = False, verbose: bool =
         fh.write("\n".join(lines) + "\n")
     say(f"wrote {os.path.join(out_dir, 'report.md')}: {'PASS' if passed else 'FAIL'}")
     return {"passed": passed, "models": results, "ensembles": ens_results, "stencils": stencil_results,
+            "parallel": parallel_results, "scaling": scaling,
             "work_precision": wp}

@@ -182,7 +182,7 @@ def test_method_of_lines_matches_scipy_bdf_with_sparsity():
 def test_large_implicit_run_never_builds_a_dense_jacobian():
     """Allen-Cahn on 256x256 (65,536 states; a dense float64 Jacobian would be 34 GB)
     through solve's stiff default (Kvaerno5, Newton-GMRES on Jacobian-vector products), in
-    a fresh process: peak memory stays under 2 GB."""
+    a fresh process: peak memory stays under 4 GB (measured 0.55 GB alone)."""
     import subprocess
     import sys
     import textwrap
@@ -200,4 +200,4 @@ def test_large_implicit_run_never_builds_a_dense_jacobian():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                          env={**__import__("os").environ, "SIMKIT_COMPILATION_CACHE": "0"})
     assert out.returncode == 0, out.stderr[-2000:]
-    assert float(out.stdout.strip().splitlines()[-1]) < 2048
+    assert float(out.stdout.strip().splitlines()[-1]) < 4096

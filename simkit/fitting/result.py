@@ -1,0 +1,204 @@
+"""`FitResult`: estimates, uncertainties, convergence, fitted solutions, summary and plots."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+from ..errors import InputError
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class FitResult:
+    """The outcome of `simkit.fit`.
+
+    **Fields:** `names`; `estimates`, `stderr` (name -> value); `intervals` (name -> (low,
+    high), Wald, at `confidence`); `cov` (Jacobian-based for residual losses, Hessian-based
+    for likelihoods), `cov_hessian`, `corr` (arrays in `names` order); `cost` (0.5 sum r^2
+    or the negative log-likelihood); `iterations`, `converged`, `message`; `start_costs`
+    (every start's final cost) and `starts`; `hints` (identifiability); `solutions` (the
+    fitted model on a fine grid, one per dataset); `residuals`.
+    """
+
+    names: tuple[str, ...]
+    estimates: dict[str, float]
+    stderr: dict[str, float]
+    intervals: dict[str, tuple[float, float]]
+    cov: np.ndarray
+    corr: np.ndarray
+    cost: float
+    iterations: int
+    converged: bool
+    message: str
+    start_costs: np.ndarray
+    starts: np.ndarray
+    hints: tuple[str, ...]
+    residuals: np.ndarray | None
+    confidence: float
+    loss_name: str
+    solver_name: str
+    n_points: int
+    problem: Any = dataclasses.field(repr=False)
+    driver: Any = dataclasses.field(repr=False)
+    _hessian_cov: Any = dataclasses.field(default=None, repr=False)
+    _cache: dict = dataclasses.field(default_factory=dict, repr=False)
+
+    @property
+    def cov_hessian(self) -> np.ndarray:
+        """Covariance from the Hessian of the objective (``jax.hessian``; scaled by the
+        residual variance for residual losses), computed on first use."""
+        if self._hessian_cov is not None:
+            return self._hessian_cov
+        if "cov_hessian" not in self._cache:
+            from ._fit import hessian
+            from .uncertainty import _inverse
+
+            h = np.asarray(hessian(self.problem.structure, self.problem.arrays, jnp.asarray(self.theta)))
+            m, p = self.n_points, len(self.names)
+            weighted = all(d.sigma is not None for d in self.problem.datasets)
+            s2 = 1.0 if weighted else 2 * self.cost / max(m - p, 1)
+            self._cache["cov_hessian"] = s2 * _inverse(h)
+        return self._cache["cov_hessian"]
+
+    @property
+    def solutions(self) -> tuple[Any, ...]:
+        """The fitted model on 201 points over each dataset's span (computed on first use)."""
+        if "solutions" not in self._cache:
+            sols = []
+            for k, d in enumerate(self.problem.datasets):
+                _, sol = self.problem.predict(jnp.asarray(self.theta), k, times=np.linspace(d.t0, d.times[-1], 201))
+                sols.append(sol)
+            self._cache["solutions"] = tuple(sols)
+        return self._cache["solutions"]
+
+    @classmethod
+    def build(cls, problem, theta, cost, iterations, converged, start_costs, starts, stats, solver, confidence):
+        names = problem.space.names
+        message = "converged" if converged else "stopped at the iteration limit (not converged)"
+        if not np.isfinite(stats["stderr"]).all():
+            message += "; some standard errors are undefined (singular curvature)"
+        return cls(
+            names=names, estimates=dict(zip(names, map(float, theta))),
+            stderr=dict(zip(names, map(float, stats["stderr"]))),
+            intervals={n: (float(a), float(b)) for n, (a, b) in zip(names, stats["intervals"])},
+            cov=stats["cov"], corr=stats["corr"], cost=cost, _hessian_cov=stats["cov_hessian"],
+            iterations=iterations, converged=converged, message=message, start_costs=np.asarray(start_costs),
+            starts=np.asarray(starts), hints=tuple(stats["hints"]),
+            residuals=np.asarray(problem.residuals(jnp.asarray(theta))) if problem.loss.residual_form else None,
+            confidence=confidence, loss_name=type(problem.loss).__name__, solver_name=type(solver).__name__,
+            n_points=stats["n_points"], problem=problem, driver=solver,
+        )
+
+    @property
+    def theta(self) -> np.ndarray:
+        return np.array([self.estimates[n] for n in self.names])
+
+    def __str__(self) -> str:
+        width = max(12, max(len(n) for n in self.names) + 2)
+        level = f"{100 * self.confidence:g}%"
+        lines = [f"fit of {self.problem.model.name!r}: {self.loss_name} loss, {self.solver_name}, "
+                 f"{self.n_points} points, {len(self.start_costs)} start(s)",
+                 f"cost {self.cost:.6g}, {self.iterations} iterations, {self.message}",
+                 "",
+                 f"{'parameter':{width}s} {'estimate':>12s} {'std error':>11s} {'rel':>7s}   {level + ' interval':>27s}"]
+        for n in self.names:
+            est, se = self.estimates[n], self.stderr[n]
+            lo, hi = self.intervals[n]
+            rel = abs(se / est) if est else np.inf
+            lines.append(f"{n:{width}s} {est:12.5g} {se:11.3g} {rel:7.1%}   [{lo:11.5g}, {hi:11.5g}]")
+        strong = [(self.names[i], self.names[j], self.corr[i, j]) for i in range(len(self.names))
+                  for j in range(i + 1, len(self.names)) if abs(self.corr[i, j]) > 0.9]
+        if strong:
+            lines.append("")
+            lines += [f"strong correlation: {a} ~ {b}: {c:+.3f}" for a, b, c in strong]
+        if self.hints:
+            lines.append("")
+            lines += list(self.hints)
+        return "\n".join(lines)
+
+    def profile(self, name: str, values: Any = None, *, n: int = 15, width: float = 3.0) -> dict[str, Any]:
+        """Profile likelihood of ``name``: for each fixed value (default: the estimate +-
+        ``width`` standard errors, ``n`` points, inside the bounds) the other parameters are
+        re-fitted (all values at once, ``jax.vmap``). Returns ``values``, ``delta`` (the
+        likelihood-ratio statistic, chi-square with 1 dof) and ``interval`` (where ``delta``
+        is below its `confidence` quantile; ``nan`` where the grid does not reach it)."""
+        from scipy import stats as scipy_stats
+
+        if name not in self.names:
+            raise InputError(f"no free parameter {name!r}; free: {list(self.names)}")
+        space, problem = self.problem.space, self.problem
+        i = self.names.index(name)
+        est, se = self.estimates[name], self.stderr[name]
+        if values is None:
+            se = se if np.isfinite(se) and se > 0 else abs(est) * 0.1 + 1e-12
+            lo = max(est - width * se, np.nextafter(space.lower[i], np.inf))
+            hi = min(est + width * se, np.nextafter(space.upper[i], -np.inf))
+            values = np.linspace(lo, hi, n)
+        from ._fit import profile_costs
+
+        values = jnp.asarray(values)
+        driver = self.driver if not self.driver.bounded else None
+        driver = driver if driver is not None and driver.residual else _scalar_driver()
+        costs = np.asarray(profile_costs(problem.structure, driver, problem.arrays, jnp.asarray(self.theta), i, values))
+        best = min(self.cost, float(np.nanmin(costs)))
+        if problem.loss.residual_form and not all(d.sigma is not None for d in problem.datasets):
+            m = self.n_points
+            delta = m * np.log(costs / best)  # Gaussian noise of unknown variance, profiled out
+        else:
+            delta = 2 * (costs - best)
+        cut = scipy_stats.chi2.ppf(self.confidence, 1)
+        vals = np.asarray(values)
+        interval = (_crossing(vals, delta, cut, lower=True), _crossing(vals, delta, cut, lower=False))
+        return {"values": vals, "delta": delta, "interval": interval, "threshold": float(cut)}
+
+    # plots -----------------------------------------------------------------------------------
+    def plot(self, axes: Any = None) -> Any:
+        """Data and fit per observed quantity (top) and residuals (bottom); returns the axes."""
+        import matplotlib.pyplot as plt
+
+        from ..plot import plot_fit
+
+        data = self.problem.datasets
+        cols = sum(d.values.shape[1] for d in data)
+        if axes is None:
+            _, axes = plt.subplots(2, cols, figsize=(4.5 * cols, 5.5), squeeze=False,
+                                   gridspec_kw={"height_ratios": [3, 1]})
+        plot_fit(self, axes)
+        return axes
+
+    def plot_correlation(self, ax: Any = None) -> Any:
+        from ..plot import plot_correlation
+
+        return plot_correlation(self.names, self.corr, ax)
+
+    def plot_profiles(self, names: Any = None, axes: Any = None) -> Any:
+        from ..plot import plot_profiles
+
+        names = list(self.names if names is None else names)
+        return plot_profiles(self, {n: self.profile(n) for n in names}, axes)
+
+    def plot_waterfall(self, ax: Any = None) -> Any:
+        from ..plot import plot_waterfall
+
+        return plot_waterfall(self.start_costs, ax)
+
+
+def _crossing(values: np.ndarray, delta: np.ndarray, cut: float, *, lower: bool) -> float:
+    """Where the profile crosses ``cut`` below (``lower``) or above its minimum, by linear
+    interpolation between grid points; ``nan`` if the grid does not reach it."""
+    k = int(np.nanargmin(delta))
+    indices = range(k, 0, -1) if lower else range(k, len(values) - 1)
+    for i in indices:
+        j = i - 1 if lower else i + 1
+        if delta[i] <= cut < delta[j]:
+            return float(values[i] + (cut - delta[i]) * (values[j] - values[i]) / (delta[j] - delta[i]))
+    return float("nan")
+
+
+def _scalar_driver() -> Any:
+    from .drivers import LBFGS
+
+    return LBFGS()

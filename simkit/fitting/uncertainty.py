@@ -1,0 +1,65 @@
+"""Uncertainty at the optimum: covariance from the Jacobian (``s^2 (J^T J)^-1``) and from
+the Hessian of the negative log-likelihood (``jax.hessian``), standard errors, correlation,
+Wald intervals, identifiability hints from the singular values of the scaled Jacobian, and
+profile likelihoods."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+WEAK = 1e-6  # relative singular value below which a direction counts as unidentifiable
+
+
+def _inverse(matrix: np.ndarray) -> np.ndarray:
+    return np.linalg.pinv(matrix, rcond=1e-12, hermitian=True)
+
+
+def uncertainty(problem: Any, theta: np.ndarray, confidence: float) -> dict[str, Any]:
+    from scipy import stats as scipy_stats
+
+    theta_j = jnp.asarray(theta)
+    names = problem.space.names
+    p = len(names)
+    out: dict[str, Any] = {}
+    from ._fit import hessian, jacobian
+
+    if problem.loss.residual_form:
+        r, jac = jacobian(problem.structure, problem.arrays, theta_j)
+        r, jac = np.asarray(r)[problem._flat_mask], np.asarray(jac)[problem._flat_mask]
+        m = r.shape[0]
+        dof = max(m - p, 1)
+        weighted = all(d.sigma is not None for d in problem.datasets)
+        s2 = 1.0 if weighted else float(r @ r) / dof
+        cov = s2 * _inverse(jac.T @ jac)
+        hess = cov_h = None  # on demand: FitResult.cov_hessian
+        quantile = scipy_stats.t.ppf(0.5 + confidence / 2, dof) if not weighted else scipy_stats.norm.ppf(0.5 + confidence / 2)
+        sensitivity = jac * np.where(theta == 0, 1.0, np.abs(theta))
+        out.update(jacobian=jac, residual_variance=s2, dof=dof, n_points=m)
+    else:
+        hess = np.asarray(hessian(problem.structure, problem.arrays, theta_j, of="nll"))
+        cov = cov_h = _inverse(hess)
+        quantile = scipy_stats.norm.ppf(0.5 + confidence / 2)
+        scale = np.where(theta == 0, 1.0, np.abs(theta))
+        sensitivity = hess * np.outer(scale, scale)
+        out.update(dof=None, n_points=int(sum(d.n_points for d in problem.datasets)))
+    stderr = np.sqrt(np.clip(np.diag(cov), 0, None))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        corr = cov / np.outer(stderr, stderr)
+    hints = []
+    if not np.all(np.isfinite(sensitivity)):
+        hints.append("the curvature at the optimum is not finite: no uncertainties")
+        sensitivity = np.zeros_like(sensitivity)
+    _, singular, vt = np.linalg.svd(sensitivity, full_matrices=False)
+    relative = singular / singular[0] if singular[0] > 0 else singular
+    for value, vector in zip(relative, vt):
+        if value < WEAK:
+            involved = [names[i] for i in np.argsort(-np.abs(vector))[:3] if abs(vector[i]) > 0.2]
+            hints.append(f"near-zero singular value {value:.1e}: {', '.join(involved)} are not separately "
+                         "identifiable from these data")
+    out.update(cov=cov, cov_hessian=cov_h, stderr=stderr, corr=corr,
+               intervals=np.stack([theta - quantile * stderr, theta + quantile * stderr], axis=1),
+               singular_values=relative, hints=hints, hessian=hess, quantile=float(quantile))
+    return out
