@@ -42,15 +42,17 @@ def test_least_squares_matches_scipy_and_covers_the_truth(logistic_fit):
     assert "r" in text and "95% interval" in text and "converged" in text
 
 
-def test_optimistix_reaches_the_same_optimum(logistic_fit):
+def test_optimistix_and_gauss_newton_reach_the_same_optimum(logistic_fit):
     import optimistix as optx
 
     data, result = logistic_fit
     other = simkit.fit(LOGISTIC, data, free=["r", "K"], rtol=1e-11, atol=1e-12,
                        solver=fitting.Optimistix(optx.LevenbergMarquardt(rtol=1e-12, atol=1e-12)))
-    assert abs(other.cost - result.cost) <= 1e-9 * result.cost
-    for name in ("r", "K"):
-        assert abs(other.estimates[name] - result.estimates[name]) <= 1e-6 * abs(result.estimates[name])
+    gauss_newton = simkit.fit(LOGISTIC, data, free=["r", "K"], rtol=1e-11, atol=1e-12, solver=fitting.GaussNewton())
+    for alternative in (other, gauss_newton):
+        assert abs(alternative.cost - result.cost) <= 1e-9 * result.cost
+        for name in ("r", "K"):
+            assert abs(alternative.estimates[name] - result.estimates[name]) <= 1e-6 * abs(result.estimates[name])
 
 
 def test_profile_likelihood_and_plots(logistic_fit, tmp_path):
