@@ -53,7 +53,7 @@ def pde_inverse() -> dict[str, Any]:
     worst = max(abs(result.estimates[n] - v) / result.stderr[n] for n, v in truth.items())
     note = ", ".join(f"{n} = {result.estimates[n]:.5g} +- {result.stderr[n]:.2g} (truth {v:g})" for n, v in truth.items())
     return dict(name="Fisher-KPP inverse problem (32 cells, 6 snapshots)", metric=worst, bound=1.96, passed=inside,
-                note=note + "; metric: largest |estimate - truth| / standard error")
+                note=note + "; metric: largest abs(estimate - truth) / standard error")
 
 
 def figure(result: Any, path: str) -> None:

@@ -100,7 +100,7 @@ def cases() -> tuple[list[dict[str, Any]], dict[str, float]]:
         worst = max(per_mesh.values())
         results.append(dict(name=f"{name} on {', '.join(per_mesh)} devices", kind="devices", metric=worst,
                             bound=0.0, passed=worst == 0.0,
-                            note="max |decomposed - single device| over 4 RK4 steps; SIMKIT_STRICT_FP=1"))
+                            note="max abs(decomposed - single device) over 4 RK4 steps; SIMKIT_STRICT_FP=1"))
     return results, data["scaling"]
 
 
