@@ -222,8 +222,9 @@ class Problem:
 
 
 def _starts(space: ParameterSpace, n: int, key: Any) -> np.ndarray:
-    """``n`` starting points: the given start first, then a Latin hypercube within the bounds
-    (a factor 10 either side of the start, in log space, where a bound is infinite)."""
+    """``n`` starting points: the given start first, then a Latin hypercube within the bounds.
+    Where a bound is infinite the range is a factor 10 either side of a positive start with a
+    non-negative lower bound, and the start +- 10 |start| otherwise."""
     lo, hi = space.lower.copy(), space.upper.copy()
     x0 = space.x0
     ranges = {}
