@@ -25,13 +25,17 @@ class ParameterSpace:
     upper: np.ndarray
     x0: np.ndarray
 
-    def to_internal(self, theta: Any) -> Any:
-        """Natural -> unconstrained."""
+    def _kinds(self) -> tuple:
+        """Per parameter: bounded on both sides, below only, above only; finite stand-ins."""
         lo, hi = self.lower, self.upper
         both = np.isfinite(lo) & np.isfinite(hi)
         low_only = np.isfinite(lo) & ~np.isfinite(hi)
         high_only = ~np.isfinite(lo) & np.isfinite(hi)
-        safe_lo, safe_hi = np.where(np.isfinite(lo), lo, 0.0), np.where(np.isfinite(hi), hi, 1.0)
+        return both, low_only, high_only, np.where(np.isfinite(lo), lo, 0.0), np.where(np.isfinite(hi), hi, 1.0)
+
+    def to_internal(self, theta: Any) -> Any:
+        """Natural -> unconstrained."""
+        both, low_only, high_only, safe_lo, safe_hi = self._kinds()
         span = np.where(both, safe_hi - safe_lo, 1.0)
         frac = jnp.clip((theta - safe_lo) / span, 1e-300, 1 - 1e-16)
         return jnp.where(both, jnp.log(frac) - jnp.log1p(-frac),
@@ -40,11 +44,7 @@ class ParameterSpace:
 
     def to_natural(self, z: Any) -> Any:
         """Unconstrained -> natural."""
-        lo, hi = self.lower, self.upper
-        both = np.isfinite(lo) & np.isfinite(hi)
-        low_only = np.isfinite(lo) & ~np.isfinite(hi)
-        high_only = ~np.isfinite(lo) & np.isfinite(hi)
-        safe_lo, safe_hi = np.where(np.isfinite(lo), lo, 0.0), np.where(np.isfinite(hi), hi, 1.0)
+        both, low_only, high_only, safe_lo, safe_hi = self._kinds()
         return jnp.where(both, safe_lo + (safe_hi - safe_lo) * (1 / (1 + jnp.exp(-z))),
                          jnp.where(low_only, safe_lo + jnp.exp(z), jnp.where(high_only, safe_hi - jnp.exp(z), z)))
 

@@ -20,8 +20,7 @@ from ..errors import InputError, ShapeError
 from ..stencil.field_solution import FieldSolution
 from ..stencil.grid import Grid
 from ..stencil.pde import PDEModel, Space
-from .. import _config
-from ..stencil.stepping import AbstractStepper, build_program, finish, prepare, rollout_body
+from ..stencil.stepping import AbstractStepper, build_program, finish, prepare, rollout_arguments, rollout_body
 from .halo import halo_pad, mesh_max, mesh_sum
 from .mesh import field_spec, gather, mesh_for, place
 
@@ -140,9 +139,5 @@ def rollout(model: PDEModel, params: Mapping[str, Any] | None = None, u0: Any = 
     mesh = mesh_for(model.grid) if mesh is None else mesh
     program = build_program(model, dt=dt, steps=steps, save_every=save_every, stepper=stepper,
                             diagnostics=diagnostics)
-    dtype = _config.float_dtype()
-    params = {**model.params, **(params or {})}
-    u = jnp.asarray(model.u0 if u0 is None else u0, dtype)
-    dt_arg = jnp.asarray(0.0, dtype) if callable(dt) else jnp.asarray(dt, dtype)
-    us, ts, diags, _ = _compiled(program, mesh, transform)(u, params, model.bcs, jnp.asarray(t0, dtype), dt_arg)
+    us, ts, diags, _ = _compiled(program, mesh, transform)(*rollout_arguments(model, params, u0, dt, t0))
     return us, ts, diags

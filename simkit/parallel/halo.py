@@ -18,21 +18,17 @@ from typing import Any
 import jax.numpy as jnp
 from jax import lax
 
-from ..errors import InputError, ShapeError
-from ..stencil.boundary import Padded, ghost_side, normalize, pad_axis
+from ..errors import ShapeError
+from ..stencil.boundary import Padded, ghost_side, pad_axis, pad_plan
 
 
 def halo_pad(u: Any, bcs: Any, width: int, spacing: Sequence[float], *, ndim: int | None = None,
              axes: Sequence[tuple[str | None, int]] = ()) -> Padded:
     """``width`` ghost layers around this shard's block ``u``; ``axes`` gives, per grid axis,
     the mesh axis name and its size (size 1: filled locally, as on one device)."""
-    if width < 1:
-        raise InputError(f"pad: width must be at least 1, got {width}")
-    nd = u.ndim if ndim is None else ndim
-    pairs = normalize(bcs, nd)
-    if len(axes) != nd:
-        raise ShapeError(f"halo_pad: {len(axes)} mesh axes for {nd} grid axes")
-    lead = u.ndim - nd
+    pairs, lead = pad_plan(u, bcs, width, spacing, ndim)
+    if len(axes) != len(pairs):
+        raise ShapeError(f"halo_pad: {len(axes)} mesh axes for {len(pairs)} grid axes")
     for i, ((lower, upper), dx, (name, size)) in enumerate(zip(pairs, spacing, axes)):
         axis = lead + i
         if size == 1:
@@ -57,7 +53,7 @@ def halo_pad(u: Any, bcs: Any, width: int, spacing: Sequence[float], *, ndim: in
             from_lower = jnp.where(index == 0, ghost_side(u, lower, axis, False, dx, width), from_lower)
             from_upper = jnp.where(index == size - 1, ghost_side(u, upper, axis, True, dx, width), from_upper)
         u = jnp.concatenate([from_lower, u, from_upper], axis=axis)
-    return Padded(u, width, nd)
+    return Padded(u, width, len(pairs))
 
 
 def mesh_sum(names: Sequence[str]):

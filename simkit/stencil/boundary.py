@@ -174,6 +174,18 @@ def pad_axis(u: Any, pair: tuple[AbstractBoundaryCondition, AbstractBoundaryCond
     return jnp.concatenate([lo, u, hi], axis=axis)
 
 
+def pad_plan(u: Any, bcs: BoundarySpec, width: int, spacing: Sequence[float], ndim: int | None) -> tuple:
+    """Checks shared by every ghost filler (`pad`, halo exchange): the ``(lower, upper)``
+    conditions per grid axis and the number of leading (component) axes."""
+    if width < 1:
+        raise InputError(f"pad: width must be at least 1, got {width}")
+    nd = u.ndim if ndim is None else ndim
+    pairs = normalize(bcs, nd)
+    if len(spacing) != nd:
+        raise ShapeError(f"pad: {len(spacing)} spacings for {nd} axes")
+    return pairs, u.ndim - nd
+
+
 def pad(u: Any, bcs: BoundarySpec, width: int, spacing: Sequence[float], *, ndim: int | None = None) -> Padded:
     """Fill ``width`` ghost layers around the last ``ndim`` axes of ``u`` (default: all of
     them; leading axes, e.g. field components, are carried along).
@@ -184,13 +196,7 @@ def pad(u: Any, bcs: BoundarySpec, width: int, spacing: Sequence[float], *, ndim
     Axes are padded in order, each on the already padded array, so corner ghosts are filled
     consistently (periodic corners are exact).
     """
-    if width < 1:
-        raise InputError(f"pad: width must be at least 1, got {width}")
-    nd = u.ndim if ndim is None else ndim
-    pairs = normalize(bcs, nd)
-    if len(spacing) != nd:
-        raise ShapeError(f"pad: {len(spacing)} spacings for {nd} axes")
-    lead = u.ndim - nd
+    pairs, lead = pad_plan(u, bcs, width, spacing, ndim)
     for i, (pair, dx) in enumerate(zip(pairs, spacing)):
         u = pad_axis(u, pair, lead + i, dx, width)
-    return Padded(u, width, nd)
+    return Padded(u, width, len(pairs))

@@ -243,12 +243,18 @@ def rollout(model: PDEModel, params: Mapping[str, Any] | None = None, u0: Any = 
     No stability check and no non-finite check (use `integrate` for those)."""
     program = build_program(model, dt=dt, steps=steps, save_every=save_every, stepper=stepper,
                             diagnostics=diagnostics)
+    us, ts, diags, _ = _rollout(program, *rollout_arguments(model, params, u0, dt, t0))
+    return us, ts, diags
+
+
+def rollout_arguments(model: PDEModel, params: Mapping[str, Any] | None, u0: Any, dt: Any, t0: Any) -> tuple:
+    """The traced arguments of a rollout, ``(u0, params, bcs, t0, dt)``, without host checks
+    (they may be tracers); ``dt`` is 0 for a rule (the program carries it)."""
     dtype = _config.float_dtype()
-    params = {**model.params, **(params or {})}
+    merged = {**model.params, **(params or {})}
     u = jnp.asarray(model.u0 if u0 is None else u0, dtype)
     dt_arg = jnp.asarray(0.0, dtype) if callable(dt) else jnp.asarray(dt, dtype)
-    us, ts, diags, _ = _rollout(program, u, params, model.bcs, jnp.asarray(t0, dtype), dt_arg)
-    return us, ts, diags
+    return u, merged, model.bcs, jnp.asarray(t0, dtype), dt_arg
 
 
 def prepare(model: PDEModel, *, dt: float | Callable, steps: int, save_every: int | None,
@@ -258,30 +264,16 @@ def prepare(model: PDEModel, *, dt: float | Callable, steps: int, save_every: in
     program: ``(program, u_init, params, dt_argument)``."""
     if not isinstance(model, PDEModel):
         raise InputError(f"stencil.integrate() expects a PDEModel, got {type(model).__name__}")
-    stepper = RK4() if stepper is None else stepper
-    if not isinstance(stepper, AbstractStepper):
-        raise InputError(f"stepper must be a simkit.stencil stepper object (RK4(), SSPRK3(), ...), got {stepper!r}")
+    program = build_program(model, dt=dt, steps=steps, save_every=save_every, stepper=stepper,
+                            diagnostics=diagnostics)
+    stepper = program.stepper
     if stepper.needs_linear and model.linear is None:
         raise InputError(f"{type(stepper).__name__} needs the model's linear part; {model.name!r} has "
                          "none (set PDEModel.linear to the stiff linear term)")
-    steps = int(steps)
-    if steps < 1:
-        raise InputError(f"steps must be positive, got {steps}")
-    save_every = steps if save_every is None else int(save_every)
-    if save_every < 1 or steps % save_every:
-        raise InputError(f"steps ({steps}) must be a positive multiple of save_every ({save_every})")
     adaptive = callable(dt)
     if not adaptive and not (np.isfinite(dt) and dt > 0):
         raise InputError(f"dt must be positive and finite (or a rule dt(u, params, space)), got {dt}")
-    merged = dict(model.params)
-    if params:
-        unknown = sorted(set(params) - set(model.params))
-        if unknown:
-            from ..errors import ParameterError
-
-            raise ParameterError(f"PDE model {model.name!r} has no parameter(s) {unknown}; "
-                                 f"valid names are {list(model.params)}")
-        merged.update(params)
+    merged = model.with_params(**params).params if params else model.params  # names checked there
     dtype = _config.float_dtype()
     u_init = np.asarray(model.u0 if u0 is None else u0, dtype)
     if u_init.shape != np.shape(model.u0):
@@ -303,8 +295,6 @@ def prepare(model: PDEModel, *, dt: float | Callable, steps: int, save_every: in
                 + ("" if stepper.needs_linear or model.linear is None else
                    ", or use IMEXEuler() to take the linear part implicitly")
                 + " (check_stability=False skips this check)")
-    program = build_program(model, dt=dt, steps=steps, save_every=save_every, stepper=stepper,
-                            diagnostics=diagnostics)
     dt_arg = jnp.asarray(0.0 if adaptive else dt, dtype)
     return program, u_init, params_j, dt_arg
 
