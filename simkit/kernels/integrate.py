@@ -131,8 +131,10 @@ def integrate(
             y_stop = jnp.where(fired, interp(theta_ev), y_new)
         h_new, ctrl = method.propose(err_norm, h, c["ctrl"], accepted, c["last_rej"])
         h_new = lax.stop_gradient(h_new)
-        # a step too small to move t (near t = 0, relative to the span)
-        underflow = h_new <= 16 * eps * jnp.maximum(jnp.abs(t), 1e-3 * jnp.abs(t1 - t0))
+        # a step too small to move t: relative to |t| as in Hairer's codes
+        # (0.1 |h| <= eps |t|), never to the span (a span of 1e11 must still allow tiny
+        # steps near t = 0), and a step that is zero or subnormal
+        underflow = (0.1 * h_new <= eps * jnp.abs(t)) | (h_new <= jnp.finfo(dtype).tiny)
         status = jnp.where(
             fired, int(Status.EVENT),
             jnp.where(accepted & last, int(Status.SUCCESS),

@@ -170,3 +170,14 @@ def test_kernel_does_not_recompile_for_new_numbers():
                        rtol=1e-9, atol=1e-12, dt0=0.01, solver=simkit.DOP853())
     assert len(traces) == n
     np.testing.assert_allclose(sol.ys[-1], np.array([3.0, 4.0]) * np.exp(-0.3 * 1.5), rtol=1e-8)
+
+
+def test_no_false_step_size_underflow_on_a_long_span():
+    """Robertson on the test set's span [0, 1e11] with a tiny atol: the underflow floor is
+    relative to |t| (Hairer's rule), not to the span; once it refused every step below
+    3.5e-7 near t = 0 and failed at t = 8.4e-8."""
+    sol = simkit.solve(models.get("robertson"), (0.0, 1e11), saveat=11, rtol=1e-10, atol=1e-24,
+                       solver=simkit.Rodas4())
+    # Hairer & Wanner / the IVP test set's reference solution at t = 1e11
+    reference = np.array([0.2083340149701e-07, 0.8333360770334e-13, 0.9999999791665])
+    np.testing.assert_allclose(np.asarray(sol.ys[-1]), reference, rtol=1e-6)
