@@ -14,6 +14,7 @@ from ._solve import SaveSteps as SaveSteps
 from ._solve import solve as solve
 from .errors import DependencyError as DependencyError
 from .errors import InputError as InputError
+from .errors import InputTypeError as InputTypeError
 from .errors import ParameterError as ParameterError
 from .errors import ShapeError as ShapeError
 from .errors import SimkitError as SimkitError
@@ -51,6 +52,7 @@ __all__ = [
     "DependencyError",
     "EnsembleSolution",
     "InputError",
+    "InputTypeError",
     "ODEModel",
     "PDEModel",
     "ParameterError",

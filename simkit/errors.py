@@ -13,8 +13,11 @@ class SimkitError(Exception):
     """Base class of every error simkit raises."""
 
 
-class ParameterError(SimkitError, KeyError):
-    """Unknown parameter name, or a parameter value that is not finite."""
+class ParameterError(SimkitError, KeyError, ValueError):
+    """Unknown parameter name, or a parameter value that is not finite.
+
+    Also a ``KeyError`` (a name that is not there) and a ``ValueError`` (a bad value), so
+    that the built-in error a SciPy user catches works."""
 
     def __str__(self) -> str:  # KeyError quotes its message; keep it readable
         return str(self.args[0]) if self.args else ""
@@ -26,6 +29,11 @@ class ShapeError(SimkitError, ValueError):
 
 class InputError(SimkitError, ValueError):
     """An argument has an invalid value (tolerances, time span, save times, ...)."""
+
+
+class InputTypeError(SimkitError, TypeError):
+    """An argument has the wrong type (params given as a list, an rhs returning a list, a
+    model that is not a model, ...)."""
 
 
 class SolveError(SimkitError, RuntimeError):
