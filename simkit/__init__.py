@@ -10,7 +10,9 @@ from . import models as models
 from . import sample as sample
 from . import stencil as stencil
 from ._ensemble import ensemble as ensemble
-from ._solve import SaveSteps as SaveSteps
+from .events import Event as Event
+from .save_times import SaveAt as SaveAt
+from .save_times import SaveSteps as SaveSteps
 from ._solve import solve as solve
 from .errors import DependencyError as DependencyError
 from .errors import InputError as InputError
@@ -51,12 +53,14 @@ __all__ = [
     "DOPRI5",
     "DependencyError",
     "EnsembleSolution",
+    "Event",
     "InputError",
     "InputTypeError",
     "ODEModel",
     "PDEModel",
     "ParameterError",
     "Rodas4",
+    "SaveAt",
     "SaveSteps",
     "ShapeError",
     "SimkitError",

@@ -1,7 +1,8 @@
 """`ensemble`: many solves of one model, vmapped in chunks and sharded over devices.
 
-Members run as ``jax.vmap`` of the single-member `simkit.solve` (simkit's kernels stay fast
-batched: the member axis is the vectorised one), in chunks of a few hundred (``lax.map``
+The call is prepared once by `simkit._prepare.prepare` (the same checks as `simkit.solve`);
+members run as ``jax.vmap`` of the engine over batched `SolveArgs` (no model is rebuilt per
+member; simkit's kernels stay fast batched: the member axis is the vectorised one), in chunks of a few hundred (``lax.map``
 over chunks keeps a chunk's state in cache), with the member axis split over the local
 devices by ``jax.shard_map`` so that each device stops when its own members are done.
 With ``balance=True`` a cheap pilot solve (tolerance 1e3 looser, no saving) estimates each
@@ -26,11 +27,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec
 
-from . import _config
+from . import _config, engines
 from . import progress as _progress
-from ._solve import _check_positive, _time_span, solve
+from ._prepare import check_count, check_rhs, merge_params, prepare
 from .ensemble_solution import EnsembleSolution
-from .errors import InputError, ParameterError, ShapeError
+from .errors import InputError, InputTypeError, ParameterError, ShapeError
 from .model import ODEModel
 from .parallel.mesh import MEMBER_AXIS, gather, member_mesh, place
 
@@ -43,29 +44,19 @@ VECTOR_WIDTH = 8  # chunks are a multiple of the CPU's vector width (8 doubles, 
 
 
 @dataclasses.dataclass(frozen=True)
-class _EnsembleProgram:
-    rhs: Any
-    state_names: tuple[str, ...]
-    name: str
-    stiff: bool
-    saveat: Any  # int count, "steps" or None (array save times are traced)
-    saveat_array: bool
-    solver: Any
-    max_steps: int
-    events: tuple
+class EnsembleProgram:
+    """Static structure of an ensemble: the members' engine program, chunking and devices."""
+
+    engine: Any  # a KernelProgram or DiffraxProgram (simkit.engines)
     chunk: int
     devices: tuple  # the member axis is sharded over these (jax devices are hashable)
-    diffusion: Any = None  # a stochastic model: one key per member
 
 
 def _member_arrays(model: ODEModel, params: dict | None, y0: Any) -> tuple[int, dict, Any]:
     dtype = np.dtype(_config.float_dtype())
     sizes: dict[str, int] = {}
-    given = {} if params is None else dict(params)
-    unknown = sorted(set(given) - set(model.params))
-    if unknown:
-        raise ParameterError(f"model {model.name!r} has no parameter(s) {unknown}; "
-                             f"valid names are {list(model.params)}")
+    given = merge_params(model.params, params, owner=f"model {model.name!r}", batched=True)
+    given = {k: v for k, v in given.items() if params is not None and k in params}
     for name, value in given.items():
         default_shape = np.shape(model.params[name])
         shape = np.shape(value)
@@ -104,18 +95,13 @@ def _member_arrays(model: ODEModel, params: dict | None, y0: Any) -> tuple[int, 
     return members, out, y0_b
 
 
-def _run_members(program: _EnsembleProgram, t0, t1, params, y0, keys, save_ts, rtol, atol):
-    """All members on one device: lax.map over chunks of vmapped solves."""
+def _run_members(program: EnsembleProgram, args, params, y0, keys):
+    """All members on one device: lax.map over chunks of the vmapped engine."""
 
     def one(p, y, k):
-        model = ODEModel(rhs=program.rhs, params=p, y0=y, state_names=program.state_names,
-                         name=program.name, stiff=program.stiff, diffusion=program.diffusion)
-        sol = solve(model, (t0, t1), saveat=save_ts if program.saveat_array else program.saveat,
-                    solver=program.solver, rtol=rtol, atol=atol, max_steps=program.max_steps,
-                    events=program.events or None, throw=False,
-                    key=k if program.diffusion is not None else None)
-        return dict(ts=sol.ts, ys=sol.ys, status=sol.status, stats=sol.stats,
-                    t_final=sol.t_final, y_final=sol.y_final)
+        out = engines.run(program.engine, args._replace(params=p, y0=y, key=k if args.key is not None else None))
+        return dict(ts=out.ts, ys=out.ys, status=out.status, stats=out.stats,
+                    t_final=out.t_final, y_final=out.y_final)
 
     count = y0.shape[0]
     chunks = count // program.chunk
@@ -126,8 +112,8 @@ def _run_members(program: _EnsembleProgram, t0, t1, params, y0, keys, save_ts, r
 
 
 @functools.partial(jax.jit, static_argnames=("program",))
-def _run(program: _EnsembleProgram, t0, t1, params, y0, keys, save_ts, rtol, atol):
-    run = functools.partial(_run_members, program, t0, t1, save_ts=save_ts, rtol=rtol, atol=atol)
+def _run(program: EnsembleProgram, args, params, y0, keys):
+    run = functools.partial(_run_members, program, args)
     if len(program.devices) == 1:
         return run(params, y0, keys)
     mesh = member_mesh(program.devices)
@@ -137,11 +123,12 @@ def _run(program: _EnsembleProgram, t0, t1, params, y0, keys, save_ts, rtol, ato
     return sharded(params, y0, keys)
 
 
-def _pilot_steps(program: _EnsembleProgram, t0, t1, params, y0, keys, rtol, atol):
+def _pilot_steps(program: EnsembleProgram, args, params, y0, keys):
     """Estimated step count of each member: a solve 1e3x looser, saving only the end."""
-    pilot = dataclasses.replace(program, saveat=2, saveat_array=False)
-    loose = jnp.minimum(rtol * 1e3, 1e-2)
-    out = _run(pilot, t0, t1, params, y0, keys, jnp.zeros((0,), y0.dtype), loose, atol * 1e3)
+    pilot = dataclasses.replace(program, engine=dataclasses.replace(program.engine, save="linspace", n_save=2))
+    loose = args._replace(rtol=jnp.minimum(args.rtol * 1e3, 1e-2), atol=args.atol * 1e3,
+                          save_ts=jnp.zeros((0,), args.t0.dtype))
+    out = _run(pilot, loose, params, y0, keys)
     return out["stats"]["num_steps"]
 
 
@@ -197,19 +184,22 @@ def ensemble(
     trajectory like any perturbation).
     """
     if not isinstance(model, ODEModel):
-        raise TypeError(f"ensemble() expects an ODEModel, got {type(model).__name__}")
-    t0, t1 = _time_span(model, t_span)
+        raise InputTypeError(f"ensemble() expects an ODEModel, got {type(model).__name__}")
     members, p_b, y0_b = _member_arrays(model, params, y0)
-    _check_positive("rtol", rtol)
-    _check_positive("atol", atol)
+    if members == 0:
+        raise ShapeError("ensemble(): the member axis is empty (0 members)")
+    plan = prepare(model, t_span, y0=y0_b, params=p_b, saveat=saveat, solver=solver, rtol=rtol, atol=atol,
+                   max_steps=max_steps, events=events, key=key, batched=True)
+    check_rhs(model, y0_b[0], {k: v[0] for k, v in p_b.items()}, _config.float_dtype())
     dtype = _config.float_dtype()
     devices = list(jax.local_devices() if devices is None else devices)
+    if not devices:
+        raise InputError("ensemble(): devices is empty: pass at least one device (default: all local devices)")
     n_dev = len(devices)
     per_device = math.ceil(members / n_dev)
-    if chunk_size is not None and chunk_size < 1:
-        raise InputError(f"chunk_size must be positive, got {chunk_size}")
-    n_save = 101 if saveat is None else (max_steps + 1 if isinstance(saveat, str) else
-                                         saveat if isinstance(saveat, int) else len(saveat))
+    if chunk_size is not None:
+        check_count("chunk_size", chunk_size)
+    n_save = plan.saveat.count if plan.saveat.count is not None else max_steps + 1
     member_bytes = 2 * n_save * model.n_states * np.dtype(dtype).itemsize  # ys + its update
     fits = max(1, int(memory_budget) // member_bytes)
     chunk = int(chunk_size or min(DEFAULT_CHUNK, per_device, fits))
@@ -221,18 +211,8 @@ def ensemble(
     n_batches = math.ceil(chunks_per_device / per_batch)
     chunks_per_device = n_batches * per_batch
     padded = n_dev * chunks_per_device * chunk
-    saveat_array = not (saveat is None or isinstance(saveat, (int, str)))
-    save_ts = jnp.asarray(saveat, dtype) if saveat_array else jnp.zeros((0,), dtype)
-    program = _EnsembleProgram(
-        rhs=model.rhs, state_names=model.state_names, name=model.name, stiff=model.stiff,
-        saveat=None if saveat_array else saveat, saveat_array=saveat_array, solver=solver,
-        max_steps=int(max_steps), events=tuple(events) if isinstance(events, (list, tuple)) else
-        ((events,) if events is not None else ()), chunk=chunk, devices=tuple(devices),
-        diffusion=model.diffusion,
-    )
+    program = EnsembleProgram(engine=plan.program, chunk=chunk, devices=tuple(devices))
     stochastic = model.diffusion is not None
-    if stochastic and key is None:
-        raise InputError(f"model {model.name!r} is stochastic: pass key=jax.random.key(...)")
     if stochastic:
         member_keys = np.asarray(jax.random.key_data(jax.random.split(key, members)))
     else:
@@ -242,12 +222,11 @@ def ensemble(
     p_pad = {k: np.concatenate([v, np.repeat(v[-1:], pad, axis=0)]) for k, v in p_b.items()}
     y_pad = np.concatenate([y0_b, np.repeat(y0_b[-1:], pad, axis=0)])
     k_pad = np.concatenate([member_keys, np.repeat(member_keys[-1:], pad, axis=0)])
-    args = (jnp.asarray(t0, dtype), jnp.asarray(t1, dtype))
-    tol = (jnp.asarray(rtol, dtype), jnp.asarray(atol, dtype))
+    args = plan.args._replace(params=None, y0=None, key=jnp.zeros((2,), jnp.uint32) if stochastic else None)
     order = np.arange(padded)
     if balance and padded > chunk and not stochastic:
-        cost = gather(_pilot_steps(program, *args, _put(p_pad, devices), _put(y_pad, devices),
-                                       _put(k_pad, devices), *tol))
+        cost = gather(_pilot_steps(program, args, _put(p_pad, devices), _put(y_pad, devices),
+                                   _put(k_pad, devices)))
         order = np.argsort(cost, kind="stable")
         # deal sorted members to the devices round-robin so every device gets each cost
         # class, then keep them sorted within each device: similar costs share a chunk
@@ -261,9 +240,8 @@ def ensemble(
     pending = []
     for positions in slots:  # dispatched asynchronously, all at once
         run_members = order[positions]
-        pending.append(_run(program, *args, _put({k: v[run_members] for k, v in p_pad.items()}, devices),
-                            _put(y_pad[run_members], devices), _put(k_pad[run_members], devices),
-                            save_ts, *tol))
+        pending.append(_run(program, args, _put({k: v[run_members] for k, v in p_pad.items()}, devices),
+                            _put(y_pad[run_members], devices), _put(k_pad[run_members], devices)))
     bar = _progress.Bar(n_batches, f"ensemble {model.name} ({members} members)", always=bool(progress))
     outs = []
     for done, result in enumerate(pending, 1):
@@ -273,7 +251,7 @@ def ensemble(
     bar.close()
     inverse = np.argsort(order[np.concatenate(slots)])
     out = jax.tree_util.tree_map(lambda *a: np.concatenate(a)[inverse][:members], *outs)
-    solver_name = "default" if solver is None else repr(solver)
+    solver_name = plan.solver_name
     return EnsembleSolution(
         ts=out["ts"], ys=out["ys"], status=out["status"], stats=out["stats"],
         params={k: v[:members] for k, v in p_b.items()}, y0=y0_b, t_final=out["t_final"],

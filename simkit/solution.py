@@ -29,7 +29,8 @@ def state_column(state_names: tuple[str, ...], name: str, owner: str) -> int:
 @functools.partial(
     jax.tree_util.register_dataclass,
     data_fields=["ts", "ys", "stats", "status", "t_final", "y_final", "event_index",
-                 "event_time", "params", "rtol", "atol", "interpolation"],
+                 "event_time", "params", "rtol", "atol", "interpolation", "event_ts", "event_ys",
+                 "event_counts"],
     meta_fields=["state_names", "model_name", "solver_name"],
 )
 @dataclasses.dataclass(frozen=True)
@@ -49,7 +50,12 @@ class Solution:
       side evaluations, including the two of the initial-step estimate).
     - `status`: integer `simkit.Status` code (0 = success, 1 = terminated by an event).
     - `t_final`, `y_final`: time and state where the integration stopped.
-    - `event_index`: index of the event that fired (``-1`` if none); `event_time` its time.
+    - `event_index`: index of the terminal event that stopped the solve (``-1`` if none);
+      `event_time` its time.
+    - `t_events`, `y_events`: every recorded crossing, as SciPy's ``solve_ivp`` gives them: a
+      list with one array per event, of shape ``(crossings,)`` and ``(crossings, n_states)``.
+      The raw fixed-size records are `event_ts` ``(n_events, capacity)`` (``inf`` beyond the
+      count), `event_ys` and `event_counts` ``(n_events,)``.
 
     Save times after a terminal event are dropped when the solve is called outside of
     a JAX transform; under a transform (shapes must be static) they are kept and filled
@@ -71,6 +77,25 @@ class Solution:
     model_name: str = "model"
     solver_name: str = ""
     interpolation: Any = None
+    event_ts: Any = None
+    event_ys: Any = None
+    event_counts: Any = None
+
+    @property
+    def t_events(self) -> list:
+        """Times of every recorded crossing, one array per event (SciPy's ``t_events``)."""
+        if self.event_ts is None:
+            return []
+        counts = np.minimum(np.asarray(self.event_counts), np.shape(self.event_ts)[-1])
+        return [np.asarray(self.event_ts[i, : counts[i]]) for i in range(len(counts))]
+
+    @property
+    def y_events(self) -> list:
+        """States at every recorded crossing, one ``(crossings, n_states)`` array per event."""
+        if self.event_ys is None:
+            return []
+        counts = np.minimum(np.asarray(self.event_counts), np.shape(self.event_ys)[1])
+        return [np.asarray(self.event_ys[i, : counts[i]]) for i in range(len(counts))]
 
     # -- access ---------------------------------------------------------------
     def __getitem__(self, name: str) -> Any:
@@ -91,11 +116,25 @@ class Solution:
     def evaluate(self, t: Any) -> Any:
         """Dense output: the state at time(s) ``t``; shape ``t.shape + (n_states,)``.
 
-        Available when the solve was called with ``dense=True``.
+        Available when the solve was called with ``dense=True``, on the solved span (from
+        ``t0`` to `t_final`, which is the event time when an event stopped the solve); a
+        ``t`` outside it raises `InputError` (under a JAX transform, where ``t`` is traced,
+        it gives NaN).
         """
+        from .errors import InputError
+
         if self.interpolation is None:
-            raise ValueError("dense output was not requested: call simkit.solve(..., dense=True)")
+            raise InputError("dense output was not requested: call simkit.solve(..., dense=True)")
         t = jnp.asarray(t)
+        ends = (self.interpolation.t0, self.interpolation.t1)
+        if not any(isinstance(x, jax.core.Tracer) for x in (t, *ends)) and all(np.ndim(e) == 0 for e in ends):
+            lo, hi = sorted(float(e) for e in ends)
+            values = np.asarray(t, dtype=float)
+            outside = ~((values >= lo) & (values <= hi))  # NaN is outside too
+            if np.any(outside):
+                stopped = " (the solve stopped at an event)" if int(np.asarray(self.status)) == Status.EVENT else ""
+                raise InputError(f"Solution.evaluate: t = {values[outside].tolist()} is outside the solved "
+                                 f"span [{lo:g}, {hi:g}] of {self.model_name!r}{stopped}")
         flat = jnp.reshape(t, (-1,))
         out = jax.vmap(self.interpolation.evaluate)(flat)
         return jnp.reshape(out, t.shape + out.shape[-1:])

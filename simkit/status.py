@@ -14,6 +14,7 @@ class Status(enum.IntEnum):
     NONFINITE = 3
     NONLINEAR_FAILURE = 4
     STEP_SIZE_UNDERFLOW = 5
+    TOO_MANY_EVENTS = 6
     FAILURE = 9
 
 
@@ -24,6 +25,7 @@ _MESSAGES = {
     Status.NONFINITE: "the state became non-finite (NaN or inf)",
     Status.NONLINEAR_FAILURE: "the implicit solver's nonlinear (Newton) iteration failed",
     Status.STEP_SIZE_UNDERFLOW: "the step size underflowed",
+    Status.TOO_MANY_EVENTS: "an event crossed zero more often than its max_records allows",
     Status.FAILURE: "the solver failed",
 }
 

@@ -27,14 +27,14 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from .integrate import integrate
+from .loop import adaptive_loop
 
-_FLOAT_KEYS = ("ys", "t_final", "y_final", "event_time")
+_FLOAT_KEYS = ("ys", "t_final", "y_final", "event_time", "event_ts", "event_ys")
 
 
 @dataclasses.dataclass(frozen=True)
-class KernelProgram:
-    """Static structure of a kernel solve."""
+class KernelLoopProgram:
+    """Static structure of the fused loop of a kernel solve."""
 
     solver: Any
     rhs: Any
@@ -43,17 +43,17 @@ class KernelProgram:
     save_steps: bool
 
 
-def _raw(program: KernelProgram, t0, t1, y0, params, save_ts, rtol, atol, dt0):
-    return integrate(
-        program.solver.method(), program.rhs, t0, t1, y0, params, save_ts, rtol, atol, dt0,
+def _raw(program: KernelLoopProgram, t0, t1, y0, params, save_ts, rtol, atol, dt0, max_step):
+    return adaptive_loop(
+        program.solver.method(), program.rhs, t0, t1, y0, params, save_ts, rtol, atol, dt0, max_step,
         max_steps=program.max_steps, events=program.events, save_steps=program.save_steps,
     )
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
-def kernel_solve(program: KernelProgram, t0, t1, y0, params, save_ts, rtol, atol, dt0):
+def kernel_solve(program: KernelLoopProgram, t0, t1, y0, params, save_ts, rtol, atol, dt0, max_step):
     """Run a fused kernel; differentiable in t0, t1, y0, params and the save times."""
-    return _raw(program, t0, t1, y0, params, save_ts, rtol, atol, dt0)
+    return _raw(program, t0, t1, y0, params, save_ts, rtol, atol, dt0, max_step)
 
 
 def _float0_like(x):
@@ -62,14 +62,14 @@ def _float0_like(x):
 
 @kernel_solve.defjvp
 def _kernel_solve_jvp(program, primals, tangents):
-    t0, t1, y0, params, save_ts, rtol, atol, dt0 = primals
+    t0, t1, y0, params, save_ts, rtol, atol, dt0, max_step = primals
     dt0_t, dt1_t, dy0_t, dparams_t, dts_t = tangents[:5]
     x, unravel = ravel_pytree((t0, t1, y0, params))
     dx, _ = ravel_pytree((dt0_t, dt1_t, dy0_t, dparams_t))
 
     def floats(xx):
         tt0, tt1, yy0, pp = unravel(xx)
-        out = _raw(program, tt0, tt1, yy0, pp, save_ts, rtol, atol, dt0)
+        out = _raw(program, tt0, tt1, yy0, pp, save_ts, rtol, atol, dt0, max_step)
         return {k: out[k] for k in _FLOAT_KEYS}, out
 
     basis = jnp.eye(x.shape[0], dtype=x.dtype)
@@ -91,6 +91,7 @@ def _kernel_solve_jvp(program, primals, tangents):
         "ts": ts_tangent,
         "status": _float0_like(out["status"]),
         "event_index": _float0_like(out["event_index"]),
+        "event_counts": _float0_like(out["event_counts"]),
         "stats": jax.tree_util.tree_map(_float0_like, out["stats"]),
         **tangent,
     }

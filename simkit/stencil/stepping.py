@@ -25,9 +25,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _config
-from ..errors import InputError, SolveError
+from .._prepare import merge_params
+from ..errors import InputError, ShapeError, SolveError
 from ..status import Status
 from .field_solution import FieldSolution
+from .grid import whole_number
 from .krylov import bicgstab
 from .pde import PDEModel, Space
 
@@ -226,8 +228,8 @@ def build_program(model: PDEModel, *, dt: float | Callable, steps: int, save_eve
     stepper = RK4() if stepper is None else stepper
     if not isinstance(stepper, AbstractStepper):
         raise InputError(f"stepper must be a simkit.stencil stepper object (RK4(), SSPRK3(), ...), got {stepper!r}")
-    steps = int(steps)
-    save_every = steps if save_every is None else int(save_every)
+    steps = whole_number(steps, "steps")  # 2.5 is refused, never truncated
+    save_every = steps if save_every is None else whole_number(save_every, "save_every")
     if steps < 1 or save_every < 1 or steps % save_every:
         raise InputError(f"steps ({steps}) must be a positive multiple of save_every ({save_every})")
     return RolloutProgram(rhs=model.rhs, linear=model.linear, grid=model.grid, stepper=stepper,
@@ -251,8 +253,10 @@ def rollout_arguments(model: PDEModel, params: Mapping[str, Any] | None, u0: Any
     """The traced arguments of a rollout, ``(u0, params, bcs, t0, dt)``, without host checks
     (they may be tracers); ``dt`` is 0 for a rule (the program carries it)."""
     dtype = _config.float_dtype()
-    merged = {**model.params, **(params or {})}
+    merged = merge_params(model.params, params, owner=f"model {model.name!r}")
     u = jnp.asarray(model.u0 if u0 is None else u0, dtype)
+    if u.shape != np.shape(model.u0):
+        raise ShapeError(f"model {model.name!r}: u0 must have shape {np.shape(model.u0)}, got {u.shape}")
     dt_arg = jnp.asarray(0.0, dtype) if callable(dt) else jnp.asarray(dt, dtype)
     return u, merged, model.bcs, jnp.asarray(t0, dtype), dt_arg
 
@@ -273,7 +277,7 @@ def prepare(model: PDEModel, *, dt: float | Callable, steps: int, save_every: in
     adaptive = callable(dt)
     if not adaptive and not (np.isfinite(dt) and dt > 0):
         raise InputError(f"dt must be positive and finite (or a rule dt(u, params, space)), got {dt}")
-    merged = model.with_params(**params).params if params else model.params  # names checked there
+    merged = merge_params(model.params, params, owner=f"model {model.name!r}")
     dtype = _config.float_dtype()
     u_init = np.asarray(model.u0 if u0 is None else u0, dtype)
     if u_init.shape != np.shape(model.u0):

@@ -9,7 +9,8 @@ recorded instead.
 
 Each attempt measures the error in Hairer's RMS norm
 ``sqrt(mean((err / (atol + rtol * max(|y|, |y_new|)))**2))``, accepts it when <= 1,
-locates terminal events on the interpolant, and proposes the next step size. Step sizes
+locates event crossings on the interpolant (every crossing recorded, SciPy's direction
+and terminal-count semantics; see `simkit.events`), and proposes the next step size. Step sizes
 are ``stop_gradient``-ed: differentiating a solve differentiates the discrete scheme
 along the step sequence that was taken.
 """
@@ -22,13 +23,10 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from ..events import capacity, event_values
 from ..status import Status
 
 RUNNING = -1
-
-
-def event_values(events, t, y, params):
-    return jnp.stack([jnp.asarray(g(t, y, params), dtype=y.dtype) for g in events])
 
 
 def _locate(fn, dtype, iterations: int = 30):
@@ -59,7 +57,7 @@ def _locate(fn, dtype, iterations: int = 30):
     return root
 
 
-def integrate(
+def adaptive_loop(
     method: Any,
     rhs,
     t0,
@@ -70,41 +68,50 @@ def integrate(
     rtol,
     atol,
     dt0,
+    max_step,
     *,
     max_steps: int,
     events: tuple = (),
     save_steps: bool = False,
 ) -> dict[str, Any]:
-    """Solve from ``t0`` to ``t1`` with ``method``; ``dt0`` is the first step's magnitude.
+    """Solve from ``t0`` to ``t1`` with ``method``; ``dt0`` is the first step's magnitude,
+    ``max_step`` the largest step (``inf``: none).
 
-    Returns ts, ys, status, t_final, y_final, event_index, event_time and counters.
+    Returns ts, ys, status, t_final, y_final, event_index, event_time, the event records
+    (event_ts, event_ys, event_counts) and counters.
     """
-    dtype = y0.dtype
+    dtype = jnp.real(y0).dtype
     eps = jnp.finfo(dtype).eps
     direction = jnp.where(t1 >= t0, 1.0, -1.0).astype(dtype)
     f0 = method.init(rhs, t0, y0, params)
+    n_ev, cap = len(events), capacity(events)
     if events:
-        signs = jnp.where(event_values(events, t0, y0, params) < 0, -1.0, 1.0).astype(dtype)
-
-        def combined(t, y):
-            return jnp.min(signs * event_values(events, t, y, params))
+        ev_direction = jnp.asarray([ev.direction for ev in events], dtype)
+        ev_terminal = jnp.asarray([ev.terminal for ev in events], jnp.int32)
+        g0 = event_values(events, t0, y0, params)
+        ev0 = dict(g=g0, sign=jnp.sign(g0), count=jnp.zeros((n_ev,), jnp.int32),
+                   ts=jnp.full((n_ev, cap), jnp.inf, dtype), ys=jnp.zeros((n_ev, cap) + y0.shape, y0.dtype))
+    else:
+        ev0 = {}
 
     _, _, dense_probe, _ = jax.eval_shape(
         lambda: method.step(rhs, t0, y0, f0, direction, params, rtol, atol)
     )
-    dense0 = jnp.zeros(dense_probe.shape, dtype)
+    dense0 = jnp.zeros(dense_probe.shape, dense_probe.dtype)
     # before any step: the first step (size dt0) from t0; a save time at t0 reads it at theta=0
     seg0 = dict(t=t0, hs=direction * jnp.abs(dt0).astype(dtype), kept=method.keep(y0, f0, y0, dense0, f0))
 
     state0 = dict(
         t=t0, y=y0, f=f0, h=lax.stop_gradient(jnp.abs(dt0)).astype(dtype),
         ctrl=method.controller_init(dtype), last_rej=jnp.asarray(False),
-        n_steps=jnp.asarray(0), n_acc=jnp.asarray(0), status=jnp.asarray(RUNNING), seg=seg0,
+        n_steps=jnp.asarray(0), n_acc=jnp.asarray(0), status=jnp.asarray(RUNNING), seg=seg0, ev=ev0,
+        stop_index=jnp.asarray(-1, jnp.int32),
     )
     per_attempt = method.rhs_per_step + (0 if method.fsal else 1)
 
     def attempt(c):
-        t, y, h = c["t"], c["y"], c["h"]
+        t, y = c["t"], c["y"]
+        h = jnp.minimum(c["h"], max_step)
         remaining = jnp.abs(t1 - t)
         last = h >= remaining * (1 - 4 * eps)
         h = jnp.minimum(h, remaining)
@@ -116,19 +123,9 @@ def integrate(
         err_norm = jnp.where(finite, err_norm, jnp.inf)
         accepted = err_norm <= 1.0
         t_new = jnp.where(last, t1, t + hs)
-        t_stop, y_stop, fired = t_new, y_new, jnp.asarray(False)
+        t_stop, y_stop, fired, ev, stop_index = t_new, y_new, jnp.asarray(False), c["ev"], c["stop_index"]
         if events:
-            step_seg = dict(t=t, y=y, y_new=y_new, dense=dense, hs=hs, f_new=f_new)
-
-            def interp(theta):
-                return method.interpolate(rhs, params, step_seg, theta)
-
-            g_old, g_new = combined(t, y), combined(t_new, y_new)
-            fired = accepted & (g_new <= 0) & (g_old > 0)
-            locate = _locate(lambda th: combined(t + th * hs, interp(th)), dtype)
-            theta_ev = lax.cond(fired, lambda: locate(g_old, g_new), lambda: jnp.asarray(1.0, dtype))
-            t_stop = jnp.where(fired, t + theta_ev * hs, t_new)
-            y_stop = jnp.where(fired, interp(theta_ev), y_new)
+            t_stop, y_stop, fired, ev, stop_index = crossings(c, t, y, t_new, y_new, hs, dense, f_new, accepted)
         h_new, ctrl = method.propose(err_norm, h, c["ctrl"], accepted, c["last_rej"])
         h_new = lax.stop_gradient(h_new)
         # a step too small to move t: relative to |t| as in Hairer's codes
@@ -141,15 +138,57 @@ def integrate(
                       jnp.where(~accepted & underflow,
                                 jnp.where(finite, int(Status.STEP_SIZE_UNDERFLOW), int(Status.NONFINITE)),
                                 RUNNING)))
+        if events:  # more crossings than an event can record: stop rather than lose them
+            status = jnp.where(jnp.any(ev["count"] > cap), int(Status.TOO_MANY_EVENTS), status)
         # the last attempt: when a save time is reached, it is the accepted step covering it
         seg = dict(t=t, hs=hs, kept=method.keep(y, c["f"], y_new, dense, f_new))
         new = dict(
             t=jnp.where(accepted, t_stop, t), y=jnp.where(accepted, y_stop, y),
             f=jnp.where(accepted, f_new, c["f"]), h=h_new, ctrl=ctrl, last_rej=~accepted,
             n_steps=c["n_steps"] + 1, n_acc=c["n_acc"] + accepted.astype(c["n_acc"].dtype),
-            status=status.astype(c["status"].dtype), seg=seg,
+            status=status.astype(c["status"].dtype), seg=seg, ev=ev, stop_index=stop_index,
         )
         return new, accepted
+
+    def crossings(c, t, y, t_new, y_new, hs, dense, f_new, accepted):
+        """Every event crossing inside an accepted step, located on the interpolant; the
+        step is cut at the first crossing that completes an event's terminal count."""
+        ev = c["ev"]
+        step_seg = dict(t=t, y=y, y_new=y_new, dense=dense, hs=hs, f_new=f_new)
+
+        def interp(theta):
+            return method.interpolate(rhs, params, step_seg, theta)
+
+        g_new = event_values(events, t_new, y_new, params)
+        s = ev["sign"]  # the sign of each event's last non-zero value (0: none yet)
+        crossed = accepted & (s * ev["g"] > 0) & (s * g_new <= 0)
+        upward = s < 0
+        wanted = crossed & ((ev_direction == 0) | ((ev_direction > 0) & upward) | ((ev_direction < 0) & ~upward))
+        thetas = []
+        for i in range(n_ev):
+            fn_i = lambda th, i=i: s[i] * event_values(events[i:i + 1], t + th * hs, interp(th), params)[0]
+            locate = _locate(fn_i, dtype)
+            thetas.append(lax.cond(wanted[i], lambda i=i: locate(s[i] * ev["g"][i], s[i] * g_new[i]),
+                                   lambda: jnp.asarray(1.0, dtype)))
+        theta = jnp.stack(thetas)
+        stops = wanted & (ev_terminal > 0) & (ev["count"] + 1 >= ev_terminal)
+        theta_stop = jnp.min(jnp.where(stops, theta, jnp.inf))
+        fired = jnp.any(stops)
+        stop_index = jnp.where(fired, jnp.argmin(jnp.where(stops, theta, jnp.inf)), c["stop_index"]).astype(jnp.int32)
+        keep = wanted & (theta <= theta_stop)
+        t_ev = t + theta * hs
+        y_ev = jax.vmap(interp)(theta)
+        slot = jnp.minimum(ev["count"], cap - 1)
+        rows = jnp.arange(n_ev)
+        write = keep & (ev["count"] < cap)
+        ts_rec = ev["ts"].at[rows, slot].set(jnp.where(write, t_ev, ev["ts"][rows, slot]))
+        ys_rec = ev["ys"].at[rows, slot].set(jnp.where(write[:, None], y_ev, ev["ys"][rows, slot]))
+        count = ev["count"] + keep.astype(jnp.int32)
+        t_stop = jnp.where(fired, t + theta_stop * hs, t_new)
+        y_stop = jnp.where(fired, interp(jnp.where(fired, theta_stop, 1.0)), y_new)
+        g = jnp.where(accepted, g_new, ev["g"])
+        sign = jnp.where(accepted & (g_new != 0), jnp.sign(g_new), s)
+        return t_stop, y_stop, fired, dict(g=g, sign=sign, count=count, ts=ts_rec, ys=ys_rec), stop_index
 
     def running(c):
         return (c["status"] == RUNNING) & (c["n_steps"] < max_steps)
@@ -160,7 +199,7 @@ def integrate(
     if save_steps:
         n_save = max_steps + 1
         ts0 = jnp.full((n_save,), jnp.inf, dtype).at[0].set(t0)
-        ys0 = jnp.zeros((n_save,) + y0.shape, dtype).at[0].set(y0)
+        ys0 = jnp.zeros((n_save,) + y0.shape, y0.dtype).at[0].set(y0)
 
         def body(carry):
             c, ts, ys = carry
@@ -203,7 +242,7 @@ def integrate(
             value = jnp.where(covered, method.interpolate(rhs, params, full, theta), c["y"])
             return c, ys.at[k].set(value), full, key
 
-        ys0 = jnp.zeros((n_save + 1,) + y0.shape, dtype)
+        ys0 = jnp.zeros((n_save + 1,) + y0.shape, y0.dtype)
         c, ys_out, _, _ = lax.fori_loop(0, n_save + 1, save_one, (state0, ys0, full0, jnp.asarray(-1)))
         ys_out = ys_out[:n_save]
         reached = direction * (save_ts - c["t"]) <= 0
@@ -213,16 +252,18 @@ def integrate(
     status = jnp.where(c["status"] == RUNNING, int(Status.MAX_STEPS), c["status"])
     if events:
         fired = status == int(Status.EVENT)
-        vals = signs * event_values(events, c["t"], c["y"], params)
-        event_index = jnp.where(fired, jnp.argmin(vals), -1)
+        event_index = jnp.where(fired, c["stop_index"], -1)
         event_time = jnp.where(fired, c["t"], jnp.nan)
+        records = dict(event_ts=c["ev"]["ts"], event_ys=c["ev"]["ys"], event_counts=c["ev"]["count"])
     else:
         event_index = jnp.asarray(-1)
         event_time = jnp.asarray(jnp.nan, dtype)
+        records = dict(event_ts=jnp.zeros((0, 0), dtype), event_ys=jnp.zeros((0, 0) + y0.shape, y0.dtype),
+                       event_counts=jnp.zeros((0,), jnp.int32))
     n_steps = c["n_steps"]
     return dict(
         ts=ts_out, ys=ys_out, status=status.astype(jnp.int32), t_final=c["t"], y_final=c["y"],
-        event_index=event_index.astype(jnp.int32), event_time=event_time.astype(dtype),
+        event_index=event_index.astype(jnp.int32), event_time=event_time.astype(dtype), **records,
         stats=dict(num_steps=n_steps, num_accepted_steps=c["n_acc"],
                    num_rejected_steps=n_steps - c["n_acc"], num_rhs=1 + per_attempt * n_steps),
     )

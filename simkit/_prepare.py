@@ -1,0 +1,435 @@
+"""The front door: one place that turns a call into a validated program and its arguments.
+
+``prepare(model, t_span, y0=..., params=..., saveat=..., ...)`` returns a `SolvePlan`: a
+static program (`DiffraxProgram` or `KernelProgram`, hashable: it selects the compiled
+code) and `SolveArgs` (numbers, traced: new values never recompile). `simkit.solve` is
+prepare -> engine -> finish; `simkit.ensemble` vmaps the engine over batched `SolveArgs`;
+the stencil and parallel rollouts merge their parameters with `merge_params`, the one
+function that merges and checks parameters.
+
+Every check here runs before compilation and raises a `SimkitError` that is also the
+built-in error a Python user expects (``ValueError``/``TypeError``/``KeyError``). Values
+that are traced (inside a user's ``jit``/``grad``/``vmap``) cannot be checked on the host;
+their failures travel out of the compiled program as result codes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import os
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+import diffrax as dfx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import _config
+from .engines.programs import DiffraxProgram, KernelProgram
+from .errors import InputError, InputTypeError, ParameterError, ShapeError
+from .events import Event, as_events
+from .kernels import AbstractKernel, Rodas4, Tsit5
+from .model import ODEModel
+from .save_times import SaveAt, as_saveat
+from .solvers import default_solver
+
+KERNEL_MAX_STATES = 64  # the fused kernels are the default up to this many states
+DENSE_JACOBIAN_MAX_STATES = 2048  # above this the stiff default is matrix-free Newton-Krylov
+_TSIT5, _KVAERNO5 = default_solver(False), default_solver(True)
+_KVAERNO5_KRYLOV = default_solver(True, matrix_free=True)
+
+
+def memory_budget() -> int:
+    """Bytes a solve's preallocated output may take (``SIMKIT_MEMORY_BUDGET``, default 2 GiB)."""
+    return int(float(os.environ.get("SIMKIT_MEMORY_BUDGET", 2 * 2**30)))
+
+
+class SolveArgs(NamedTuple):
+    """The traced (numeric) arguments of a compiled solve; one field per input number."""
+
+    t0: Any
+    t1: Any
+    y0: Any  # (n_states,)
+    params: dict[str, Any]
+    save_ts: Any  # (n_save,) given save times, or (0,) for a count / steps
+    rtol: Any
+    atol: Any
+    dt0: Any  # NaN: the engine's automatic first step; else signed like t1 - t0
+    max_step: Any  # inf: no limit
+    key: Any = None  # raw key bits of a stochastic model
+
+
+@dataclasses.dataclass(frozen=True)
+class SolvePlan:
+    """What `prepare` returns: the static program, its traced arguments and names for the result."""
+
+    program: DiffraxProgram | KernelProgram
+    args: SolveArgs
+    model: ODEModel
+    solver: Any  # the solver object chosen (kernel or diffrax)
+    solver_name: str
+    saveat: SaveAt
+
+
+# -- small checks -------------------------------------------------------------------
+
+
+def is_traced(*trees: Any) -> bool:
+    """True when any leaf is a JAX tracer (inside a user's transform)."""
+    return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(trees))
+
+
+def concrete(x: Any) -> np.ndarray | None:
+    """NumPy value of ``x``, or None when it is traced."""
+    return None if is_traced(x) else np.asarray(x)
+
+
+def as_float(value: Any, dtype: Any) -> Any:
+    """``value`` as an array of ``dtype``: NumPy for host values (no device round trip
+    before the compiled call, ~0.2 us instead of ~30 us), jax for device/traced ones."""
+    if isinstance(value, jax.Array):  # includes tracers
+        return value if value.dtype == dtype else value.astype(dtype)
+    return np.asarray(value, dtype=dtype)
+
+
+def dtype_of(x: Any) -> Any:
+    """The dtype of an array, a number, or a list of numbers/tracers."""
+    if isinstance(x, (list, tuple)):
+        return jnp.asarray(x).dtype
+    return jnp.result_type(x)
+
+
+def check_number(name: str, value: Any, *, positive: bool = False, nonnegative: bool = False) -> None:
+    """A real, finite scalar (host values only); `positive` / `nonnegative` as named."""
+    if isinstance(value, (str, bytes)) or value is None:
+        raise InputTypeError(f"{name} must be a number, got {value!r}")
+    arr = concrete(value)
+    if arr is None:
+        return
+    if arr.dtype.kind not in "fiu" or arr.ndim != 0:
+        raise InputTypeError(f"{name} must be a real scalar, got {value!r}")
+    if not np.isfinite(arr):
+        raise InputError(f"{name} must be finite, got {arr}")
+    if positive and not arr > 0:
+        raise InputError(f"{name} must be positive, got {arr}")
+    if nonnegative and not arr >= 0:
+        raise InputError(f"{name} must be >= 0, got {arr}")
+
+
+def check_count(name: str, value: Any, *, minimum: int = 1) -> int:
+    """An int (not a bool, not a float such as 2.5) of at least `minimum`."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise InputTypeError(f"{name} must be an int, got {value!r}")
+    if value < minimum:
+        raise InputError(f"{name} must be at least {minimum}, got {value}")
+    return int(value)
+
+
+def merge_params(defaults: Mapping[str, Any], given: Any, *, owner: str, batched: bool = False) -> dict[str, Any]:
+    """The one place parameters are merged: ``defaults`` overridden by ``given``.
+
+    Refuses what is not a mapping of names (a list, an array, a string), unknown names
+    (listing the valid ones), non-finite host values and, unless `batched`, values with
+    more dimensions than the default (a batch belongs to `simkit.ensemble` or ``jax.vmap``).
+    With `batched`, a leading member axis is allowed (shapes are checked by the ensemble)."""
+    if given is None:
+        return dict(defaults)
+    if not isinstance(given, Mapping):
+        raise InputTypeError(
+            f"{owner}: params must be a dict of name -> value (e.g. {{{next(iter(defaults), 'k')!r}: 1.0}}), "
+            f"got {type(given).__name__}")
+    unknown = sorted(str(k) for k in given if k not in defaults)
+    if unknown:
+        raise ParameterError(f"{owner} has no parameter(s) {unknown}; valid names are {list(defaults)}")
+    merged = dict(defaults)
+    for name, value in given.items():
+        if isinstance(value, (str, bytes)) or value is None:
+            raise InputTypeError(f"{owner}: parameter {name!r} must be a number or an array, got {value!r}")
+        arr = concrete(value)
+        if arr is not None:
+            if arr.dtype.kind not in "fciub":
+                raise InputTypeError(f"{owner}: parameter {name!r} must be numeric, got {value!r}")
+            if not np.all(np.isfinite(arr)):
+                if batched and arr.ndim > np.ndim(defaults[name]):
+                    bad = np.flatnonzero(~np.isfinite(arr).reshape(arr.shape[0], -1).all(axis=1))
+                    raise ParameterError(f"{owner}: parameter {name!r} is not finite for members {bad[:10].tolist()}")
+                raise ParameterError(f"{owner}: parameter {name!r} is not finite: {arr if arr.size < 10 else '...'}")
+        if not batched and np.ndim(value) > np.ndim(defaults[name]):
+            raise ShapeError(
+                f"{owner}: parameter {name!r} has shape {np.shape(value)}, the default {np.shape(defaults[name])}; "
+                "for a batch of parameter values use simkit.ensemble or jax.vmap")
+        merged[name] = value
+    return merged
+
+
+def time_span(model: Any, t_span: Any, *, allow_infinite_end: bool = False) -> tuple[Any, Any]:
+    """``(t0, t1)`` from ``t_span`` or the model's default; finite (``t1 = ±inf`` only with a
+    terminal event), real, a pair."""
+    if t_span is None:
+        if model.t_span is None:
+            raise InputError(f"model {model.name!r} has no default t_span: pass t_span=(t0, t1)")
+        t_span = model.t_span
+    try:
+        pair = not isinstance(t_span, (str, bytes)) and len(t_span) == 2
+    except TypeError:  # a scalar
+        pair = False
+    if not pair:
+        raise InputError(f"t_span must be a pair (t0, t1), got {t_span!r}")
+    t0, t1 = t_span
+    for name, value in (("t0", t0), ("t1", t1)):
+        c = concrete(value)
+        if c is not None and (c.dtype.kind not in "fiu" or c.ndim != 0):
+            raise InputTypeError(f"t_span: {name} must be a real number, got {value!r}")
+    c0, c1 = concrete(t0), concrete(t1)
+    if c0 is not None and not np.isfinite(c0):
+        raise InputError(f"t_span: t0 must be finite, got {c0}")
+    if c1 is not None and not np.isfinite(c1) and not (allow_infinite_end and np.isinf(c1)):
+        raise InputError(f"t_span: t1 must be finite (t1 = inf needs a terminal event), got {c1}")
+    return t0, t1
+
+
+def check_save_times(ts: Any, t0: Any, t1: Any) -> None:
+    """Given save times: finite, inside ``[t0, t1]``, ordered from t0 towards t1 (host values)."""
+    c, c0, c1 = concrete(ts), concrete(t0), concrete(t1)
+    if c is None:
+        return
+    if not np.all(np.isfinite(c)):
+        raise InputError(f"saveat times must be finite; got {c[~np.isfinite(c)][:5]}")
+    if c0 is None or c1 is None:
+        return
+    lo, hi = min(c0, c1), max(c0, c1)
+    slack = 1e-12 * abs(hi - lo) if np.isfinite(hi - lo) else 0.0
+    bad = (c < lo - slack) | (c > hi + slack)
+    if np.any(bad):
+        raise InputError(f"saveat times must lie in t_span [{c0}, {c1}]; got {c[bad][:5]} outside")
+    if np.any(np.diff(c) * (1.0 if c1 >= c0 else -1.0) < 0):
+        raise InputError("saveat times must be ordered from t0 towards t1")
+
+
+@functools.lru_cache(maxsize=256)
+def _rhs_signature(rhs: Callable, y_shape: tuple, y_dtype: Any, t_dtype: Any, param_struct: Any) -> tuple:
+    treedef, leaves = param_struct
+    params = jax.tree_util.tree_unflatten(treedef, [jax.ShapeDtypeStruct(s, d) for s, d in leaves])
+    out = jax.eval_shape(rhs, jax.ShapeDtypeStruct((), t_dtype), jax.ShapeDtypeStruct(y_shape, y_dtype), params)
+    return out
+
+
+def check_rhs(model: ODEModel, y0: Any, params: dict, dtype: Any) -> None:
+    """The rhs output, traced once per (rhs, shapes): an array of y0's shape, not a
+    broadcastable one, not a list; real unless the state is complex."""
+    leaves, treedef = jax.tree_util.tree_flatten(params)
+    struct = (treedef, tuple((tuple(np.shape(v)), dtype_of(v)) for v in leaves))
+    y_dtype = dtype_of(y0)
+    try:
+        out = _rhs_signature(model.rhs, tuple(np.shape(y0)), y_dtype, jnp.dtype(dtype), struct)
+    except TypeError as err:
+        if "unhashable" not in str(err):
+            raise
+        return  # an rhs that is not hashable: checked by the engine's own trace
+    if not isinstance(out, jax.ShapeDtypeStruct):
+        raise InputTypeError(
+            f"model {model.name!r}: rhs must return one array of shape {tuple(np.shape(y0))}, got "
+            f"{type(out).__name__} of {jax.tree_util.tree_structure(out).num_leaves} leaves "
+            "(build it with jnp.stack([...]) or jnp.array([...]))")
+    if out.shape != tuple(np.shape(y0)):
+        raise ShapeError(f"model {model.name!r}: rhs returned shape {out.shape}, the state has shape "
+                         f"{tuple(np.shape(y0))} (an output that only broadcasts to the state is refused)")
+    if jnp.issubdtype(out.dtype, jnp.complexfloating) and not jnp.issubdtype(y_dtype, jnp.complexfloating):
+        raise InputTypeError(f"model {model.name!r}: rhs returned complex values for a real state; "
+                             "give a complex y0 to integrate a complex system")
+
+
+def check_events(events: tuple[Event, ...], model: ODEModel, y0: Any, params: dict, dtype: Any) -> None:
+    """Each event function returns one real scalar."""
+    for i, ev in enumerate(events):
+        try:
+            out = jax.eval_shape(ev.fn, jax.ShapeDtypeStruct((), dtype), jax.ShapeDtypeStruct(np.shape(y0), dtype_of(y0)),
+                                 jax.tree_util.tree_map(lambda v: jax.ShapeDtypeStruct(np.shape(v), dtype_of(v)), params))
+        except Exception as err:  # noqa: BLE001 - report which event failed to trace
+            raise InputError(f"model {model.name!r}: event {i} ({getattr(ev.fn, '__name__', ev.fn)!r}) "
+                             f"failed to evaluate at t0: {type(err).__name__}: {err}") from err
+        if not isinstance(out, jax.ShapeDtypeStruct) or out.size != 1:
+            raise ShapeError(f"model {model.name!r}: event {i} must return a scalar, got "
+                             f"{getattr(out, 'shape', type(out).__name__)}")
+
+
+def choose_solver(model: ODEModel, solver: Any, saveat: SaveAt, n_states: int, complex_state: bool) -> Any:
+    """The one function that picks the method: the user's, else by stiffness and size."""
+    if model.diffusion is not None:
+        if isinstance(solver, AbstractKernel):
+            raise InputError(f"{solver!r} solves ODEs; for the stochastic model {model.name!r} "
+                             "use a diffrax SDE solver (default diffrax.Euler())")
+        return dfx.Euler() if solver is None else solver
+    if solver is None:
+        if n_states <= KERNEL_MAX_STATES and not saveat.dense:
+            return Rodas4() if model.stiff else Tsit5()
+        if model.stiff:
+            return _KVAERNO5 if n_states <= DENSE_JACOBIAN_MAX_STATES else _KVAERNO5_KRYLOV
+        return _TSIT5
+    if isinstance(solver, type) and issubclass(solver, (AbstractKernel, dfx.AbstractSolver)):
+        raise InputTypeError(f"solver must be a solver object, e.g. {solver.__name__}(), not the class")
+    if not isinstance(solver, (AbstractKernel, dfx.AbstractSolver)):
+        raise InputTypeError(f"solver must be a simkit kernel (simkit.Tsit5(), simkit.Rodas4(), ...) or a "
+                             f"diffrax solver object, got {solver!r}")
+    if complex_state and getattr(solver, "stiff", False):
+        raise InputTypeError(f"{solver!r} does not support complex states (its Jacobian and LU are real); "
+                             "use an explicit kernel (simkit.Tsit5(), simkit.DOP853()) or split the state "
+                             "into real and imaginary parts")
+    return solver
+
+
+def solver_label(solver: Any) -> str:
+    return repr(solver) if isinstance(solver, AbstractKernel) else f"diffrax.{type(solver).__name__}"
+
+
+# -- the front door --------------------------------------------------------------------------
+
+
+def prepare(
+    model: Any,
+    t_span: Sequence[float] | None = None,
+    *,
+    y0: Any = None,
+    params: Mapping[str, Any] | None = None,
+    saveat: Any = None,
+    solver: Any = None,
+    rtol: Any = 1e-6,
+    atol: Any = 1e-9,
+    max_steps: int = 100_000,
+    max_step: Any = None,
+    dt0: Any = None,
+    events: Any = None,
+    dense: bool = False,
+    key: Any = None,
+    batched: bool = False,
+) -> SolvePlan:
+    """Validate and normalise one solve's inputs (see the module docstring).
+
+    With `batched` (used by `simkit.ensemble`), ``params`` values and ``y0`` may carry a
+    leading member axis; shapes per member are the ensemble's to check."""
+    if not isinstance(model, ODEModel) and callable(getattr(model, "to_ode", None)):
+        # a PDEModel (duck-typed: the stencil package imports this module): the method of
+        # lines on the flattened field
+        if y0 is not None and np.shape(y0) == np.shape(model.u0):
+            y0 = np.reshape(y0, -1)
+        model = model.to_ode()
+    if not isinstance(model, ODEModel):
+        raise InputTypeError(f"expected an ODEModel or a PDEModel as the model, got {type(model).__name__}")
+    dtype = _config.float_dtype()
+    events_t = as_events(events)
+    t0, t1 = time_span(model, t_span, allow_infinite_end=any(ev.terminal for ev in events_t))
+    merged = merge_params(model.params, params, owner=f"model {model.name!r}", batched=batched)
+    n_states = model.n_states
+    y0 = model.y0 if y0 is None else y0
+    if isinstance(y0, (str, bytes)) or (isinstance(y0, (list, tuple)) and not all(np.ndim(v) == 0 for v in y0)
+                                         and not batched):
+        raise InputTypeError(f"model {model.name!r}: y0 must be an array of shape ({n_states},), got {y0!r}")
+    member_shape = np.shape(y0)[1:] if batched and np.ndim(y0) == 2 else np.shape(y0)
+    if member_shape != (n_states,):
+        extra = " (for a batch of initial states use simkit.ensemble or jax.vmap)" if np.ndim(y0) > 1 else ""
+        names = list(model.state_names) if n_states <= 20 else "of the model"
+        raise ShapeError(f"model {model.name!r}: y0 must have shape ({n_states},) for states {names}, "
+                         f"got {np.shape(y0)}{extra}")
+    y0_c = concrete(y0)
+    if y0_c is not None:
+        if y0_c.dtype.kind not in "fciub":
+            raise InputTypeError(f"model {model.name!r}: y0 must be numeric, got dtype {y0_c.dtype}")
+        if not np.all(np.isfinite(y0_c)):
+            raise ParameterError(f"model {model.name!r}: y0 is not finite: {y0_c}")
+    complex_state = jnp.issubdtype(dtype_of(y0), jnp.complexfloating)
+    y_dtype = (jnp.complex128 if dtype == jnp.float64 else jnp.complex64) if complex_state else dtype
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        check_number(name, value, nonnegative=True)
+    c_rtol, c_atol = concrete(rtol), concrete(atol)
+    if c_rtol is not None and c_atol is not None and c_rtol == 0 and c_atol == 0:
+        raise InputError("rtol and atol are both 0: at least one tolerance must be positive")
+    eps = float(jnp.finfo(dtype).eps)
+    if c_rtol is not None and 0 < c_rtol < 100 * eps:
+        warnings.warn(f"rtol = {float(c_rtol):g} is below 100 x the machine epsilon of {jnp.dtype(dtype).name} "
+                      f"({eps:.3g}): raised to {100 * eps:.3g}, as SciPy does", UserWarning, stacklevel=3)
+        rtol = 100 * eps
+    max_steps = check_count("max_steps", max_steps)
+    sv = as_saveat(saveat, dense)
+    span = None
+    c0, c1 = concrete(t0), concrete(t1)
+    if c0 is not None and c1 is not None:
+        span = float(abs(c1 - c0))
+    if sv.kind == "linspace" and span is not None and not math.isfinite(span):
+        raise InputError("t1 = inf needs explicit save times (saveat=[...]) or saveat='steps'")
+    if sv.kind == "ts":
+        check_save_times(sv.ts, t0, t1)
+    if max_step is not None:
+        check_number("max_step", max_step, positive=True)
+    if dt0 is not None:
+        check_number("dt0", dt0)
+        c = concrete(dt0)
+        if c is not None and c == 0:
+            raise InputError("dt0 must be non-zero")
+        if c is not None and span is not None and abs(float(c)) > span > 0:
+            raise InputError(f"dt0 = {float(c):g} is larger than the span |t1 - t0| = {span:g}")
+    rows = max_steps + 1 if sv.steps else (sv.count or 0)
+    need = rows * n_states * np.dtype(y_dtype).itemsize
+    if need > memory_budget():
+        raise InputError(
+            f"saving {rows} rows of {n_states} states needs {need / 2**30:.3g} GiB, above the memory budget "
+            f"of {memory_budget() / 2**30:.3g} GiB (SIMKIT_MEMORY_BUDGET): "
+            + ("lower max_steps or pass save times" if sv.steps else "save fewer times"))
+    sde = model.diffusion is not None
+    if sde and key is None:
+        raise InputError(f"model {model.name!r} is stochastic: pass key=jax.random.key(...)")
+    if not sde and key is not None:
+        raise InputError(f"model {model.name!r} is deterministic: key is only for stochastic models")
+    chosen = choose_solver(model, solver, sv, n_states, complex_state)
+    if not batched:
+        check_rhs(model, as_float(y0, y_dtype), _floats(merged, dtype), dtype)
+        if events_t:
+            check_events(events_t, model, as_float(y0, y_dtype), _floats(merged, dtype), dtype)
+    if isinstance(chosen, AbstractKernel) and sv.dense:
+        raise InputError(f"{chosen!r} has no dense output over the whole solve: pass save times "
+                         "(saveat=...) or a diffrax solver (e.g. solver=diffrax.Tsit5()) with dense=True")
+    if isinstance(chosen, AbstractKernel):
+        program: Any = KernelProgram(solver=chosen, rhs=model.rhs, events=events_t, max_steps=max_steps,
+                                     save=sv.kind, n_save=sv.count or 0, dense=sv.dense)
+    else:
+        program = DiffraxProgram(rhs=model.rhs, solver=chosen, newton_rule=solver is None and model.stiff,
+                                 save=sv.kind, n_save=sv.count or 0, dense=sv.dense, events=events_t,
+                                 max_steps=max_steps, diffusion=model.diffusion)
+    save_ts = as_float(sv.ts, dtype) if sv.kind == "ts" else np.zeros((0,), dtype)
+    direction = 1.0
+    if c0 is not None and c1 is not None and c1 < c0:
+        direction = -1.0
+    if dt0 is None:
+        dt0_arg = as_float(np.nan, dtype)
+    elif concrete(dt0) is not None and (c0 is not None and c1 is not None):
+        dt0_arg = as_float(direction * abs(float(concrete(dt0))), dtype)  # either sign means |dt0| forwards
+    else:
+        dt0_arg = jnp.abs(as_float(dt0, dtype)) * jnp.sign(as_float(t1, dtype) - as_float(t0, dtype))
+    args = SolveArgs(
+        t0=as_float(t0, dtype), t1=as_float(t1, dtype), y0=as_float(y0, y_dtype), params=_floats(merged, dtype),
+        save_ts=save_ts, rtol=as_float(rtol, dtype), atol=as_float(atol, dtype), dt0=dt0_arg,
+        max_step=as_float(np.inf if max_step is None else max_step, dtype),
+        key=_key_data(key) if sde else None,
+    )
+    return SolvePlan(program=program, args=args, model=model, solver=chosen, solver_name=solver_label(chosen),
+                     saveat=sv)
+
+
+def _floats(params: dict, dtype: Any) -> dict:
+    def one(v: Any) -> Any:
+        kind = dtype_of(v)
+        if jnp.issubdtype(kind, jnp.complexfloating):
+            return as_float(v, jnp.complex128 if dtype == jnp.float64 else jnp.complex64)
+        return as_float(v, dtype)
+
+    return {k: jax.tree_util.tree_map(one, v) for k, v in params.items()}
+
+
+def _key_data(key: Any) -> Any:
+    """Raw key bits (uint32), so that a key is an ordinary traced array argument."""
+    if jnp.issubdtype(jnp.asarray(key).dtype, jax.dtypes.prng_key):
+        return jax.random.key_data(key)
+    return jnp.asarray(key, jnp.uint32)  # a raw key from jax.random.PRNGKey

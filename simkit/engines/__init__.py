@@ -1,0 +1,54 @@
+"""The two engines behind `simkit.solve`: simkit's fused kernels and diffrax.
+
+Each is one cached ``jax.jit`` program taking a static program (`KernelProgram`,
+`DiffraxProgram`) and the traced `SolveArgs`, returning the same named record,
+`EngineResult`. Neither re-checks inputs: `simkit._prepare.prepare` did.
+"""
+
+import dataclasses
+import functools
+
+import jax.numpy as jnp
+
+from .diffrax_engine import run_diffrax as run_diffrax
+from .kernel_engine import run_kernel as run_kernel
+from .programs import DiffraxProgram as DiffraxProgram
+from .programs import KernelProgram as KernelProgram
+from .record import EngineResult as EngineResult
+
+
+def run(program, args) -> EngineResult:
+    """Run the engine that `program` belongs to."""
+    if isinstance(program, KernelProgram):
+        return run_kernel(program, args)
+    if jnp.iscomplexobj(args.y0):  # diffrax's complex support is experimental: solve (re, im)
+        out = run_diffrax(_real_program(program), args._replace(y0=_to_real(args.y0)))
+        return out._replace(ys=_to_complex(out.ys), y_final=_to_complex(out.y_final),
+                            event_ys=_to_complex(out.event_ys))
+    return run_diffrax(program, args)
+
+
+def _to_real(y):
+    return jnp.concatenate([jnp.real(y), jnp.imag(y)], axis=-1)
+
+
+def _to_complex(y):
+    n = y.shape[-1] // 2
+    return y[..., :n] + 1j * y[..., n:]
+
+
+@functools.lru_cache(maxsize=64)
+def _real_fn(fn, kind: str):
+    """``fn`` of a complex state as a function of its stacked real and imaginary parts
+    (cached: the same wrapper object for the same function keeps the compile cache warm)."""
+    if kind == "rhs":
+        return lambda t, y, p: _to_real(fn(t, _to_complex(y), p))
+    return lambda t, y, p: fn(t, _to_complex(y), p)
+
+
+def _real_program(program: DiffraxProgram) -> DiffraxProgram:
+    events = tuple(dataclasses.replace(ev, fn=_real_fn(ev.fn, "event")) for ev in program.events)
+    return dataclasses.replace(program, rhs=_real_fn(program.rhs, "rhs"), events=events)
+
+
+__all__ = ["DiffraxProgram", "EngineResult", "KernelProgram", "run", "run_diffrax", "run_kernel"]

@@ -1,0 +1,144 @@
+"""The front door (simkit._prepare): one preparation for every call, SciPy's semantics for
+edge cases, and the rule that a bad input is an error, never a silent wrong result."""
+
+import diffrax
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import simkit
+from simkit import models
+
+LORENZ = models.get("lorenz")
+DECAY = simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * y, params={"k": 1.0}, y0=[1.0, 2.0],
+                        state_names=("a", "b"), name="decay", t_span=(0.0, 2.0))
+ENGINES = [simkit.Tsit5(), diffrax.Tsit5()]
+
+
+def test_saveat_object_and_shorthands_are_one_program():
+    a = simkit.solve(DECAY, saveat=11)
+    b = simkit.solve(DECAY, saveat=simkit.SaveAt(ts=11))
+    np.testing.assert_array_equal(np.asarray(a.ys), np.asarray(b.ys))
+    ts = np.linspace(0.0, 2.0, 7)
+    c = simkit.solve(DECAY, saveat=ts)
+    d = simkit.solve(DECAY, saveat=simkit.SaveAt(ts=ts))
+    np.testing.assert_array_equal(np.asarray(c.ys), np.asarray(d.ys))
+    steps = simkit.solve(DECAY, saveat="steps")
+    np.testing.assert_array_equal(np.asarray(steps.ys), np.asarray(simkit.solve(DECAY, saveat=simkit.SaveSteps()).ys))
+    with pytest.raises(ValueError, match="not both"):
+        simkit.SaveAt(ts=3, steps=True)
+
+
+@pytest.mark.parametrize("solver", ENGINES, ids=["kernel", "diffrax"])
+def test_t0_equal_t1_returns_y0(solver):
+    sol = simkit.solve(DECAY, (1.0, 1.0), saveat=3, solver=solver)
+    assert sol.ok and np.all(np.asarray(sol.ts) == 1.0)
+    np.testing.assert_array_equal(np.asarray(sol.ys), np.tile([1.0, 2.0], (3, 1)))
+
+
+def test_empty_state():
+    empty = simkit.ODEModel(rhs=lambda t, y, p: -y, params={}, y0=np.zeros(0), state_names=())
+    sol = simkit.solve(empty, (0.0, 1.0), saveat=4)
+    assert sol.ok and np.shape(sol.ys) == (4, 0)
+    np.testing.assert_allclose(np.asarray(sol.ts), np.linspace(0, 1, 4))
+
+
+@pytest.mark.parametrize("solver", ENGINES, ids=["kernel", "diffrax"])
+def test_max_step_bounds_every_step(solver):
+    sol = simkit.solve(DECAY, saveat="steps", max_step=0.05, solver=solver)
+    steps = np.diff(np.asarray(sol.ts))
+    assert steps.max() <= 0.05 * (1 + 1e-12) and len(steps) >= 40
+    np.testing.assert_allclose(np.asarray(sol.ys[-1]), np.array([1.0, 2.0]) * np.exp(-2.0), rtol=1e-5)
+
+
+@pytest.mark.parametrize("solver", ENGINES, ids=["kernel", "diffrax"])
+def test_dt0_sign_is_ignored_in_both_directions(solver):
+    for span in ((0.0, 2.0), (2.0, 0.0)):
+        plus = simkit.solve(DECAY, span, saveat=5, dt0=0.01, solver=solver)
+        minus = simkit.solve(DECAY, span, saveat=5, dt0=-0.01, solver=solver)
+        np.testing.assert_array_equal(np.asarray(plus.ys), np.asarray(minus.ys))
+        assert plus.ok and int(plus.stats["num_steps"]) < 1000
+
+
+@pytest.mark.parametrize("solver", ENGINES, ids=["kernel", "diffrax"])
+def test_complex_state(solver):
+    """y' = i w y: y = exp(i w t) y0, integrated as a complex system (never truncated)."""
+    spin = simkit.ODEModel(rhs=lambda t, y, p: 1j * p["w"] * y, params={"w": 2.0}, y0=np.array([1.0 + 0j, 0.5j]),
+                           state_names=("u", "v"), name="spin")
+    sol = simkit.solve(spin, (0.0, 3.0), saveat=4, solver=solver, rtol=1e-10, atol=1e-12)
+    exact = np.exp(2j * np.asarray(sol.ts))[:, None] * np.array([1.0, 0.5j])
+    assert np.iscomplexobj(np.asarray(sol.ys))
+    np.testing.assert_allclose(np.asarray(sol.ys), exact, rtol=1e-8, atol=1e-8)
+    with pytest.raises(TypeError, match="complex states"):
+        simkit.solve(spin, (0.0, 3.0), solver=simkit.Rodas4())
+
+
+def test_rhs_output_checked_once_at_trace_time():
+    broadcasting = DECAY.replace(rhs=lambda t, y, p: -y[:1])
+    with pytest.raises(ValueError, match=r"rhs returned shape \(1,\).*\(2,\)"):
+        simkit.solve(broadcasting)
+    listing = DECAY.replace(rhs=lambda t, y, p: [-y[0], -y[1]])
+    with pytest.raises(TypeError, match="rhs must return one array"):
+        simkit.solve(listing)
+
+
+def test_save_times_checked_in_solve_and_ensemble():
+    with pytest.raises(ValueError, match="saveat times must be finite"):
+        simkit.solve(DECAY, saveat=[0.0, np.nan, 1.0])
+    rhos = np.linspace(10.0, 20.0, 8)
+    for bad, match in (([0.0, 30.0], "lie in t_span"), ([0.0, 2.0, 1.0], "ordered"), ([np.nan], "finite")):
+        with pytest.raises(ValueError, match=match):
+            simkit.ensemble(LORENZ, (0.0, 20.0), params={"rho": rhos}, saveat=bad)
+
+
+def test_ensemble_degenerate_inputs():
+    with pytest.raises(ValueError, match="0 members"):
+        simkit.ensemble(DECAY, params={"k": np.zeros(0)})
+    with pytest.raises(ValueError, match="devices is empty"):
+        simkit.ensemble(DECAY, params={"k": np.ones(4)}, devices=[])
+
+
+def test_saving_every_step_is_bounded_by_the_memory_budget():
+    with pytest.raises(ValueError, match="memory budget"):
+        simkit.solve(DECAY, saveat="steps", max_steps=10**12)
+
+
+def test_rtol_below_machine_precision_warns():
+    with pytest.warns(UserWarning, match="raised to"):
+        sol = simkit.solve(DECAY, rtol=1e-16, atol=1e-12, saveat=3)
+    assert float(sol.rtol) == pytest.approx(100 * np.finfo(np.float64).eps)
+
+
+def test_params_of_the_wrong_kind():
+    for bad in ([1.0], np.ones(1), "k=1"):
+        with pytest.raises(TypeError, match="params must be a dict"):
+            simkit.solve(DECAY, params=bad)
+    with pytest.raises(ValueError, match="simkit.ensemble or jax.vmap"):
+        simkit.solve(DECAY, params={"k": np.ones(3)})
+    with pytest.raises(ValueError, match="t_span must be a pair"):
+        simkit.solve(DECAY, 5.0)
+    # ParameterError is a KeyError (a name that is not there) and a ValueError (a bad value)
+    with pytest.raises(KeyError):
+        simkit.solve(DECAY, params={"kk": 1.0})
+
+
+def test_rollouts_check_parameter_names():
+    heat = models.get("heat_1d")
+    with pytest.raises(KeyError, match="no parameter"):
+        simkit.stencil.rollout(heat, {"nope": 1.0}, dt=1e-5, steps=2)
+
+
+def test_numbers_never_recompile_through_the_front_door():
+    traces = []
+
+    def rhs(t, y, p):
+        traces.append(1)
+        return -p["k"] * y
+
+    model = DECAY.replace(rhs=rhs)
+    simkit.solve(model, (0.0, 1.0), saveat=simkit.SaveAt(ts=[0.0, 0.5, 1.0]), max_step=0.5)
+    n = len(traces)
+    simkit.solve(model, (0.0, 3.0), saveat=[0.0, 1.0, 3.0], max_step=0.3, dt0=0.01, rtol=1e-8,
+                 y0=[2.0, 3.0], params={"k": 0.5})
+    assert len(traces) == n
