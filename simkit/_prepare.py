@@ -83,8 +83,13 @@ def is_traced(*trees: Any) -> bool:
     return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(trees))
 
 
+_HOST = (int, float, complex, np.ndarray, np.generic)
+
+
 def concrete(x: Any) -> np.ndarray | None:
     """NumPy value of ``x``, or None when it is traced."""
+    if isinstance(x, _HOST):  # the common case, without walking a pytree
+        return np.asarray(x)
     return None if is_traced(x) else np.asarray(x)
 
 
@@ -98,6 +103,12 @@ def as_float(value: Any, dtype: Any) -> Any:
 
 def dtype_of(x: Any) -> Any:
     """The dtype of an array, a number, or a list of numbers/tracers."""
+    if isinstance(x, (np.ndarray, np.generic, jax.Array)):
+        return x.dtype
+    if isinstance(x, bool):
+        return np.dtype(bool)
+    if isinstance(x, (int, float, complex)):
+        return np.dtype(type(x)) if not isinstance(x, int) else np.dtype(np.int64)
     if isinstance(x, (list, tuple)):
         return jnp.asarray(x).dtype
     return jnp.result_type(x)
@@ -373,7 +384,7 @@ def prepare(
             raise InputError(f"dt0 = {float(c):g} is larger than the span |t1 - t0| = {span:g}")
     rows = max_steps + 1 if sv.steps else (sv.count or 0)
     need = rows * n_states * np.dtype(y_dtype).itemsize
-    if need > memory_budget():
+    if need > 2**26 and need > memory_budget():  # (reading the environment only for big outputs)
         raise InputError(
             f"saving {rows} rows of {n_states} states needs {need / 2**30:.3g} GiB, above the memory budget "
             f"of {memory_budget() / 2**30:.3g} GiB (SIMKIT_MEMORY_BUDGET): "
@@ -384,10 +395,11 @@ def prepare(
     if not sde and key is not None:
         raise InputError(f"model {model.name!r} is deterministic: key is only for stochastic models")
     chosen = choose_solver(model, solver, sv, n_states, complex_state)
+    params_f = _floats(merged, dtype)
     if not batched:
-        check_rhs(model, as_float(y0, y_dtype), _floats(merged, dtype), dtype)
+        check_rhs(model, as_float(y0, y_dtype), params_f, dtype)
         if events_t:
-            check_events(events_t, model, as_float(y0, y_dtype), _floats(merged, dtype), dtype)
+            check_events(events_t, model, as_float(y0, y_dtype), params_f, dtype)
     if isinstance(chosen, AbstractKernel) and sv.dense:
         raise InputError(f"{chosen!r} has no dense output over the whole solve: pass save times "
                          "(saveat=...) or a diffrax solver (e.g. solver=diffrax.Tsit5()) with dense=True")
@@ -409,7 +421,7 @@ def prepare(
     else:
         dt0_arg = jnp.abs(as_float(dt0, dtype)) * jnp.sign(as_float(t1, dtype) - as_float(t0, dtype))
     args = SolveArgs(
-        t0=as_float(t0, dtype), t1=as_float(t1, dtype), y0=as_float(y0, y_dtype), params=_floats(merged, dtype),
+        t0=as_float(t0, dtype), t1=as_float(t1, dtype), y0=as_float(y0, y_dtype), params=params_f,
         save_ts=save_ts, rtol=as_float(rtol, dtype), atol=as_float(atol, dtype), dt0=dt0_arg,
         max_step=as_float(np.inf if max_step is None else max_step, dtype),
         key=_key_data(key) if sde else None,
@@ -419,6 +431,10 @@ def prepare(
 
 
 def _floats(params: dict, dtype: Any) -> dict:
+    if all(isinstance(v, (int, float, np.ndarray, np.generic)) and not isinstance(v, complex)
+           and not np.iscomplexobj(v) for v in params.values()):
+        return {k: np.asarray(v, dtype) for k, v in params.items()}  # the common case, fast
+
     def one(v: Any) -> Any:
         kind = dtype_of(v)
         if jnp.issubdtype(kind, jnp.complexfloating):

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import equinox as eqx
-import jax.numpy as jnp
+import jax
 import numpy as np
 
 from . import engines
@@ -121,7 +121,7 @@ def finish(plan: SolvePlan, result: engines.EngineResult, throw: bool) -> Soluti
         model_name=model.name, solver_name=plan.solver_name, interpolation=result.interpolation,
         event_ts=result.event_ts, event_ys=result.event_ys, event_counts=result.event_counts,
     )
-    if is_traced(args, result.ts):
+    if isinstance(result.ts, jax.core.Tracer) or is_traced(args):
         if throw:
             sol = eqx.error_if(
                 sol,

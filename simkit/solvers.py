@@ -73,20 +73,23 @@ def initial_step(rhs, t0, t1, y0, params, rtol, atol, order: int) -> Any:
     the step is ``min(100*h0, h1)``.
     """
     span = jnp.abs(t1 - t0)
-    direction = jnp.sign(t1 - t0)
+    direction = jnp.where(t1 >= t0, 1.0, -1.0).astype(span.dtype)
+    # the fallback steps scale with the span; an infinite span (t1 = inf with a terminal
+    # event) falls back to a unit span
+    ref = jnp.maximum(jnp.where(jnp.isfinite(span), span, 1.0), 1.0)
     f0 = rhs(t0, y0, params)
     scale = atol + rtol * jnp.abs(y0)
     d0 = _rms(y0 / scale)
     d1 = _rms(f0 / scale)
     tiny = (d0 < 1e-5) | (d1 < 1e-5)
-    h0 = jnp.where(tiny, 1e-6 * jnp.maximum(span, 1.0), 0.01 * d0 / jnp.where(tiny, 1.0, d1))
+    h0 = jnp.where(tiny, 1e-6 * ref, 0.01 * d0 / jnp.where(tiny, 1.0, d1))
     h0 = jnp.minimum(h0, span)
     f1 = rhs(t0 + direction * h0, y0 + direction * h0 * f0, params)
     d2 = _rms((f1 - f0) / scale) / h0
     dmax = jnp.maximum(d1, d2)
     h1 = jnp.where(
         dmax <= 1e-15,
-        jnp.maximum(1e-6 * jnp.maximum(span, 1.0), h0 * 1e-3),
+        jnp.maximum(1e-6 * ref, h0 * 1e-3),
         (0.01 / jnp.where(dmax <= 1e-15, 1.0, dmax)) ** (1.0 / (order + 1)),
     )
     h = jnp.minimum(jnp.minimum(100 * h0, h1), span)

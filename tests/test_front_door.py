@@ -142,3 +142,15 @@ def test_numbers_never_recompile_through_the_front_door():
     simkit.solve(model, (0.0, 3.0), saveat=[0.0, 1.0, 3.0], max_step=0.3, dt0=0.01, rtol=1e-8,
                  y0=[2.0, 3.0], params={"k": 0.5})
     assert len(traces) == n
+
+
+@pytest.mark.parametrize("solver", ENGINES, ids=["kernel", "diffrax"])
+def test_infinite_end_with_a_terminal_event(solver):
+    ball = simkit.ODEModel(rhs=lambda t, y, p: jnp.stack([y[1], -p["g"] + 0 * y[0]]), params={"g": 9.81},
+                           y0=[10.0, 0.0], state_names=("h", "v"), name="ball")
+    sol = simkit.solve(ball, (0.0, np.inf), saveat=[0.0, 0.5, 1.0], events=lambda t, y, p: y[0], solver=solver,
+                       rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(float(sol.event_time), np.sqrt(2 * 10 / 9.81), rtol=1e-9)
+    np.testing.assert_allclose(np.asarray(sol["h"]), 10 - 0.5 * 9.81 * np.array([0.0, 0.5, 1.0]) ** 2, rtol=1e-9)
+    with pytest.raises(ValueError, match="t1 = inf needs explicit save times"):
+        simkit.solve(ball, (0.0, np.inf), events=lambda t, y, p: y[0], solver=solver)
