@@ -1,12 +1,15 @@
-"""Precision and runtime policy, applied once when simkit is imported.
+"""Precision and runtime policy: what importing simkit changes, and what only simkit's calls do.
 
-* float64 by default (``jax_enable_x64``): validation against SciPy needs it.
-  Set ``SIMKIT_ENABLE_X64=0`` before importing simkit to keep JAX's float32 default.
-* ``EQX_ON_ERROR=nan`` unless the user set it: equinox's runtime checks compile to host
-  callbacks, which keep JAX's persistent compilation cache from storing a program.
-  simkit does not rely on them: solvers return result codes that simkit turns into
-  Python errors at top level (see ``simkit/_solve.py``). This only takes effect when
-  simkit is imported before equinox/diffrax.
+Importing simkit changes only what is listed here, and nothing the user configured; nothing
+else about how the user's other JAX, equinox or diffrax code behaves (DESIGN.md, "Precision
+and what importing simkit may change"). At import, each only where the user has not
+configured it:
+
+* float64 (``jax_enable_x64``): validation against SciPy needs it. Not applied when
+  ``SIMKIT_ENABLE_X64=0`` or ``JAX_ENABLE_X64`` (any value) is set in the environment. JAX
+  keeps no record of ``jax.config.update("jax_enable_x64", False)`` made before
+  ``import simkit`` (the value equals JAX's default), so to keep float32 set one of those
+  variables, or make that call after importing simkit.
 * One CPU device per core (``SIMKIT_CPU_DEVICES``, default the core count, at most 32)
   unless the user configured devices (``jax_num_cpu_devices`` or the XLA host-device flag)
   or JAX is already running: `simkit.ensemble` shards members over the local devices, and
@@ -18,14 +21,48 @@
   were produced, so one program and its domain-decomposed twin can differ by an ulp per
   operation (measured: 1e-16 after a Burgers step); without FMAs they agree bit for bit.
   Costs the AVX2/AVX-512 vector width (see benchmarks/README.md).
-* JAX's persistent compilation cache is switched on (directory
-  ``$SIMKIT_CACHE_DIR`` or ``~/.cache/simkit/jax``) unless the user configured one or set
-  ``SIMKIT_COMPILATION_CACHE=0``; programs that took 0.1 s or more to compile are stored.
+* JAX's persistent compilation cache directory, ``$SIMKIT_CACHE_DIR`` or
+  ``~/.cache/simkit/jax``, unless the user configured one (``jax_compilation_cache_dir``,
+  ``JAX_COMPILATION_CACHE_DIR``), switched the cache off (``jax_enable_compilation_cache``)
+  or set ``SIMKIT_COMPILATION_CACHE=0``. JAX has one cache per process: the user's own
+  programs that pass JAX's thresholds are stored there too. JAX's thresholds
+  (``jax_persistent_cache_min_compile_time_secs``, ``..._min_entry_size_bytes``) are not
+  changed.
+
+Inside simkit's own calls only: `simkit_call`, a context manager that simkit's compiled
+entry points wrap around calling (tracing, compiling, running) their ``jax.jit`` programs:
+
+* equinox's runtime checks (``equinox.error_if``; diffrax's ``diffeqsolve`` checks its
+  inputs with them, whatever ``throw`` says) substitute NaN instead of raising. Compiled to
+  raise, they are host callbacks, which keep JAX's persistent cache from storing the
+  program; simkit checks inputs before compiling and carries numerical failure out as result
+  codes. How equinox decides: it reads ``EQX_ON_ERROR`` once, when it is imported, into a
+  module value; ``error_if`` reads that value when it is *traced* and bakes it into a jitted
+  check that equinox caches without the value in the key. So simkit neither sets the
+  variable nor swaps the value: on the first simkit call it routes equinox's traced checks
+  through a pass-through that, only inside a simkit call in the same thread, asks for an
+  explicit ``"nan"`` (a separate cache entry, never reused for the user's code). Not applied
+  when the user set ``EQX_ON_ERROR`` or changed equinox's value: their choice holds in
+  simkit's calls too (a program with host callbacks is then not cached). Code traced inside
+  a simkit call (a model's rhs) gets simkit's policy.
+* Programs that take 0.1 s or more to compile are stored (a thread-local threshold), when the
+  cache in use is the one simkit set and the user has not set
+  ``jax_persistent_cache_min_compile_time_secs`` (JAX's default is 1 s).
+
+These scoped policies reach into private names (``equinox._errors.EQX_ON_ERROR`` and
+``.branched_error_if_impl_jit``; ``jax._src.config.persistent_cache_min_compile_time_secs``),
+against STYLE's rule, because neither library offers a scoped public switch. Where one is
+missing (a newer release), `simkit_call` leaves that policy out and simkit stays correct;
+only persistent caching of its programs is lost.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
+from collections.abc import Iterator
+from typing import Any
 
 _TRUE = ("1", "true", "yes", "on")
 
@@ -34,32 +71,33 @@ def _flag(name: str, default: str) -> bool:
     return os.environ.get(name, default).strip().lower() in _TRUE
 
 
-ENABLE_X64: bool = _flag("SIMKIT_ENABLE_X64", "1")
+# float64 unless the user opted out, for simkit or for JAX as a whole
+ENABLE_X64: bool = _flag("SIMKIT_ENABLE_X64", "1") and "JAX_ENABLE_X64" not in os.environ
 STRICT_FP: bool = _flag("SIMKIT_STRICT_FP", "0")
-os.environ.setdefault("EQX_ON_ERROR", "nan")
+_USER_EQX_ON_ERROR: bool = "EQX_ON_ERROR" in os.environ  # equinox reads it once, at its import
 if STRICT_FP and "xla_cpu_max_isa" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_max_isa=AVX").strip()
 
-import jax  # noqa: E402  (the environment must be set before jax/equinox load)
+import jax  # noqa: E402  (the environment must be set before jax loads)
 
 if ENABLE_X64:
     jax.config.update("jax_enable_x64", True)
 
 
 def _enable_compilation_cache() -> str | None:
+    """Set simkit's cache directory; None where the user configured the cache (or opted out)."""
     if not _flag("SIMKIT_COMPILATION_CACHE", "1"):
         return None
-    if jax.config.jax_compilation_cache_dir:
-        return jax.config.jax_compilation_cache_dir
+    if jax.config.jax_compilation_cache_dir or not jax.config.jax_enable_compilation_cache:
+        return None  # the user's cache, or the user's choice of none
     path = os.environ.get("SIMKIT_CACHE_DIR") or os.path.join(
         os.path.expanduser("~"), ".cache", "simkit", "jax"
     )
     jax.config.update("jax_compilation_cache_dir", path)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.1)
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     return path
 
 
+# simkit's cache directory, or None where the user configured the cache (see the docstring)
 COMPILATION_CACHE_DIR: str | None = _enable_compilation_cache()
 
 
@@ -85,3 +123,80 @@ def float_dtype():
     import jax.numpy as jnp
 
     return jnp.float64 if jax.config.jax_enable_x64 else jnp.float32
+
+
+# -- simkit's policies inside its own calls ------------------------------------------------
+
+_MIN_COMPILE_TIME_SECS = 0.1  # simkit's threshold for storing a program in its cache
+_JAX_MIN_COMPILE_TIME_SECS = 1.0  # JAX's default for jax_persistent_cache_min_compile_time_secs
+_eqx_lock = threading.Lock()
+_eqx_routed: bool | None = None  # equinox's checks routed through `_checks` (None: not tried)
+_local = threading.local()  # .depth: simkit calls in progress in this thread
+
+
+def _route_equinox_checks() -> bool:
+    """Route equinox's traced runtime checks through `_checks`, once, on the first simkit call.
+
+    A pass-through except inside a simkit call in the same thread. Not done where the user
+    set ``EQX_ON_ERROR`` (their choice holds everywhere) or this equinox lacks the name."""
+    global _eqx_routed
+    with _eqx_lock:
+        if _eqx_routed is None:
+            _eqx_routed = False
+            if not _USER_EQX_ON_ERROR:
+                import equinox._errors as module
+
+                original = getattr(module, "branched_error_if_impl_jit", None)
+                if callable(original) and isinstance(getattr(module, "EQX_ON_ERROR", None), str):
+                    module.branched_error_if_impl_jit = _checks(module, original)
+                    _eqx_routed = True
+    return _eqx_routed
+
+
+def _checks(module: Any, original: Any) -> Any:
+    def branched_error_if_impl_jit(x, pred, index, msgs, *, on_error):
+        # Inside a simkit call, equinox's default ("raise", unless the user changed it) becomes
+        # an explicit "nan": a separate entry of equinox's own jit cache, so a check traced
+        # for simkit is never reused for the user's code, nor the other way round.
+        if on_error == "default" and getattr(_local, "depth", 0) and module.EQX_ON_ERROR == "raise":
+            on_error = "nan"
+        return original(x, pred, index, msgs, on_error=on_error)
+
+    branched_error_if_impl_jit.__wrapped__ = original  # type: ignore[attr-defined]
+    return branched_error_if_impl_jit
+
+
+def _cache_threshold() -> contextlib.AbstractContextManager[Any]:
+    """simkit's compile-time threshold, thread-locally, where the cache in use is simkit's
+    and the user has not set a threshold; otherwise nothing."""
+    if (
+        COMPILATION_CACHE_DIR is None
+        or jax.config.jax_compilation_cache_dir != COMPILATION_CACHE_DIR
+        or "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS" in os.environ
+        or jax.config.jax_persistent_cache_min_compile_time_secs != _JAX_MIN_COMPILE_TIME_SECS
+    ):
+        return contextlib.nullcontext()
+    from jax._src import config as jax_config  # no public scoped switch (see the docstring)
+
+    state = getattr(jax_config, "persistent_cache_min_compile_time_secs", None)
+    return state(_MIN_COMPILE_TIME_SECS) if callable(state) else contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def simkit_call() -> Iterator[None]:
+    """simkit's error and cache policies for the duration of one of simkit's calls.
+
+    simkit's compiled entry points wrap the call of their ``jax.jit`` program in it (tracing
+    happens inside that call): equinox's runtime checks substitute NaN instead of compiling to
+    host callbacks, and programs that compile in 0.1 s or more go to simkit's persistent
+    cache, each unless the user configured otherwise (see the module docstring). Re-entrant
+    and usable as a decorator. Outside it, the user's JAX and equinox code behaves as if
+    simkit were not imported.
+    """
+    _route_equinox_checks()
+    _local.depth = getattr(_local, "depth", 0) + 1
+    try:
+        with _cache_threshold():
+            yield
+    finally:
+        _local.depth -= 1

@@ -132,6 +132,7 @@ def _pilot_steps(program: EnsembleProgram, args, params, y0, keys):
     return out["stats"]["num_steps"]
 
 
+@_config.simkit_call()
 def ensemble(
     model: ODEModel,
     t_span: Sequence[float] | None = None,

@@ -17,7 +17,7 @@ import equinox as eqx
 import jax
 import numpy as np
 
-from . import engines
+from . import _config, engines
 from ._prepare import SolvePlan, concrete, is_traced, prepare
 from .errors import SolveError
 from .model import ODEModel, Params
@@ -31,6 +31,7 @@ EventFn = Callable[[Any, Any, Params], Any]
 __all__ = ["SaveSteps", "solve"]
 
 
+@_config.simkit_call()
 def solve(
     model: ODEModel,
     t_span: Sequence[float] | None = None,

@@ -1,23 +1,56 @@
-"""The ``simkit`` command: ``models``, ``run``, ``validate``."""
+"""The ``simkit`` command: ``models``, ``run``, ``validate``; ``simkit --version``.
+
+Errors a command-line user can fix (a bad argument, a file that cannot be written) are one
+line on stderr, ``simkit: error: ...``, and exit status 2; ``validate`` exits with 1 when a
+case is outside its bound. Imports flow one way: this module uses `simkit.validation`,
+never the reverse (``python -m simkit.validation`` has its own small entry point).
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
+
+from . import __version__
+from .errors import InputError, SimkitError
 
 
 def _parse_set(items: Sequence[str]) -> dict[str, float]:
     out = {}
     for item in items:
         if "=" not in item:
-            raise SystemExit(f"simkit run: --set expects name=value, got {item!r}")
+            raise InputError(f"--set expects name=value, got {item!r}")
         k, v = item.split("=", 1)
         try:
             out[k.strip()] = float(v)
         except ValueError:
-            raise SystemExit(f"simkit run: value of {k!r} is not a number: {v!r}") from None
+            raise InputError(f"--set: value of {k.strip()!r} is not a number: {v!r}") from None
     return out
+
+
+def _check_writable_file(path: str | None, option: str) -> None:
+    """Refuse an output file that cannot be written, before any work is done."""
+    if path is None:
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise InputError(f"{option} {path}: is a directory, expected a file name")
+    if not os.path.isdir(folder):
+        raise InputError(f"{option} {path}: {folder} is not an existing folder")
+    if not os.access(folder, os.W_OK):
+        raise InputError(f"{option} {path}: the folder {folder} is not writable")
+
+
+def _check_writable_dir(path: str, option: str) -> None:
+    """Create the output folder (as the report would) or refuse it, before any work is done."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"{option} {path}: cannot create the folder ({exc.strerror})") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise InputError(f"{option} {path}: the folder is not writable")
 
 
 def _cmd_models(args: argparse.Namespace) -> int:
@@ -47,10 +80,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     model = models.get(args.model)
     if not hasattr(model, "state_names"):
-        print(f"error: {args.model!r} is a PDE model; run it from Python with "
-              "simkit.stencil.integrate(...) or simkit.solve(...)", file=sys.stderr)
-        return 2
+        raise InputError(f"{args.model!r} is a PDE model; run it from Python with "
+                         "simkit.stencil.integrate(...) or simkit.solve(...)")
     params = _parse_set(args.set or [])
+    _check_writable_file(args.plot, "--plot")
+    _check_writable_file(args.csv, "--csv")
     t_span = None
     if args.t1 is not None:
         t_span = (model.t_span[0] if args.t0 is None else args.t0, args.t1)
@@ -81,6 +115,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_validate(args: argparse.Namespace) -> int:
     from .validation import run
 
+    _check_writable_dir(args.out, "--out")
     summary = run(out_dir=args.out, quick=args.quick)
     return 0 if summary["passed"] else 1
 
@@ -88,6 +123,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``simkit`` command."""
     parser = argparse.ArgumentParser(prog="simkit", description="Scientific simulation on JAX.")
+    parser.add_argument("--version", action="version", version=f"simkit {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("models", help="list the model library")
@@ -115,13 +151,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except Exception as exc:  # a clear one-line error for command-line users
-        from .errors import SimkitError
+    except SimkitError as exc:  # a clear one-line error for command-line users
+        print(f"simkit: error: {_one_line(str(exc))}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # e.g. a write that failed after the checks (disk full, races)
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"simkit: error: cannot access{where}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
 
-        if isinstance(exc, SimkitError):
-            print(f"simkit: error: {exc}", file=sys.stderr)
-            return 2
-        raise
+
+def _one_line(message: str) -> str:
+    return " ".join(message.split())
 
 
 if __name__ == "__main__":

@@ -21,6 +21,8 @@ def _check(ranges: Mapping[str, tuple[float, float]], n: int, what: str) -> None
     for name, pair in ranges.items():
         if len(pair) != 2 or not all(np.isfinite(pair)):
             raise InputError(f"sample.{what}: {name!r} needs two finite numbers, got {pair!r}")
+        if what != "normal" and pair[0] > pair[1]:  # (low, high): never a silent constant
+            raise InputError(f"sample.{what}: {name!r} needs low <= high, got (low, high) = {tuple(pair)!r}")
 
 
 def uniform(key: jax.Array, ranges: Mapping[str, tuple[float, float]], n: int) -> dict[str, jax.Array]:

@@ -36,3 +36,92 @@ def test_to_xarray_names_the_extra_when_missing(monkeypatch):
     monkeypatch.setitem(sys.modules, "xarray", None)
     with pytest.raises(simkit.DependencyError, match=r"pip install 'simkit\[xarray\]'"):
         sol.to_xarray()
+
+
+# -- importing simkit leaves the user's JAX/equinox configuration alone (issue 11) -----------
+
+POLICY_SCRIPT = """
+import json, os, sys
+import equinox as eqx  # before simkit on purpose: the import order must not matter
+import jax
+if len(sys.argv) > 1:  # a cache the user configured in Python before importing simkit
+    jax.config.update("jax_compilation_cache_dir", sys.argv[1])
+import simkit
+from simkit._config import simkit_call
+
+import threading
+
+check = lambda x: eqx.error_if(x, x < 0, "negative")
+check2 = lambda x: eqx.error_if(x, x > 9, "too big")
+# a new function each time: JAX caches the trace of a function object it has seen
+callbacks = lambda f=check: str(jax.make_jaxpr(lambda x: f(x))(1.0)).count("callback")
+threshold = lambda: jax.config.jax_persistent_cache_min_compile_time_secs
+out = {"x64": jax.config.jax_enable_x64, "outside": callbacks(), "threshold": threshold(),
+       "entry_size": jax.config.jax_persistent_cache_min_entry_size_bytes,
+       "cache_dir": jax.config.jax_compilation_cache_dir}
+with simkit_call():
+    out["inside"] = callbacks()  # equinox's cached check from outside must not leak in
+    out["inside_first"] = callbacks(check2)  # first traced here: must not leak out
+    out["inside_threshold"] = threshold()
+    with simkit_call():
+        pass
+    out["inside_after_nested"] = callbacks()
+    thread = threading.Thread(target=lambda: out.update(other_thread=callbacks(lambda x: check(x) + 1)))
+    thread.start(); thread.join()
+out["after"] = callbacks()
+out["after_first_inside"] = callbacks(check2)
+out["after_threshold"] = threshold()
+try:
+    jax.jit(check)(-1.0)
+    out["user_check_raises"] = False
+except Exception:
+    out["user_check_raises"] = True
+out["eqx_env"] = os.environ.get("EQX_ON_ERROR")
+print(json.dumps(out))
+"""
+
+_USER_VARS = ("EQX_ON_ERROR", "JAX_ENABLE_X64", "JAX_COMPILATION_CACHE_DIR", "XLA_FLAGS",
+              "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES")
+
+
+def _policy(tmp_path, *args, **env_vars):
+    import json
+
+    env = {k: v for k, v in os.environ.items() if k not in _USER_VARS and not k.startswith("SIMKIT_")}
+    env.update(SIMKIT_CACHE_DIR=str(tmp_path / "simkit-cache"), SIMKIT_CPU_DEVICES="1", **env_vars)
+    out = subprocess.run([sys.executable, "-c", POLICY_SCRIPT, *map(str, args)], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_import_changes_nothing_for_user_code_policies_apply_in_simkit_calls(tmp_path):
+    got = _policy(tmp_path)
+    assert got["x64"] is True  # simkit's float64 default
+    assert got["eqx_env"] is None  # EQX_ON_ERROR is not set for the process
+    # the user's equinox checks raise (host callbacks), before, after and between simkit calls
+    assert got["outside"] > 0 and got["after"] > 0 and got["user_check_raises"]
+    assert got["after_first_inside"] > 0 and got["other_thread"] > 0
+    # inside simkit's calls they substitute NaN: no callbacks, so the program can be cached
+    assert got["inside"] == got["inside_first"] == got["inside_after_nested"] == 0
+    # simkit's cache threshold applies to simkit's calls only; JAX's stays for the user's code
+    assert got["cache_dir"] == str(tmp_path / "simkit-cache")
+    assert got["threshold"] == got["after_threshold"] == 1.0 and got["inside_threshold"] == 0.1
+    assert got["entry_size"] == 0
+
+
+def test_import_respects_what_the_user_configured(tmp_path):
+    got = _policy(tmp_path, EQX_ON_ERROR="raise", JAX_ENABLE_X64="0",
+                  JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="5",
+                  JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="100")
+    assert got["x64"] is False  # JAX_ENABLE_X64=0 wins over simkit's float64 default
+    assert got["inside"] > 0  # the user's EQX_ON_ERROR holds in simkit's calls too
+    assert got["threshold"] == got["inside_threshold"] == 5.0 and got["entry_size"] == 100
+
+
+def test_a_cache_the_user_configured_keeps_jax_thresholds(tmp_path):
+    user_cache = tmp_path / "user-cache"
+    got = _policy(tmp_path, user_cache)
+    assert got["cache_dir"] == str(user_cache)
+    assert got["threshold"] == got["inside_threshold"] == 1.0
+    assert not (tmp_path / "simkit-cache").exists()

@@ -180,3 +180,13 @@ def test_solution_access_and_exports(tmp_path):
     ax = sol.plot()
     assert len(ax.get_lines()) == 3
     assert "sir" in repr(sol)
+
+
+def test_dense_output_outside_the_solved_span_is_refused():
+    sol = simkit.solve(OSC, saveat=2, dense=True, **TOL)
+    assert np.all(np.isfinite(np.asarray(sol.evaluate(np.array([0.0, 3.0])))))  # both ends are inside
+    with pytest.raises(simkit.InputError, match=r"t = \[3.5\] is outside the solved span \[0, 3\] of 'oscillator'"):
+        sol.evaluate(3.5)
+    with pytest.raises(simkit.InputError, match=r"t = \[-0.1, nan\] is outside"):
+        sol.evaluate(np.array([1.0, -0.1, np.nan]))
+    assert np.isnan(np.asarray(jax.jit(sol.evaluate)(3.5))).all()  # traced t: no check possible

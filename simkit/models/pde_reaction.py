@@ -31,7 +31,7 @@ def gray_scott_rhs(t, u, p, space):
 
 def gray_scott() -> PDEModel:
     grid = Grid((128, 128), 0.0, 1.25)
-    x, y = grid.mesh()
+    x, y = grid.meshgrid()
     centre = (np.abs(x - 0.625) < 0.08) & (np.abs(y - 0.625) < 0.08)
     u = np.where(centre, 0.5, 1.0) + _seeded(grid.shape, 1, 0.01)
     v = np.where(centre, 0.25, 0.0) + np.abs(_seeded(grid.shape, 2, 0.01))

@@ -61,14 +61,14 @@ def heat_2d_exact(mesh, t, diffusivity=0.01, w0=0.1):
 def heat_2d() -> PDEModel:
     grid = Grid((64, 64), 0.0, 1.0)
     return PDEModel(rhs=diffusion_rhs, linear=diffusion_rhs, grid=grid, bcs=Periodic(),
-                    params={"diffusivity": 0.01}, u0=heat_2d_exact(grid.mesh(), 0.0)[None],
+                    params={"diffusivity": 0.01}, u0=heat_2d_exact(grid.meshgrid(), 0.0)[None],
                     name="heat_2d", t_span=(0.0, 1.0), stiff=True, source=_HEAT_SOURCE,
                     description="Heat equation on the periodic unit square, a Gaussian (exact by images).")
 
 
 def heat_3d() -> PDEModel:
     grid = Grid((24, 24, 24), 0.0, 1.0)
-    x, y, z = grid.mesh()
+    x, y, z = grid.meshgrid()
     u0 = np.exp(-((x - 0.3) ** 2 + (y - 0.5) ** 2 + (z - 0.6) ** 2) / 0.02)
     return PDEModel(rhs=diffusion_rhs, linear=diffusion_rhs, grid=grid, bcs=Neumann(0.0),
                     params={"diffusivity": 0.01}, u0=u0[None], name="heat_3d", t_span=(0.0, 2.0),
@@ -114,7 +114,7 @@ def advection_diffusion() -> PDEModel:
     grid = Grid((64, 64), 0.0, 1.0)
     return PDEModel(rhs=advection_diffusion_rhs, linear=diffusion_rhs, grid=grid, bcs=Periodic(),
                     params={"velocity": np.array([1.0, 0.5]), "diffusivity": 0.005},
-                    u0=advection_diffusion_exact(grid.mesh(), 0.0)[None], name="advection_diffusion",
+                    u0=advection_diffusion_exact(grid.meshgrid(), 0.0)[None], name="advection_diffusion",
                     t_span=(0.0, 1.0), source="Advection-diffusion of a Gaussian on a periodic square "
                     "(exact: a translated, spreading Gaussian); " + _HEAT_SOURCE,
                     description="Advection-diffusion on the periodic unit square.")
@@ -165,7 +165,7 @@ def wave_exact(mesh, t, speed=1.0):
 def wave() -> PDEModel:
     grid = Grid((64, 64), 0.0, 1.0)
     return PDEModel(rhs=wave_rhs, grid=grid, bcs=Dirichlet(0.0), params={"speed": 1.0},
-                    u0=wave_exact(grid.mesh(), 0.0), component_names=("u", "v"), name="wave",
+                    u0=wave_exact(grid.meshgrid(), 0.0), component_names=("u", "v"), name="wave",
                     t_span=(0.0, 2.0), source="Wave equation on the unit square with fixed edges; "
                     "the (1, 2) standing mode, frequency c pi sqrt(5) (exact).",
                     description="2-D wave equation, a standing mode between fixed edges.")

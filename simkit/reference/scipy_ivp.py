@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..errors import InputError, SolveError
+from ..errors import InputError, ParameterError, SolveError
 from ..model import ODEModel, Params
 
 IMPLICIT = ("Radau", "BDF", "LSODA")
@@ -74,11 +74,24 @@ def solve_ivp(
     if t_span is None:
         raise InputError(f"model {model.name!r} has no default t_span: pass t_span=(t0, t1)")
     t0, t1 = float(t_span[0]), float(t_span[1])
-    p = {k: jnp.asarray(v, jnp.float64) for k, v in model.merged_params(params).items()}
+    if not (np.isfinite(t0) and np.isfinite(t1)):
+        raise InputError(f"reference.solve_ivp: t_span must be finite, got {(t0, t1)} for {model.name!r}")
+    merged = model.merged_params(params)
+    # SciPy never returns on a NaN state (every step is rejected): refuse non-finite input first
+    bad = sorted(k for k, v in merged.items() if not np.all(np.isfinite(np.asarray(v))))
+    if bad:
+        raise ParameterError(f"reference.solve_ivp: parameter(s) {bad} of {model.name!r} are not "
+                             f"finite: {({k: merged[k] for k in bad})}")
+    p = {k: jnp.asarray(v, jnp.float64) for k, v in merged.items()}
     y_init = np.asarray(model.y0 if y0 is None else y0, dtype=np.float64)
+    if not np.all(np.isfinite(y_init)):
+        states = [n for n, v in zip(model.state_names, np.atleast_1d(y_init)) if not np.all(np.isfinite(v))]
+        raise InputError(f"reference.solve_ivp: y0 of {model.name!r} is not finite (states {states}): {y_init}")
     if saveat is None:
         saveat = 101
     t_eval = np.linspace(t0, t1, int(saveat)) if np.ndim(saveat) == 0 else np.asarray(saveat, float)
+    if not np.all(np.isfinite(t_eval)):
+        raise InputError(f"reference.solve_ivp: saveat must be finite times, got {t_eval}")
     f, jac = _compiled(model.rhs)
 
     def fun(t: float, y: np.ndarray) -> np.ndarray:

@@ -3,13 +3,28 @@
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from ..errors import InputError, ShapeError
+from ..errors import InputError, InputTypeError, ShapeError
 
 CENTERINGS = ("cell", "node")
+
+
+def whole_number(value: Any, what: str) -> int:
+    """``value`` as an ``int`` where it is a whole number (``8``, ``np.int64(8)``, ``8.0``).
+
+    Never truncates: ``8.7`` (or NaN) raises `InputError`, a non-number (a string, a bool)
+    `InputTypeError`; ``what`` names the argument in the message."""
+    arr = np.asarray(value)
+    if arr.ndim != 0 or arr.dtype.kind not in "iuf":  # bools (kind "b") are refused too
+        raise InputTypeError(f"{what} must be a whole number, got {value!r} ({type(value).__name__})")
+    if arr.dtype.kind == "f" and not float(arr).is_integer():
+        raise InputError(f"{what} must be a whole number, got {value!r} (not truncated)")
+    return int(arr)
 
 
 def _per_axis(value: float | Sequence[float], ndim: int, what: str) -> tuple[float, ...]:
@@ -41,7 +56,8 @@ class Grid:
     centering: str = "cell"
 
     def __post_init__(self) -> None:
-        shape = tuple(int(n) for n in np.atleast_1d(self.shape))
+        given = (self.shape,) if np.ndim(self.shape) == 0 else tuple(self.shape)  # type: ignore[arg-type]
+        shape = tuple(whole_number(n, f"Grid: shape {given}: a number of points") for n in given)
         if not 1 <= len(shape) <= 3:
             raise ShapeError(f"Grid: 1 to 3 axes, got shape {shape}")
         if any(n < 2 for n in shape):
@@ -86,9 +102,15 @@ class Grid:
         lo = self.lower[axis]  # type: ignore[index]
         return lo + (np.arange(self.shape[axis]) + offset) * self.spacing[axis]
 
-    def mesh(self) -> tuple[np.ndarray, ...]:
+    def meshgrid(self) -> tuple[np.ndarray, ...]:
         """Coordinate arrays of shape ``self.shape`` (``indexing="ij"``), one per axis."""
         return tuple(np.meshgrid(*(self.coordinates(a) for a in range(self.ndim)), indexing="ij"))
+
+    def mesh(self) -> tuple[np.ndarray, ...]:
+        """Deprecated: `meshgrid` (in simkit a "mesh" is a device mesh). Removed after 0.1."""
+        warnings.warn("Grid.mesh() is deprecated: use Grid.meshgrid() (in simkit a mesh is a device mesh)",
+                      DeprecationWarning, stacklevel=2)
+        return self.meshgrid()
 
     def with_shape(self, shape: Sequence[int] | int) -> Grid:
         """The same box and centering with another number of points (for refinement)."""

@@ -237,6 +237,7 @@ def build_program(model: PDEModel, *, dt: float | Callable, steps: int, save_eve
                           diagnostics=tuple((diagnostics or {}).items()), dt_rule=dt if callable(dt) else None)
 
 
+@_config.simkit_call()
 def rollout(model: PDEModel, params: Mapping[str, Any] | None = None, u0: Any = None, *, dt: Any,
             steps: int, save_every: int | None = None, stepper: AbstractStepper | None = None, t0: Any = 0.0,
             diagnostics: Mapping[str, Callable] | None = None) -> tuple[Any, Any, dict]:
@@ -318,6 +319,7 @@ def finish(model: PDEModel, program: RolloutProgram, us: Any, ts: Any, diags: di
                          status=status, stepper_name=type(program.stepper).__name__)
 
 
+@_config.simkit_call()
 def integrate(
     model: PDEModel,
     *,

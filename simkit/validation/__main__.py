@@ -1,5 +1,32 @@
-"""``python -m simkit.validation [--quick] [--out DIR]``."""
+"""``python -m simkit.validation [--quick] [--out DIR]``: the same as ``simkit validate``.
 
-from ..cli import main
+Imports flow one way: the ``simkit`` command (`simkit.cli`) uses this package; this package
+does not import the command, so this entry point parses its own two options.
+"""
 
-raise SystemExit(main(["validate", *__import__("sys").argv[1:]]))
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from ..errors import SimkitError
+from .report import run
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m simkit.validation",
+                                     description="Reproduce the validation report.")
+    parser.add_argument("--quick", action="store_true", help="fewer tolerances in work-precision")
+    parser.add_argument("--out", default="validation/report", help="output directory")
+    args = parser.parse_args(argv)
+    try:
+        summary = run(out_dir=args.out, quick=args.quick)
+    except (SimkitError, OSError) as exc:  # one line, as `simkit validate` reports it
+        print(f"simkit.validation: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    return 0 if summary["passed"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

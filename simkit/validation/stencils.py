@@ -115,12 +115,12 @@ def exact_solutions() -> list[dict[str, Any]]:
     out = []
     m = models.get("heat_2d")
     sol = integrate(m, dt=0.005, steps=200)
-    err = float(np.abs(sol.final[0] - pt.heat_2d_exact(m.grid.mesh(), 1.0)).max())
+    err = float(np.abs(sol.final[0] - pt.heat_2d_exact(m.grid.meshgrid(), 1.0)).max())
     out.append(dict(name="heat 2-D periodic Gaussian (images), 64^2", kind="exact", metric=err, bound=1.2e-3,
                     passed=err <= 1.2e-3, note="t = 1, RK4 dt = 0.005; bound 3x the error measured (2nd order in h)"))
     m = models.get("wave")
     sol = integrate(m, dt=0.005, steps=400)
-    err = float(np.abs(sol.final[0] - pt.wave_exact(m.grid.mesh(), 2.0)[0]).max())
+    err = float(np.abs(sol.final[0] - pt.wave_exact(m.grid.meshgrid(), 2.0)[0]).max())
     out.append(dict(name="wave 2-D standing mode (1, 2), 64^2", kind="exact", metric=err, bound=1.5e-2,
                     passed=err <= 1.5e-2, note="t = 2, RK4 dt = 0.005; bound 3x the error measured (phase error, 2nd order in h)"))
     return out
@@ -153,7 +153,7 @@ def against_scipy() -> dict[str, Any]:
     from ..reference import compare
 
     g = Grid((12, 12), 0.0, 0.15)
-    x, y = g.mesh()
+    x, y = g.meshgrid()
     bump = np.exp(-((x - 0.07) ** 2 + (y - 0.08) ** 2) / 1e-3)
     m = models.get("gray_scott").replace(grid=g, u0=np.stack([1 - 0.5 * bump, 0.25 * bump]), stiff=True)
     ode = m.to_ode()

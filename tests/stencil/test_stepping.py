@@ -91,7 +91,7 @@ def test_exact_solutions_of_the_library():
     # 2-D periodic heat with a Gaussian (sum of images), 2nd order in space at 64^2
     m = models.get("heat_2d")
     sol = sk.integrate(m, dt=0.005, steps=100)
-    assert np.abs(sol.final[0] - pt.heat_2d_exact(m.grid.mesh(), 0.5)).max() < 2e-3
+    assert np.abs(sol.final[0] - pt.heat_2d_exact(m.grid.meshgrid(), 0.5)).max() < 2e-3
     # advection once around the domain, 3rd-order upwind + RK4 at CFL 0.5
     m = models.get("advection")
     sol = sk.integrate(m, dt=0.0025, steps=400)
@@ -103,7 +103,7 @@ def test_exact_solutions_of_the_library():
     # the standing wave mode between fixed edges
     m = models.get("wave")
     sol = sk.integrate(m, dt=0.005, steps=100)
-    assert np.abs(sol.final - pt.wave_exact(m.grid.mesh(), 0.5)).max() < 5e-3 * np.pi * np.sqrt(5)
+    assert np.abs(sol.final - pt.wave_exact(m.grid.meshgrid(), 0.5)).max() < 5e-3 * np.pi * np.sqrt(5)
 
 
 def test_mass_is_conserved_to_round_off():
@@ -159,7 +159,7 @@ def test_method_of_lines_matches_scipy_bdf_with_sparsity():
 
     g = sk.Grid((12, 12), 0.0, 0.15)
     base = models.get("gray_scott")
-    x, y = g.mesh()
+    x, y = g.meshgrid()
     u0 = np.stack([1 - 0.5 * np.exp(-((x - 0.07) ** 2 + (y - 0.08) ** 2) / 1e-3),
                    0.25 * np.exp(-((x - 0.07) ** 2 + (y - 0.08) ** 2) / 1e-3)])
     m = base.replace(grid=g, u0=u0, stiff=True)
@@ -222,3 +222,12 @@ def test_heat_gaussian_on_a_dirichlet_domain_by_odd_images():
         sol = sk.integrate(m, dt=2e-5, steps=1000)
         errors.append(np.abs(sol.final[0] - exact(m.grid.coordinates(), 0.02)).max())
     assert errors[1] < 1e-3 and 3.0 < errors[0] / errors[1] < 5.0, errors  # measured 5.4e-4; order 2: ratio 4.06
+
+
+@pytest.mark.parametrize("kwargs, name", [(dict(steps=2.5), "steps"), (dict(steps=4, save_every=1.5), "save_every")])
+def test_a_fractional_step_count_is_refused_not_truncated(kwargs, name):
+    m = _heat(16)
+    with pytest.raises(simkit.InputError, match=rf"^{name} must be a whole number, got (2.5|1.5)"):
+        sk.integrate(m, dt=1e-4, **kwargs)
+    with pytest.raises(simkit.InputError, match=name):
+        sk.rollout(m, dt=1e-4, **kwargs)

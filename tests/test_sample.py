@@ -1,0 +1,17 @@
+"""Samplers refuse ranges that would silently give a constant (issue 11)."""
+
+import numpy as np
+import pytest
+
+import simkit
+
+
+@pytest.mark.parametrize("sampler", [simkit.sample.uniform, simkit.sample.latin_hypercube])
+def test_low_above_high_is_refused_and_named(sampler, key):
+    with pytest.raises(simkit.InputError, match=r"'beta' needs low <= high, got \(low, high\) = \(0.7, 0.4\)"):
+        sampler(key, {"alpha": (0.1, 0.2), "beta": (0.7, 0.4)}, 8)
+
+
+def test_a_normal_mean_above_its_std_is_fine(key):
+    z = simkit.sample.normal(key, {"alpha": (0.7, 0.4)}, 8)["alpha"]
+    assert z.shape == (8,) and np.all(np.isfinite(z))
