@@ -276,7 +276,7 @@ def choose_solver(model: ODEModel, solver: Any, saveat: SaveAt, n_states: int, c
                              "use a diffrax SDE solver (default diffrax.Euler())")
         return dfx.Euler() if solver is None else solver
     if solver is None:
-        if n_states <= KERNEL_MAX_STATES and not saveat.dense:
+        if n_states <= KERNEL_MAX_STATES:
             return Rodas4() if model.stiff else Tsit5()
         if model.stiff:
             return _KVAERNO5 if n_states <= DENSE_JACOBIAN_MAX_STATES else _KVAERNO5_KRYLOV
@@ -373,7 +373,7 @@ def prepare(
         raise InputError("t1 = inf needs explicit save times (saveat=[...]) or saveat='steps'")
     if sv.kind == "ts":
         check_save_times(sv.ts, t0, t1)
-    if max_step is not None:
+    if max_step is not None and not (isinstance(max_step, float) and max_step == math.inf):  # inf: SciPy's "no limit"
         check_number("max_step", max_step, positive=True)
     if dt0 is not None:
         check_number("dt0", dt0)
@@ -400,9 +400,12 @@ def prepare(
         check_rhs(model, as_float(y0, y_dtype), params_f, dtype)
         if events_t:
             check_events(events_t, model, as_float(y0, y_dtype), params_f, dtype)
-    if isinstance(chosen, AbstractKernel) and sv.dense:
-        raise InputError(f"{chosen!r} has no dense output over the whole solve: pass save times "
-                         "(saveat=...) or a diffrax solver (e.g. solver=diffrax.Tsit5()) with dense=True")
+    if isinstance(chosen, AbstractKernel) and sv.dense:  # every accepted step's dense data is kept
+        need = max_steps * (4 * n_states + 2) * np.dtype(y_dtype).itemsize
+        if need > 2**26 and need > memory_budget():
+            raise InputError(f"dense output for up to max_steps = {max_steps} steps needs {need / 2**30:.3g} GiB, "
+                             f"above the memory budget of {memory_budget() / 2**30:.3g} GiB "
+                             "(SIMKIT_MEMORY_BUDGET): lower max_steps or pass save times")
     if isinstance(chosen, AbstractKernel):
         program: Any = KernelProgram(solver=chosen, rhs=model.rhs, events=events_t, max_steps=max_steps,
                                      save=sv.kind, n_save=sv.count or 0, dense=sv.dense)

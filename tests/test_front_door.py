@@ -154,3 +154,25 @@ def test_infinite_end_with_a_terminal_event(solver):
     np.testing.assert_allclose(np.asarray(sol["h"]), 10 - 0.5 * 9.81 * np.array([0.0, 0.5, 1.0]) ** 2, rtol=1e-9)
     with pytest.raises(ValueError, match="t1 = inf needs explicit save times"):
         simkit.solve(ball, (0.0, np.inf), events=lambda t, y, p: y[0], solver=solver)
+
+
+@pytest.mark.parametrize("kernel", [simkit.Tsit5(), simkit.DOPRI5(), simkit.DOP853(), simkit.Rodas4()])
+def test_dense_output_keeps_the_engine_and_every_saved_value(kernel):
+    """dense=True: the kernel's own interpolant, the same engine, the same saved bits."""
+    model, span = (models.get("robertson"), (0.0, 100.0)) if kernel.stiff else (LORENZ, (0.0, 2.0))
+    plain = simkit.solve(model, span, saveat=11, solver=kernel, rtol=1e-8, atol=1e-10)
+    dense = simkit.solve(model, span, saveat=11, solver=kernel, rtol=1e-8, atol=1e-10, dense=True)
+    assert dense.solver_name == plain.solver_name == repr(kernel)
+    np.testing.assert_array_equal(np.asarray(dense.ys), np.asarray(plain.ys))
+    inner = np.asarray(plain.ts)[1:-1]
+    np.testing.assert_allclose(np.asarray(dense.evaluate(inner)), np.asarray(plain.ys)[1:-1], rtol=1e-12, atol=1e-14)
+
+
+def test_dense_output_is_differentiable():
+    def x_at(rho):
+        sol = simkit.solve(LORENZ, (0.0, 1.0), params={"rho": rho}, saveat=3, rtol=1e-10, atol=1e-10, dense=True)
+        return sol.evaluate(0.37)[0]
+
+    g = float(jax.grad(x_at)(28.0))
+    fd = (float(x_at(28.0 + 1e-5)) - float(x_at(28.0 - 1e-5))) / 2e-5
+    np.testing.assert_allclose(g, fd, rtol=1e-5)

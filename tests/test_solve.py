@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import simkit
+import simkit.solvers
 from simkit import models
 
 
@@ -159,9 +160,10 @@ def test_stiff_defaults_at_tight_tolerance_conserve_mass():
     sol = simkit.solve(rob, saveat=21, rtol=1e-10, atol=1e-14)
     assert sol.solver_name == "simkit.Rodas4()"
     np.testing.assert_allclose(np.asarray(sol.ys).sum(axis=1), 1.0, atol=1e-12)
-    # where simkit picks diffrax (here: dense output), Kvaerno5 gets simkit's Newton
-    # tolerances; diffrax's default took ~5,100 steps here
-    dense = simkit.solve(rob, saveat=21, rtol=1e-10, atol=1e-14, dense=True)
+    # where simkit picks diffrax (stiff systems above 64 states), Kvaerno5 gets simkit's
+    # Newton tolerances; diffrax's default took ~5,100 steps here
+    kvaerno = simkit.solvers.with_newton_tolerances(diffrax.Kvaerno5(), 1e-10, 1e-14)
+    dense = simkit.solve(rob, saveat=21, rtol=1e-10, atol=1e-14, dense=True, solver=kvaerno)
     assert dense.solver_name == "diffrax.Kvaerno5"
     np.testing.assert_allclose(np.asarray(dense.ys).sum(axis=1), 1.0, atol=1e-12)
     assert int(dense.stats["num_steps"]) < 1000

@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 
 from ..kernels.autodiff import KernelLoopProgram, kernel_solve
+from ..kernels.interpolation import KernelInterpolation
 from ..solvers import initial_step
 from .programs import KernelProgram
 from .record import EngineResult
@@ -22,7 +23,8 @@ def run_kernel(program: KernelProgram, args) -> EngineResult:
     dt0 = jnp.where(jnp.isnan(args.dt0), auto_dt0, args.dt0)
     save_ts = jnp.linspace(t0, t1, program.n_save) if program.save == "linspace" else args.save_ts
     loop = KernelLoopProgram(solver=solver, rhs=program.rhs, events=program.events,
-                             max_steps=program.max_steps, save_steps=program.save == "steps")
+                             max_steps=program.max_steps, save_steps=program.save == "steps",
+                             dense=program.dense)
     out = kernel_solve(loop, t0, t1, y0, params, save_ts, args.rtol, args.atol, dt0, args.max_step)
     stats = dict(out["stats"])
     stats["num_rhs"] = stats["num_rhs"] + 2  # the initial-step estimate
@@ -30,4 +32,8 @@ def run_kernel(program: KernelProgram, args) -> EngineResult:
         ts=out["ts"], ys=out["ys"], stats=stats, status=out["status"], t_final=out["t_final"],
         y_final=out["y_final"], event_index=out["event_index"], event_time=out["event_time"],
         event_ts=out["event_ts"], event_ys=out["event_ys"], event_counts=out["event_counts"],
+        interpolation=None if not program.dense else KernelInterpolation(
+            t0=t0, t1=out["t_final"], t=out["dense"]["t"], hs=out["dense"]["hs"], kept=out["dense"]["kept"],
+            n=out["stats"]["num_accepted_steps"], params=params, rtol=args.rtol, atol=args.atol,
+            solver=solver, rhs=program.rhs),
     )

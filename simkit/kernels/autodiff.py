@@ -41,12 +41,14 @@ class KernelLoopProgram:
     events: tuple
     max_steps: int
     save_steps: bool
+    dense: bool = False
 
 
 def _raw(program: KernelLoopProgram, t0, t1, y0, params, save_ts, rtol, atol, dt0, max_step):
     return adaptive_loop(
         program.solver.method(), program.rhs, t0, t1, y0, params, save_ts, rtol, atol, dt0, max_step,
         max_steps=program.max_steps, events=program.events, save_steps=program.save_steps,
+        dense_output=program.dense,
     )
 
 
@@ -70,13 +72,15 @@ def _kernel_solve_jvp(program, primals, tangents):
     def floats(xx):
         tt0, tt1, yy0, pp = unravel(xx)
         out = _raw(program, tt0, tt1, yy0, pp, save_ts, rtol, atol, dt0, max_step)
-        return {k: out[k] for k in _FLOAT_KEYS}, out
+        return {k: out[k] for k in _FLOAT_KEYS + (("dense",) if program.dense else ())}, out
 
     basis = jnp.eye(x.shape[0], dtype=x.dtype)
     _, jac, out = jax.vmap(
         lambda v: jax.jvp(floats, (x,), (v,), has_aux=True), out_axes=(None, 0, None)
     )(basis)
     tangent = {k: jnp.tensordot(dx, jac[k], axes=(0, 0)) for k in _FLOAT_KEYS}
+    if program.dense:  # the recorded steps move with the inputs too (their sizes do not)
+        tangent["dense"] = jax.tree_util.tree_map(lambda j: jnp.tensordot(dx, j, axes=(0, 0)), jac["dense"])
     if not program.save_steps:
         # moving a save time moves the saved state along the solution: dy/dt_k = f(t_k, y_k)
         reached = jnp.isfinite(out["ts"])

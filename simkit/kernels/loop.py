@@ -73,12 +73,16 @@ def adaptive_loop(
     max_steps: int,
     events: tuple = (),
     save_steps: bool = False,
+    dense_output: bool = False,
 ) -> dict[str, Any]:
     """Solve from ``t0`` to ``t1`` with ``method``; ``dt0`` is the first step's magnitude,
     ``max_step`` the largest step (``inf``: none).
 
     Returns ts, ys, status, t_final, y_final, event_index, event_time, the event records
-    (event_ts, event_ys, event_counts) and counters.
+    (event_ts, event_ys, event_counts) and counters; with `dense_output`, also ``dense``: every
+    accepted step's start, signed size and the method's kept data (``max_steps`` rows, the
+    first ``num_accepted_steps`` filled), from which `KernelInterpolation` evaluates the
+    method's own interpolant anywhere. Recording them changes no computed value.
     """
     dtype = jnp.real(y0).dtype
     eps = jnp.finfo(dtype).eps
@@ -107,6 +111,10 @@ def adaptive_loop(
         n_steps=jnp.asarray(0), n_acc=jnp.asarray(0), status=jnp.asarray(RUNNING), seg=seg0, ev=ev0,
         stop_index=jnp.asarray(-1, jnp.int32),
     )
+    if dense_output:
+        state0["rec"] = dict(t=jnp.zeros((max_steps,), dtype), hs=jnp.zeros((max_steps,), dtype),
+                             kept=jax.tree_util.tree_map(lambda a: jnp.zeros((max_steps,) + a.shape, a.dtype),
+                                                         seg0["kept"]))
     per_attempt = method.rhs_per_step + (0 if method.fsal else 1)
 
     def attempt(c):
@@ -148,6 +156,10 @@ def adaptive_loop(
             n_steps=c["n_steps"] + 1, n_acc=c["n_acc"] + accepted.astype(c["n_acc"].dtype),
             status=status.astype(c["status"].dtype), seg=seg, ev=ev, stop_index=stop_index,
         )
+        if dense_output:  # the accepted step's dense data, at row n_acc (a rejected one: no write)
+            row = jnp.where(accepted, c["n_acc"], max_steps)  # out of bounds: dropped
+            new["rec"] = jax.tree_util.tree_map(lambda buf, v: buf.at[row].set(v, mode="drop"), c["rec"],
+                                                dict(t=t, hs=hs, kept=seg["kept"]))
         return new, accepted
 
     def crossings(c, t, y, t_new, y_new, hs, dense, f_new, accepted):
@@ -261,6 +273,8 @@ def adaptive_loop(
         records = dict(event_ts=jnp.zeros((0, 0), dtype), event_ys=jnp.zeros((0, 0) + y0.shape, y0.dtype),
                        event_counts=jnp.zeros((0,), jnp.int32))
     n_steps = c["n_steps"]
+    if dense_output:
+        records["dense"] = c["rec"]
     return dict(
         ts=ts_out, ys=ys_out, status=status.astype(jnp.int32), t_final=c["t"], y_final=c["y"],
         event_index=event_index.astype(jnp.int32), event_time=event_time.astype(dtype), **records,
