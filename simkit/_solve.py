@@ -71,7 +71,7 @@ def solve(
 
     - `solver`: a simkit kernel (`simkit.Tsit5()`, `simkit.DOPRI5()`, `simkit.DOP853()`,
       `simkit.Rodas4()`) or any diffrax solver object (forces the diffrax engine). Default:
-      up to 64 states and without ``dense``, `simkit.Tsit5()` or, when ``model.stiff``,
+      up to 64 states, `simkit.Tsit5()` or, when ``model.stiff``,
       `simkit.Rodas4()`; otherwise ``diffrax.Tsit5()`` or ``diffrax.Kvaerno5()`` with
       simkit's Newton tolerances, its linear solves matrix-free (GMRES on Jacobian-vector
       products) above 2048 states, so large PDE systems never build a dense Jacobian.
@@ -87,7 +87,9 @@ def solve(
       (``Solution.t_events``, ``Solution.y_events``); a terminal event stops the solve at its
       n-th crossing and the `Solution` records ``event_time`` and ``event_index``. A plain
       callable is terminal unless it carries SciPy's ``terminal``/``direction`` attributes.
-    - `dense`: keep the dense interpolant, for ``Solution.evaluate(t)`` (diffrax engine).
+    - `dense`: keep the dense interpolant, for ``Solution.evaluate(t)`` (the chosen engine's
+      own: a kernel records every accepted step, up to ``max_steps`` rows; saved values are
+      unchanged bit for bit).
     - `key`: a ``jax.random`` key, required for stochastic models (``model.diffusion``): the
       Brownian motion is a deterministic function of it. SDEs use diffrax with fixed steps
       ``dt0`` (default ``(t1 - t0) / 1000``) and ``diffrax.Euler()`` (Euler–Maruyama) unless

@@ -14,6 +14,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 from jax.sharding import Mesh, PartitionSpec
 
 from ..errors import InputError, ShapeError
@@ -28,7 +29,9 @@ TRANSFORMS = ("shard_map", "pmap")
 
 
 def local_grid(grid: Grid, mesh_shape: tuple[int, ...]) -> Grid:
-    """The block of ``grid`` one shard holds (same spacing; coordinates are not global)."""
+    """The block of ``grid`` one shard holds: ``grid.shape[a] // mesh_shape[a]`` points per
+    axis, the same spacing (length units) and `lower` as ``grid`` (one static grid for every
+    shard; where a block lies is its `Space`'s ``offset``, see `sharded_space`)."""
     bad = [a for a, (s, d) in enumerate(zip(grid.shape, mesh_shape)) if s % d]
     if bad:
         from .mesh import working_counts
@@ -40,11 +43,19 @@ def local_grid(grid: Grid, mesh_shape: tuple[int, ...]) -> Grid:
     return Grid(shape, grid.lower, upper, grid.centering)
 
 
-def sharded_space(grid: Grid, bcs: Any, axes: tuple[tuple[str, int], ...]) -> Space:
-    """The `Space` a shard sees: its local grid, halo-exchange ghosts, global reductions."""
+def sharded_space(grid: Grid, bcs: Any, axes: tuple[tuple[str, int], ...], domain: Grid) -> Space:
+    """The `Space` a shard sees: its block ``grid`` (``local_grid(domain, sizes)``), halo-exchange
+    ghosts, global reductions, and its position in the whole grid ``domain``: the offset of
+    its first point, ``lax.axis_index(name) * grid.shape[a]`` per split axis ``a``, so
+    ``space.coordinates()`` are the block's own. Call it inside ``shard_map``/``pmap`` (the
+    mesh axis names of ``axes``, ``(name, size)`` per grid axis, bound)."""
+    sizes = tuple(size for _, size in axes)
+    if local_grid(domain, sizes) != grid:
+        raise ShapeError(f"sharded_space: {grid} is not a block of {domain} on a mesh of shape {sizes}")
     names = tuple(name for name, size in axes if size > 1)
+    offset = tuple(lax.axis_index(name) * n if size > 1 else 0 for (name, size), n in zip(axes, grid.shape))
     return Space(grid, bcs, fill=functools.partial(halo_pad, axes=axes),
-                 reduce_sum=mesh_sum(names), reduce_max=mesh_max(names))
+                 reduce_sum=mesh_sum(names), reduce_max=mesh_max(names), domain=domain, offset=offset)
 
 
 @functools.lru_cache(maxsize=64)
@@ -54,7 +65,7 @@ def _compiled(program: Any, mesh: Mesh, transform: str) -> Callable:
     shard_program = program.with_grid(block)
 
     def per_shard(u0, params, bcs, t0, dt):
-        return rollout_body(shard_program, sharded_space(block, bcs, axes), u0, params, t0, dt)
+        return rollout_body(shard_program, sharded_space(block, bcs, axes, program.grid), u0, params, t0, dt)
 
     ndim = program.grid.ndim
     if transform == "shard_map":

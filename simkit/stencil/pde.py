@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import equinox as eqx
@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _config
-from ..errors import ShapeError
+from ..errors import InputTypeError, ShapeError
 from ..model import ODEModel
 from .boundary import AbstractBoundaryCondition, Padded, normalize, pad
 from .grid import Grid
@@ -40,7 +40,13 @@ class Space(eqx.Module):
     `pad(field, width=1, bcs=None)` returns a `Padded` field (``bcs`` overrides the model's
     conditions for this call, e.g. for a derived quantity); `spacing`; `sum(field)` and
     `max(field)` over the grid axes; `integral(field)` = sum times the cell volume;
-    `coordinates()` of this grid (on a device mesh: of the local block, not global).
+    `coordinates()` of the points of `grid`, in the frame of the whole domain.
+
+    On a device mesh (`simkit.parallel.sharded_space`) `grid` is this shard's block (static,
+    the same for every shard, its `lower` the domain's), `domain` the whole grid and
+    `offset` the index of the block's first point along each grid axis (integers, traced:
+    ``lax.axis_index(axis) * block.shape[axis]``), so `coordinates()` gives the block's own
+    coordinates on any device count. On one device both are ``None``.
     """
 
     grid: Grid = eqx.field(static=True)
@@ -48,6 +54,17 @@ class Space(eqx.Module):
     fill: Callable = eqx.field(static=True, default=pad)
     reduce_sum: Callable = eqx.field(static=True, default=_sum_grid)
     reduce_max: Callable = eqx.field(static=True, default=_max_grid)
+    domain: Grid | None = eqx.field(static=True, default=None)
+    offset: tuple[Any, ...] | None = None
+
+    def __check_init__(self) -> None:
+        if (self.domain is None) != (self.offset is None):
+            raise ShapeError("Space: a block of a decomposed grid needs both `domain` (the whole grid) "
+                             "and `offset` (its first point's index per axis), or neither")
+        if self.domain is not None and (len(self.offset) != self.grid.ndim or self.domain.ndim != self.grid.ndim
+                                        or any(n > m for n, m in zip(self.grid.shape, self.domain.shape))):
+            raise ShapeError(f"Space: block {self.grid} with an offset of length {len(self.offset)} "
+                             f"does not fit in the domain {self.domain}")
 
     @property
     def spacing(self) -> tuple[float, ...]:
@@ -70,11 +87,48 @@ class Space(eqx.Module):
     def integral(self, field: Any) -> Any:
         return self.sum(field) * self.grid.cell_volume
 
-    def coordinates(self) -> tuple[np.ndarray, ...]:
-        return self.grid.mesh()
+    def coordinates(self) -> tuple[Any, ...]:
+        """Coordinates of this grid's points (length units): one array of shape ``grid.shape``
+        per axis (``indexing="ij"``). On one device NumPy arrays (`Grid.meshgrid`); on a device
+        mesh JAX arrays: the block's slice of the domain's coordinates, the same values as on
+        one device (use ``jnp`` functions on them)."""
+        if self.domain is None:
+            return self.grid.meshgrid()
+        from jax import lax
+
+        axes = [lax.dynamic_slice_in_dim(jnp.asarray(self.domain.coordinates(a)), self.offset[a], n)
+                for a, n in enumerate(self.grid.shape)]
+        return tuple(jnp.meshgrid(*axes, indexing="ij"))
 
 
 PDERHS = Callable[[Any, Any, dict, Space], Any]
+
+_CONDITIONS = ("simkit.stencil.Periodic(), Dirichlet(value), Neumann(flux) or "
+               "Robin(alpha, beta, value)")
+_FOR_NAME = {"periodic": "Periodic()", "dirichlet": "Dirichlet(0.0)", "neumann": "Neumann(0.0)",
+             "robin": "Robin(alpha, beta, value)"}
+
+
+def _check_bcs_are_objects(bcs: Any, name: str) -> None:
+    """Boundary conditions are objects (STYLE 1): a string such as ``"periodic"``, at any
+    level of the spec, is refused with the object to pass instead."""
+
+    def strings(spec: Any, depth: int) -> list[str]:
+        if isinstance(spec, str):
+            return [spec]
+        if depth < 2 and isinstance(spec, (tuple, list)):
+            return [s for item in spec for s in strings(item, depth + 1)]
+        return []
+
+    found = strings(bcs, 0)
+    if found:
+        hint = _FOR_NAME.get(found[0].strip().lower())
+        use = f"for {found[0]!r} pass {hint} (the objects: {_CONDITIONS})" if hint else f"pass {_CONDITIONS}"
+        raise InputTypeError(f"PDE model {name!r}: bcs takes boundary-condition objects, not strings "
+                             f"(got {bcs!r}); {use}")
+    if not isinstance(bcs, (AbstractBoundaryCondition, Sequence)):
+        raise InputTypeError(f"PDE model {name!r}: bcs must be a boundary condition ({_CONDITIONS}), "
+                             f"or per axis a condition or a (lower, upper) pair, got {bcs!r}")
 
 
 class PDEModel(eqx.Module):
@@ -117,6 +171,7 @@ class PDEModel(eqx.Module):
         if np.shape(self.u0) != expected:
             raise ShapeError(f"PDE model {self.name!r}: u0 must have shape (components,) + grid.shape "
                              f"= {expected}, got {np.shape(self.u0)}")
+        _check_bcs_are_objects(self.bcs, self.name)
         pairs = normalize(self.bcs, self.grid.ndim)
         if self.grid.centering == "node" and not all(lo.periodic for lo, _ in pairs):
             raise ShapeError(f"PDE model {self.name!r}: node-centred grids take Periodic boundaries "
