@@ -1,20 +1,26 @@
 """The diffrax engine: a `DiffraxProgram` run by ``diffrax.diffeqsolve``.
 
-Events (`simkit.events`) follow the kernel engine's semantics exactly (its
-`simkit.kernels.loop` ``crossings`` is the reference): the solver is wrapped in `_EventSolver`,
-whose every step locates the crossings inside the step on the solver's own interpolant and
-records them in the solver state. diffrax keeps a solver state only when the step is
-accepted, so rejected steps leave no records, and the trajectory is the one without events
-(the same steps, bit for bit). A terminal count completed (or a record buffer overflowing)
-stops the solve: the step's error estimate carries a flag to `_EventController`, which
-reports ``RESULTS.event_occurred`` for an accepted step. One ``diffeqsolve``, one compiled
-loop, no host callbacks.
+**Events** follow the kernel engine's semantics (`simkit.events`; `simkit.kernels.loop`'s
+``crossings`` is the reference), inside one ``diffeqsolve``:
 
-The rhs is never evaluated outside ``[t0, t1]``: Kvaerno5 (and Kvaerno4) have a stage
-abscissa above 1 (``c = 1.2303``), so their last step evaluates the rhs at about 0.23 h past
-``t1``. `_EventController` shortens the steps near ``t1`` so that ``t + c_max h <= t1``
-(about 16 extra tiny steps) when the rhs depends on ``t``; the time passed to the rhs is
-clamped to the span, which is exact for an autonomous rhs and covers rounding otherwise.
+- `_EventSolver` wraps the solver: each step locates the crossings inside it on the
+  solver's own interpolant (the kernels' Illinois root finder, `_locate`); its solver state
+  carries each event's last value, sign and count, which diffrax keeps only for accepted
+  steps. What it found travels to the controller with the step's error estimate.
+- `_EventController` wraps the step-size controller: its state carries the records
+  (written in place for accepted steps only), and an accepted step that completes a
+  terminal count, or overflows a record buffer, ends the solve (``event_occurred``). The
+  solve ends at that step's end; `run_diffrax` then reports the crossing as the final point.
+
+Non-terminal events leave the step sequence untouched: the trajectory is the one without
+events, bit for bit. No host callbacks, no restarts.
+
+**The rhs never sees a time outside** ``[t0, t1]``: Kvaerno5 (and Kvaerno4) have a stage
+abscissa above 1 (``c = 1.2303``), so their last step evaluated the rhs about 0.23 h past
+``t1``. For an rhs that reads ``t``, `_EventController` shortens the steps near ``t1`` so
+that ``t + c_max h <= t1`` (about 16 extra, geometrically shrinking steps at the end); the
+time handed to the rhs is also clamped to the span, which is exact for an autonomous rhs
+and covers the last rounding-level overshoot.
 """
 
 from __future__ import annotations
@@ -27,8 +33,6 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import lineax as lx
-import optimistix as optx
-from diffrax._root_finder import use_stepsize_tol  # what diffeqsolve tests for
 from jax import lax
 
 from ..events import capacity, event_values
@@ -37,6 +41,10 @@ from ..solvers import initial_step, solver_order, with_newton_tolerances
 from ..status import Status
 from .programs import DiffraxProgram
 from .record import EngineResult
+
+# diffrax's marker for "use the step-size controller's tolerances" in an implicit solver's
+# root finder, read off a default solver (public API) rather than imported from a private module
+use_stepsize_tol = dfx.Kvaerno5().root_finder.rtol
 
 
 def _result_code(sol: Any, y_final: Any) -> Any:
@@ -380,25 +388,19 @@ def run_diffrax(program: DiffraxProgram, args) -> EngineResult:
     )
     (ts, ys), (t_end, y_end) = (sol.ts[0], sol.ys[0]), (sol.ts[1][0], sol.ys[1][0])
     status = _result_code(sol, y_end)
-    n_ev, cap = len(events), capacity(events)
     if events:
-        ev = sol.controller_state[1]
+        ev = sol.controller_state[1]  # see _EventController
         fired = ev["fired"] & (status == int(Status.EVENT))
-        overflow = jnp.any(ev["count"] > _max_records(events))
+        # more crossings than an event can record: it stopped rather than lose them
+        status = jnp.where(jnp.any(ev["count"] > _max_records(events)), int(Status.TOO_MANY_EVENTS), status)
         t_end = jnp.where(fired, ev["t_stop"], t_end)
         y_end = jnp.where(fired, ev["y_stop"], y_end)
-        status = jnp.where(overflow, int(Status.TOO_MANY_EVENTS),
-                           jnp.where(status == int(Status.EVENT), jnp.where(fired, int(Status.EVENT),
-                                                                            int(Status.SUCCESS)), status))
-        status = jnp.where(jnp.all(jnp.isfinite(y_end)) | (status > int(Status.EVENT)), status,
-                           int(Status.NONFINITE)).astype(jnp.int32)
-        sign = direction.astype(t_end.dtype)
         if save_ts is None:  # every step: the last one ends at the terminal crossing
             last = sol.stats["num_accepted_steps"]
             ts = ts.at[last].set(jnp.where(fired, t_end, ts[last]))
             ys = ys.at[last].set(jnp.where(fired, y_end, ys[last]))
         else:  # save times past the end were not reached: inf, and the final state (as the kernels)
-            reached = sign * (save_ts - t_end) <= 0
+            reached = direction * (save_ts - t_end) <= 0
             ts = jnp.where(reached, save_ts, jnp.inf)
             ys = jnp.where(reached[:, None], ys, y_end)
         event_index = jnp.where(fired, ev["stop_index"], -1).astype(jnp.int32)

@@ -92,6 +92,7 @@ def adaptive_loop(
     if events:
         ev_direction = jnp.asarray([ev.direction for ev in events], dtype)
         ev_terminal = jnp.asarray([ev.terminal for ev in events], jnp.int32)
+        ev_max = jnp.asarray([ev.max_records for ev in events], jnp.int32)  # per event (cap: the largest)
         g0 = event_values(events, t0, y0, params)
         ev0 = dict(g=g0, sign=jnp.sign(g0), count=jnp.zeros((n_ev,), jnp.int32),
                    ts=jnp.full((n_ev, cap), jnp.inf, dtype), ys=jnp.zeros((n_ev, cap) + y0.shape, y0.dtype))
@@ -147,7 +148,7 @@ def adaptive_loop(
                                 jnp.where(finite, int(Status.STEP_SIZE_UNDERFLOW), int(Status.NONFINITE)),
                                 RUNNING)))
         if events:  # more crossings than an event can record: stop rather than lose them
-            status = jnp.where(jnp.any(ev["count"] > cap), int(Status.TOO_MANY_EVENTS), status)
+            status = jnp.where(jnp.any(ev["count"] > ev_max), int(Status.TOO_MANY_EVENTS), status)
         # the last attempt: when a save time is reached, it is the accepted step covering it
         seg = dict(t=t, hs=hs, kept=method.keep(y, c["f"], y_new, dense, f_new))
         new = dict(
@@ -192,7 +193,7 @@ def adaptive_loop(
         y_ev = jax.vmap(interp)(theta)
         slot = jnp.minimum(ev["count"], cap - 1)
         rows = jnp.arange(n_ev)
-        write = keep & (ev["count"] < cap)
+        write = keep & (ev["count"] < ev_max)
         ts_rec = ev["ts"].at[rows, slot].set(jnp.where(write, t_ev, ev["ts"][rows, slot]))
         ys_rec = ev["ys"].at[rows, slot].set(jnp.where(write[:, None], y_ev, ev["ys"][rows, slot]))
         count = ev["count"] + keep.astype(jnp.int32)

@@ -17,6 +17,7 @@ import numpy as np
 from jax import lax
 from jax.sharding import Mesh, PartitionSpec
 
+from .. import _config
 from ..errors import InputError, ShapeError
 from ..stencil.field_solution import FieldSolution
 from ..stencil.grid import Grid
@@ -94,6 +95,7 @@ def _compiled(program: Any, mesh: Mesh, transform: str) -> Callable:
     return run
 
 
+@_config.simkit_call()
 def integrate(
     model: PDEModel,
     *,
@@ -139,6 +141,7 @@ def integrate(
                   int(bad), dt, throw)
 
 
+@_config.simkit_call()
 def rollout(model: PDEModel, params: Mapping[str, Any] | None = None, u0: Any = None, *, dt: Any, steps: int,
             mesh: Mesh | None = None, save_every: int | None = None, stepper: AbstractStepper | None = None,
             t0: Any = 0.0, diagnostics: Mapping[str, Callable] | None = None,
