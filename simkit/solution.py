@@ -86,16 +86,20 @@ class Solution:
         """Times of every recorded crossing, one array per event (SciPy's ``t_events``)."""
         if self.event_ts is None:
             return []
-        counts = np.minimum(np.asarray(self.event_counts), np.shape(self.event_ts)[-1])
-        return [np.asarray(self.event_ts[i, : counts[i]]) for i in range(len(counts))]
+        return [self.event_ts[i][: n] for i, n in enumerate(self._recorded())]
+
+    def _recorded(self) -> list[int]:
+        """Crossings kept per event (at most its ``max_records``: rows beyond are ``inf``)."""
+        ts = np.asarray(self.event_ts)
+        counts = np.minimum(np.asarray(self.event_counts), ts.shape[-1])
+        return [int(np.sum(np.isfinite(ts[i, : counts[i]]))) for i in range(len(counts))]
 
     @property
     def y_events(self) -> list:
         """States at every recorded crossing, one ``(crossings, n_states)`` array per event."""
         if self.event_ys is None:
             return []
-        counts = np.minimum(np.asarray(self.event_counts), np.shape(self.event_ys)[1])
-        return [np.asarray(self.event_ys[i, : counts[i]]) for i in range(len(counts))]
+        return [self.event_ys[i][: n] for i, n in enumerate(self._recorded())]
 
     # -- access ---------------------------------------------------------------
     def __getitem__(self, name: str) -> Any:
