@@ -66,7 +66,11 @@ def _member_arrays(model: ODEModel, params: dict | None, y0: Any) -> tuple[int, 
             raise ShapeError(f"parameter {name!r}: expected shape {default_shape} (one value for all "
                              f"members) or (members,) + {default_shape}, got {shape}")
         sizes[f"parameter {name!r}"] = shape[0]
-    y0_arr = np.asarray(model.y0 if y0 is None else y0, dtype=dtype)
+    try:
+        y0_arr = np.asarray(model.y0 if y0 is None else y0, dtype=dtype)
+    except (TypeError, ValueError) as err:
+        raise InputTypeError(f"ensemble(): y0 must be a numeric array of shape ({model.n_states},) or "
+                             f"(members, {model.n_states}), got {y0!r:.80}") from err
     n = model.n_states
     if y0_arr.shape == (n,):
         pass

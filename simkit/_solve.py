@@ -21,7 +21,7 @@ from . import _config, engines
 from ._prepare import SolvePlan, concrete, is_traced, prepare
 from .errors import SolveError
 from .model import ODEModel, Params
-from .save_times import SaveSteps
+from .save_times import SaveSteps, save_grid
 from .solution import Solution
 from .solvers import is_implicit
 from .status import Status, describe
@@ -153,7 +153,7 @@ def _trivial(plan: SolvePlan) -> engines.EngineResult | None:
     if program.save == "steps":
         ts = np.asarray([t0] if t0 == t1 else [t0, t1], dtype=args.t0.dtype)
     elif program.save == "linspace":
-        ts = np.linspace(args.t0, args.t1, program.n_save)
+        ts = save_grid(args.t0, args.t1, program.n_save)
     else:
         ts = np.asarray(args.save_ts)
     y0 = np.asarray(args.y0)

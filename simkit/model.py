@@ -10,7 +10,7 @@ from typing import Any
 import equinox as eqx
 import numpy as np
 
-from .errors import ParameterError, ShapeError
+from .errors import InputTypeError, ParameterError, ShapeError
 
 Params = Mapping[str, Any]
 RHS = Callable[[Any, Any, Params], Any]
@@ -18,7 +18,7 @@ RHS = Callable[[Any, Any, Params], Any]
 
 def _as_params(params: Params) -> dict[str, Any]:
     if not isinstance(params, Mapping):
-        raise ParameterError(f"params must be a mapping of name -> value, got {type(params).__name__}")
+        raise InputTypeError(f"params must be a dict (a mapping of name -> value), got {type(params).__name__}")
     return {str(k): v for k, v in params.items()}
 
 

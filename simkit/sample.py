@@ -12,10 +12,15 @@ import jax
 import numpy as np
 
 from . import _config
-from .errors import InputError
+from .errors import InputError, InputTypeError
 
 
 def _check(ranges: Mapping[str, tuple[float, float]], n: int, what: str) -> None:
+    if not isinstance(ranges, Mapping):
+        raise InputTypeError(f"sample.{what}: ranges must be a dict of name -> (low, high), got "
+                             f"{type(ranges).__name__}")
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+        raise InputTypeError(f"sample.{what}: n must be an int number of members, got {n!r}")
     if n < 1:
         raise InputError(f"sample.{what}: n must be positive, got {n}")
     for name, pair in ranges.items():

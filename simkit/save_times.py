@@ -85,6 +85,17 @@ class SaveSteps(SaveAt):
         super().__init__(steps=True)
 
 
+def save_grid(t0: Any, t1: Any, n: int) -> Any:
+    """The ``n`` evenly spaced save times of ``SaveAt(ts=n)``: from t0 to t1, and ``[t1]`` for
+    ``n = 1`` (the final state). NumPy for host numbers, JAX for traced ones."""
+    import jax.numpy as jnp
+
+    xp = np if isinstance(t0, (int, float, np.ndarray, np.generic)) and isinstance(t1, (int, float, np.ndarray, np.generic)) else jnp
+    if n == 1:
+        return xp.reshape(xp.asarray(t1), (1,))
+    return xp.linspace(t0, t1, n)
+
+
 def as_saveat(saveat: Any, dense: bool = False) -> SaveAt:
     """Convert the ``saveat=`` shorthands (None, int, array, ``"steps"``) to a `SaveAt`."""
     if isinstance(saveat, SaveAt):

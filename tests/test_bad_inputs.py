@@ -398,10 +398,7 @@ CASES = [
     pytest.param(lambda: reference.solve_ivp(LORENZ, (0.0, 0.1), params={"gamma": 1.0}), KeyError,
                  r"no parameter\(s\) \['gamma'\]", id="reference-params-unknown"),
     pytest.param(lambda: reference.solve_ivp(LORENZ, (0.0, 0.1), params=[1.0]), TypeError,
-                 r"params must be a (dict|mapping)", id="reference-params-list",
-                 marks=_bug("simkit/model.py _as_params (ODEModel(params=...), merged_params): params that are not a "
-                            "mapping raise ParameterError (KeyError/ValueError), where the front door raises "
-                            "InputTypeError (TypeError) for the same mistake")),
+                 r"params must be a (dict|mapping)", id="reference-params-list"),
     pytest.param(lambda: reference.solve_ivp(LORENZ, (0.0, 0.1), method="RK4"), ValueError,
                  r"method must be one of.*'RK4'", id="reference-method"),
     pytest.param(lambda: reference.solve_ivp(NO_SPAN), ValueError, r"'nospan' has no default t_span",
@@ -409,41 +406,26 @@ CASES = [
 
     # -- known bugs (reported to the lead): strict, so a fix shows up as XPASS ---------------------
     pytest.param(lambda: reference.solve_ivp(LORENZ, (0.0, 0.01), y0=[1.0, 2.0]), ValueError, r"y0.*\(3,\)",
-                 id="reference-y0-shape", marks=_bug(
-                     "simkit/reference/scipy_ivp.py: a y0 of the wrong shape reaches SciPy and fails inside the rhs "
-                     "with NumPy's 'operands could not be broadcast' (not a SimkitError, after compiling)")),
+                 id="reference-y0-shape"),
     pytest.param(lambda: reference.solve_ivp(LORENZ, (0.0, 0.01, 2.0)), ValueError, r"t_span",
-                 id="reference-tspan-three", marks=_bug(
-                     "simkit/reference/scipy_ivp.py: a t_span of length 3 is silently cut to its first two entries")),
+                 id="reference-tspan-three"),
     pytest.param(lambda: reference.solve_ivp(LORENZ, (0.0, 0.01), saveat=0), ValueError, r"saveat",
-                 id="reference-saveat-0", marks=_bug(
-                     "simkit/reference/scipy_ivp.py: saveat=0 ends in AttributeError ('list' object has no "
-                     "attribute 'T') after SciPy ran")),
+                 id="reference-saveat-0"),
     pytest.param(lambda: reference.solve_ivp(LORENZ, (0.0, 0.01), saveat=[0.005, 2.0]), ValueError, r"saveat",
-                 id="reference-saveat-outside", marks=_bug(
-                     "simkit/reference/scipy_ivp.py: save times outside t_span reach SciPy, whose plain ValueError "
-                     "names `t_eval`, not saveat, and is not a SimkitError")),
-    pytest.param(ens(y0="abc", params=None), TypeError, r"y0", id="ensemble-y0-string", marks=_bug(
-        "simkit/_ensemble.py _member_arrays: np.asarray(y0, float) raises NumPy's plain ValueError "
-        "(could not convert string to float), not a SimkitError naming y0")),
+                 id="reference-saveat-outside"),
+    pytest.param(ens(y0="abc", params=None), TypeError, r"y0", id="ensemble-y0-string"),
     pytest.param(fit(free="rho"), TypeError, r"free", id="fit-free-string", marks=_bug(
         "simkit/fitting/parameters.py build: free='rho' is iterated as characters: "
         "\"no parameter(s) ['r', 'h', 'o']\"")),
     pytest.param(fit(bounds="negative"), ValueError, r"bounds", id="fit-bounds-string", marks=_bug(
         "simkit/fitting/parameters.py build: a bounds string other than 'positive' reaches dict() and raises "
         "its plain ValueError ('dictionary update sequence element #0 ...')")),
-    pytest.param(lambda: sample.uniform(KEY, {"rho": (1.0, 2.0)}, 2.5), TypeError, r"\bn\b", id="sample-n-float",
-                 marks=_bug("simkit/sample.py _check: n=2.5 reaches jax.random and fails with JAX's plain TypeError "
-                            "('Shapes must be 1D sequences of concrete values of integer type')")),
-    pytest.param(lambda: sample.uniform(KEY, [(1.0, 2.0)], 4), TypeError, r"ranges", id="sample-ranges-list",
-                 marks=_bug("simkit/sample.py _check: ranges given as a list raise AttributeError "
-                            "('list' object has no attribute 'items')")),
+    pytest.param(lambda: sample.uniform(KEY, {"rho": (1.0, 2.0)}, 2.5), TypeError, r"\bn\b", id="sample-n-float"),
+    pytest.param(lambda: sample.uniform(KEY, [(1.0, 2.0)], 4), TypeError, r"ranges", id="sample-ranges-list"),
     pytest.param(lambda: Dataset(times=[0.0, 1.0], values=[1.0, 2.0], observed=("x",), sigma=[1.0, 1.0, 1.0]),
                  ValueError, r"sigma", id="dataset-sigma-shape", marks=_bug(
                      "simkit/fitting/data.py: a sigma of the wrong shape raises NumPy's plain broadcast ValueError")),
-    pytest.param(integrate(dt="0.1"), TypeError, r"\bdt\b", id="integrate-dt-string", marks=_bug(
-        "simkit/stencil/stepping.py prepare: dt='0.1' raises NumPy's plain TypeError from np.isfinite "
-        "('ufunc isfinite not supported'), not a SimkitError naming dt")),
+    pytest.param(integrate(dt="0.1"), TypeError, r"\bdt\b", id="integrate-dt-string"),
 ]
 
 

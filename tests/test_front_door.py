@@ -176,3 +176,10 @@ def test_dense_output_is_differentiable():
     g = float(jax.grad(x_at)(28.0))
     fd = (float(x_at(28.0 + 1e-5)) - float(x_at(28.0 - 1e-5))) / 2e-5
     np.testing.assert_allclose(g, fd, rtol=1e-5)
+
+
+@pytest.mark.parametrize("solver", ENGINES, ids=["kernel", "diffrax"])
+def test_a_single_save_point_is_the_final_state(solver):
+    sol = simkit.solve(DECAY, saveat=1, solver=solver, rtol=1e-10, atol=1e-12)
+    assert np.asarray(sol.ts).tolist() == [2.0]
+    np.testing.assert_allclose(np.asarray(sol.ys[0]), np.array([1.0, 2.0]) * np.exp(-2.0), rtol=1e-8)

@@ -52,7 +52,7 @@ def test_reference_errors():
     (dict(params={"k": jnp.array([1.0, jnp.nan])}), simkit.ParameterError, r"parameter\(s\) \['k'\]"),
     (dict(y0=[np.nan, 2.0]), simkit.InputError, r"y0 of 'decay' is not finite \(states \['a'\]\)"),
     (dict(t_span=(0.0, np.inf)), simkit.InputError, r"t_span must be finite"),
-    (dict(saveat=[0.0, np.nan]), simkit.InputError, r"saveat must be finite"),
+    (dict(saveat=[0.0, np.nan]), simkit.InputError, r"saveat times must be finite"),
 ])
 def test_non_finite_input_is_refused_before_scipy_runs(kwargs, error, names):
     """SciPy would reject every step of a NaN state forever; the check comes first."""

@@ -36,6 +36,7 @@ import lineax as lx
 from jax import lax
 
 from ..events import capacity, event_values
+from ..save_times import save_grid
 from ..kernels.loop import _locate
 from ..solvers import initial_step, solver_order, with_newton_tolerances
 from ..status import Status
@@ -344,7 +345,7 @@ def run_diffrax(program: DiffraxProgram, args) -> EngineResult:
         auto_dt0 = (t1 - t0) / 1000  # SDEs take fixed steps: 1000 by default
     dt0 = jnp.where(jnp.isnan(args.dt0), auto_dt0, args.dt0)
     if program.save == "linspace":
-        save_ts = jnp.linspace(t0, t1, program.n_save)
+        save_ts = save_grid(t0, t1, program.n_save)
         main = dfx.SubSaveAt(ts=save_ts)
     elif program.save == "ts":
         save_ts = args.save_ts

@@ -10,6 +10,7 @@ import jax.numpy as jnp
 from ..kernels.autodiff import KernelLoopProgram, kernel_solve
 from ..kernels.interpolation import KernelInterpolation
 from ..solvers import initial_step
+from ..save_times import save_grid
 from .programs import KernelProgram
 from .record import EngineResult
 
@@ -21,7 +22,7 @@ def run_kernel(program: KernelProgram, args) -> EngineResult:
     t0, t1, y0, params = args.t0, args.t1, args.y0, args.params
     auto_dt0 = initial_step(program.rhs, t0, t1, y0, params, args.rtol, args.atol, solver.order())
     dt0 = jnp.where(jnp.isnan(args.dt0), auto_dt0, args.dt0)
-    save_ts = jnp.linspace(t0, t1, program.n_save) if program.save == "linspace" else args.save_ts
+    save_ts = save_grid(t0, t1, program.n_save) if program.save == "linspace" else args.save_ts
     loop = KernelLoopProgram(solver=solver, rhs=program.rhs, events=program.events,
                              max_steps=program.max_steps, save_steps=program.save == "steps",
                              dense=program.dense)

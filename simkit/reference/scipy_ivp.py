@@ -11,7 +11,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..errors import InputError, ParameterError, SolveError
+from .._prepare import check_save_times, time_span
+from ..errors import InputError, ParameterError, ShapeError, SolveError
+from ..save_times import as_saveat, save_grid
 from ..model import ODEModel, Params
 
 IMPLICIT = ("Radau", "BDF", "LSODA")
@@ -70,28 +72,28 @@ def solve_ivp(
 
     if method not in METHODS:
         raise InputError(f"method must be one of {METHODS}, got {method!r}")
-    t_span = model.t_span if t_span is None else t_span
-    if t_span is None:
-        raise InputError(f"model {model.name!r} has no default t_span: pass t_span=(t0, t1)")
-    t0, t1 = float(t_span[0]), float(t_span[1])
-    if not (np.isfinite(t0) and np.isfinite(t1)):
-        raise InputError(f"reference.solve_ivp: t_span must be finite, got {(t0, t1)} for {model.name!r}")
+    if t_span is not None and np.ndim(t_span) == 1 and len(t_span) == 2 and not np.all(np.isfinite(t_span)):
+        raise InputError(f"reference.solve_ivp: t_span must be finite, got {tuple(t_span)} for {model.name!r}")
+    t0, t1 = (float(t) for t in time_span(model, t_span))  # a pair of finite numbers
     merged = model.merged_params(params)
     # SciPy never returns on a NaN state (every step is rejected): refuse non-finite input first
     bad = sorted(k for k, v in merged.items() if not np.all(np.isfinite(np.asarray(v))))
     if bad:
         raise ParameterError(f"reference.solve_ivp: parameter(s) {bad} of {model.name!r} are not "
                              f"finite: {({k: merged[k] for k in bad})}")
-    p = {k: jnp.asarray(v, jnp.float64) for k, v in merged.items()}
     y_init = np.asarray(model.y0 if y0 is None else y0, dtype=np.float64)
+    if y_init.shape != (model.n_states,):
+        raise ShapeError(f"reference.solve_ivp: y0 of {model.name!r} must have shape ({model.n_states},), "
+                         f"got {y_init.shape}")
     if not np.all(np.isfinite(y_init)):
         states = [n for n, v in zip(model.state_names, np.atleast_1d(y_init)) if not np.all(np.isfinite(v))]
         raise InputError(f"reference.solve_ivp: y0 of {model.name!r} is not finite (states {states}): {y_init}")
-    if saveat is None:
-        saveat = 101
-    t_eval = np.linspace(t0, t1, int(saveat)) if np.ndim(saveat) == 0 else np.asarray(saveat, float)
-    if not np.all(np.isfinite(t_eval)):
-        raise InputError(f"reference.solve_ivp: saveat must be finite times, got {t_eval}")
+    save = as_saveat(saveat)  # the same save-time rules as simkit.solve
+    if save.steps:
+        raise InputError("reference.solve_ivp: saveat must be a count or an array of times, not 'steps'")
+    t_eval = save_grid(t0, t1, save.ts) if save.kind == "linspace" else np.asarray(save.ts, float)
+    check_save_times(t_eval, t0, t1)
+    p = {k: jnp.asarray(v, jnp.float64) for k, v in merged.items()}
     f, jac = _compiled(model.rhs)
 
     def fun(t: float, y: np.ndarray) -> np.ndarray:

@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _config
-from .._prepare import merge_params
+from .._prepare import check_number, merge_params
 from ..errors import InputError, ShapeError, SolveError
 from ..status import Status
 from .field_solution import FieldSolution
@@ -276,6 +276,8 @@ def prepare(model: PDEModel, *, dt: float | Callable, steps: int, save_every: in
         raise InputError(f"{type(stepper).__name__} needs the model's linear part; {model.name!r} has "
                          "none (set PDEModel.linear to the stiff linear term)")
     adaptive = callable(dt)
+    if not adaptive:
+        check_number("dt", dt) if isinstance(dt, (str, bytes)) or dt is None else None  # a number (or a rule)
     if not adaptive and not (np.isfinite(dt) and dt > 0):
         raise InputError(f"dt must be positive and finite (or a rule dt(u, params, space)), got {dt}")
     merged = merge_params(model.params, params, owner=f"model {model.name!r}")
