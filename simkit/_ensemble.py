@@ -204,6 +204,7 @@ def ensemble(
     per_device = math.ceil(members / n_dev)
     if chunk_size is not None:
         check_count("chunk_size", chunk_size)
+    check_count("memory_budget", memory_budget)
     n_save = plan.saveat.count if plan.saveat.count is not None else max_steps + 1
     member_bytes = 2 * n_save * model.n_states * np.dtype(dtype).itemsize  # ys + its update
     fits = max(1, int(memory_budget) // member_bytes)

@@ -18,7 +18,7 @@ from jax import lax
 from jax.sharding import Mesh, PartitionSpec
 
 from .. import _config
-from ..errors import InputError, ShapeError
+from ..errors import InputError, InputTypeError, ShapeError
 from ..stencil.field_solution import FieldSolution
 from ..stencil.grid import Grid
 from ..stencil.pde import PDEModel, Space
@@ -124,7 +124,7 @@ def integrate(
     if transform not in TRANSFORMS:
         raise InputError(f"transform must be one of {TRANSFORMS}, got {transform!r}")
     if not isinstance(model, PDEModel):
-        raise InputError(f"parallel.integrate() expects a PDEModel, got {type(model).__name__}")
+        raise InputTypeError(f"parallel.integrate() expects a PDEModel, got {type(model).__name__}")
     mesh = mesh_for(model.grid) if mesh is None else mesh
     if mesh.axis_names != tuple(("x", "y", "z")[: model.grid.ndim]):
         raise InputError(f"mesh axes {mesh.axis_names} do not match a {model.grid.ndim}-D grid: "

@@ -26,7 +26,7 @@ import numpy as np
 
 from .. import _config
 from .._prepare import check_number, merge_params
-from ..errors import InputError, ShapeError, SolveError
+from ..errors import InputError, InputTypeError, ShapeError, SolveError
 from ..status import Status
 from .field_solution import FieldSolution
 from .grid import whole_number
@@ -227,7 +227,7 @@ def build_program(model: PDEModel, *, dt: float | Callable, steps: int, save_eve
     """The static program of a rollout (checks the structural arguments only)."""
     stepper = RK4() if stepper is None else stepper
     if not isinstance(stepper, AbstractStepper):
-        raise InputError(f"stepper must be a simkit.stencil stepper object (RK4(), SSPRK3(), ...), got {stepper!r}")
+        raise InputTypeError(f"stepper must be a simkit.stencil stepper object (RK4(), SSPRK3(), ...), got {stepper!r}")
     steps = whole_number(steps, "steps")  # 2.5 is refused, never truncated
     save_every = steps if save_every is None else whole_number(save_every, "save_every")
     if steps < 1 or save_every < 1 or steps % save_every:
@@ -268,7 +268,8 @@ def prepare(model: PDEModel, *, dt: float | Callable, steps: int, save_every: in
     """Check the arguments of a rollout (before any compilation of it) and build its static
     program: ``(program, u_init, params, dt_argument)``."""
     if not isinstance(model, PDEModel):
-        raise InputError(f"stencil.integrate() expects a PDEModel, got {type(model).__name__}")
+        raise InputTypeError(f"stencil.integrate() expects a PDEModel, got {type(model).__name__}")
+    check_number("t0", t0)
     program = build_program(model, dt=dt, steps=steps, save_every=save_every, stepper=stepper,
                             diagnostics=diagnostics)
     stepper = program.stepper
