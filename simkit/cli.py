@@ -114,9 +114,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_validate(args: argparse.Namespace) -> int:
     from .validation import run
+    from .validation.report import default_out_dir
 
-    _check_writable_dir(args.out, "--out")
-    summary = run(out_dir=args.out, quick=args.quick)
+    out = args.out if args.out is not None else default_out_dir(args.quick)
+    _check_writable_dir(out, "--out" if args.out is not None else "report folder")
+    summary = run(out_dir=out, quick=args.quick)
     return 0 if summary["passed"] else 1
 
 
@@ -145,7 +147,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     p = sub.add_parser("validate", help="reproduce the validation report")
     p.add_argument("--quick", action="store_true", help="fewer tolerances in work-precision")
-    p.add_argument("--out", default="validation/report", help="output directory")
+    p.add_argument("--out", help="output folder (default: validation/report; with --quick, "
+                   "a new folder simkit-validation-quick-<date>-<time> here)")
     p.set_defaults(func=_cmd_validate)
 
     args = parser.parse_args(argv)

@@ -90,12 +90,13 @@ class EnsembleSolution:
 
     def to_xarray(self) -> Any:
         """An ``xarray.DataArray`` (member, time, state) with the member parameters as
-        coordinates on ``member``. Needs the ``xarray`` extra."""
+        coordinates on ``member``. Needs xarray (a core dependency)."""
         try:
             import xarray as xr
         except ImportError:
             raise DependencyError(
-                "EnsembleSolution.to_xarray() needs xarray: pip install 'simkit[xarray]'"
+                "EnsembleSolution.to_xarray() needs xarray, a dependency of simkit-jax that is "
+                "missing here: pip install xarray"
             ) from None
         coords: dict[str, Any] = {
             "member": np.arange(self.n_members),

@@ -146,12 +146,13 @@ class Solution:
     # -- export ---------------------------------------------------------------
     def to_xarray(self) -> Any:
         """An ``xarray.DataArray`` with dims ``(time, state)``; attrs hold the model name,
-        parameters, solver and tolerances. Needs the ``xarray`` extra."""
+        parameters, solver and tolerances. Needs xarray (a core dependency)."""
         try:
             import xarray as xr
         except ImportError:
             raise DependencyError(
-                "Solution.to_xarray() needs xarray: pip install 'simkit[xarray]'"
+                "Solution.to_xarray() needs xarray, a dependency of simkit-jax that is "
+                "missing here: pip install xarray"
             ) from None
         attrs: dict[str, Any] = {
             "model": self.model_name,

@@ -1,3 +1,5 @@
+import os
+
 import numpy as np
 
 from simkit.cli import main
@@ -79,3 +81,77 @@ def test_validation_does_not_import_the_command():
             else:
                 continue
             assert not any(n == "cli" or n.endswith(".cli") for n in names), (path.name, names)
+
+
+# -- where the report goes; the distribution's name, licence and citation (issue 15) ---------
+
+def _fake_run(calls):
+    def run(out_dir=None, quick=False, verbose=True):
+        import os
+
+        calls.append((out_dir, quick))
+        with open(os.path.join(out_dir, "report.md"), "w") as fh:
+            fh.write("# stub\n")
+        return {"passed": True}
+    return run
+
+
+def test_quick_validate_without_out_writes_to_a_new_folder(tmp_path, monkeypatch):
+    """The quick run never writes into validation/report (a checkout's committed report)."""
+    import simkit.validation
+
+    calls = []
+    monkeypatch.setattr(simkit.validation, "run", _fake_run(calls))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "validation" / "report").mkdir(parents=True)
+    assert main(["validate", "--quick"]) == 0
+    assert main(["validate", "--quick"]) == 0  # a second run in the same second: another folder
+    (first, quick1), (second, quick2) = calls
+    assert quick1 and quick2 and first != second
+    for out in (first, second):
+        assert os.path.basename(out).startswith("simkit-validation-quick-")
+        assert (tmp_path / out / "report.md").is_file()
+    assert list((tmp_path / "validation" / "report").iterdir()) == []
+
+
+def test_out_always_wins_and_the_full_run_keeps_validation_report(tmp_path, monkeypatch):
+    import simkit.validation
+
+    calls = []
+    monkeypatch.setattr(simkit.validation, "run", _fake_run(calls))
+    monkeypatch.chdir(tmp_path)
+    assert main(["validate", "--quick", "--out", "mine"]) == 0
+    assert main(["validate"]) == 0
+    assert calls == [("mine", True), (os.path.join("validation", "report"), False)]
+    assert (tmp_path / "mine" / "report.md").is_file()
+    assert (tmp_path / "validation" / "report" / "report.md").is_file()
+
+
+def test_default_out_dir_is_timestamped_and_fresh(tmp_path, monkeypatch):
+    import time
+
+    from simkit.validation.report import default_out_dir
+
+    monkeypatch.chdir(tmp_path)
+    now = time.mktime((2026, 3, 4, 5, 6, 7, 0, 0, -1))
+    assert default_out_dir(False, now) == os.path.join("validation", "report")
+    assert default_out_dir(True, now) == "simkit-validation-quick-20260304-050607"
+    (tmp_path / "simkit-validation-quick-20260304-050607").mkdir()
+    assert default_out_dir(True, now) == "simkit-validation-quick-20260304-050607-2"
+
+
+def test_distribution_name_licence_and_citation():
+    """Installed (editable or not) as simkit-jax: the index's "simkit" is another project."""
+    import importlib.metadata
+    import pathlib
+    import re
+
+    import simkit
+
+    meta = importlib.metadata.metadata("simkit-jax")
+    assert meta["Name"] == "simkit-jax" and meta["Version"] == simkit.__version__
+    root = pathlib.Path(__file__).resolve().parents[1]
+    assert "MIT License" in (root / "LICENSE").read_text()
+    cff = (root / "CITATION.cff").read_text()
+    assert re.search(r'^cff-version: 1\.2\.0$', cff, re.M)
+    assert re.search(r'^version: "?([^"\n]+)"?$', cff, re.M).group(1) == simkit.__version__

@@ -1,8 +1,9 @@
 """Validation cases (vs SciPy, exact solutions, invariants) and the report they produce.
 
-``simkit validate [--quick]`` (or ``python -m simkit.validation``) runs every case and
-writes ``validation/report/`` (``report.md`` plus PNG figures). The same cases, on their
-cheap settings, run in the test suite.
+``simkit validate [--quick] [--out DIR]`` (or ``python -m simkit.validation``) runs every case
+and writes ``report.md`` plus PNG figures to ``validation/report/`` (a quick run: to a new
+folder, see `report.default_out_dir`). The same cases, on their cheap settings, run in the
+test suite.
 """
 
 from .cases import MODEL_CASES as MODEL_CASES

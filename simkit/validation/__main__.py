@@ -18,7 +18,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m simkit.validation",
                                      description="Reproduce the validation report.")
     parser.add_argument("--quick", action="store_true", help="fewer tolerances in work-precision")
-    parser.add_argument("--out", default="validation/report", help="output directory")
+    parser.add_argument("--out", help="output folder (default: validation/report; with --quick, "
+                        "a new folder simkit-validation-quick-<date>-<time> here)")
     args = parser.parse_args(argv)
     try:
         summary = run(out_dir=args.out, quick=args.quick)

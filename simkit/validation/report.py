@@ -57,15 +57,39 @@ def _figure_wp(name: str, data: dict[str, Any], path: str) -> None:
     plt.close(fig)
 
 
-def run(out_dir: str = "validation/report", quick: bool = False, verbose: bool = True) -> dict[str, Any]:
+FULL_REPORT_DIR = os.path.join("validation", "report")
+
+
+def default_out_dir(quick: bool, now: float | None = None) -> str:
+    """The report folder when none is given.
+
+    The full report goes to ``validation/report`` (in a checkout: the committed report it
+    regenerates). A quick report goes to a new folder ``simkit-validation-quick-YYYYmmdd-HHMMSS``
+    in the current directory (``-2``, ``-3``, ... appended if that exists), so that it never
+    overwrites a full report. ``now`` is a ``time.time()`` value (default: the present).
+    """
+    if not quick:
+        return FULL_REPORT_DIR
+    base = "simkit-validation-quick-" + time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
+    path, n = base, 1
+    while os.path.exists(path):
+        n += 1
+        path = f"{base}-{n}"
+    return path
+
+
+def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True) -> dict[str, Any]:
     """Run every validation case, write ``out_dir/report.md`` and its PNGs.
 
     ``quick`` uses three tolerances for the work-precision diagrams instead of eight.
-    Returns a summary with ``passed`` (all cases within their bounds).
+    ``out_dir`` defaults to `default_out_dir` (``validation/report``, or a new folder for a
+    quick run). Returns a summary with ``passed`` (all cases within their bounds).
     """
     import matplotlib
 
     matplotlib.use("Agg")
+    if out_dir is None:
+        out_dir = default_out_dir(quick)
     os.makedirs(out_dir, exist_ok=True)
     start = time.perf_counter()
 
