@@ -1,7 +1,7 @@
 """simkit's fused fast-path solvers for small systems (see DESIGN.md, "Solving").
 
 One ``lax.while_loop`` per solve with the tableau unrolled: explicit pairs `Tsit5` and
-`DOPRI5` and the Rosenbrock method `Rodas4`; derivatives through one ``custom_jvp``
+`DOPRI5` and the Rosenbrock methods `Rodas4` and `Rodas5P`; derivatives through one ``custom_jvp``
 (`simkit.kernels.autodiff`).
 """
 
@@ -9,6 +9,7 @@ from .solvers import DOP853 as DOP853
 from .solvers import DOPRI5 as DOPRI5
 from .solvers import AbstractKernel as AbstractKernel
 from .solvers import Rodas4 as Rodas4
+from .solvers import Rodas5P as Rodas5P
 from .solvers import Tsit5 as Tsit5
 
-__all__ = ["DOP853", "DOPRI5", "AbstractKernel", "Rodas4", "Tsit5"]
+__all__ = ["DOP853", "DOPRI5", "AbstractKernel", "Rodas4", "Rodas5P", "Tsit5"]

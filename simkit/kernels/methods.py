@@ -177,8 +177,8 @@ class DOP853Method(_HairerPI, _RecomputeDense):
 
 
 class Rosenbrock:
-    """Rosenbrock method with the Jacobian from ``jax.jacfwd`` and a dense LU per step
-    (`simkit.kernels.linalg`)."""
+    """Rosenbrock method (Rodas4, Rodas5P) with the Jacobian from ``jax.jacfwd`` and a
+    dense LU per step (`simkit.kernels.linalg`)."""
 
     implicit = True
     fsal = False  # f(t_new, y_new) costs one more evaluation per attempt
@@ -214,11 +214,11 @@ class Rosenbrock:
             ks.append(lu_solve(lu, rhs_i))
         y_new = y + _combine(tab.m, ks)
         err_norm = _rms(ks[-1] / _scale(y, y_new, rtol, atol))
-        dense = jnp.stack([_combine(tab.dd2, ks), _combine(tab.dd3, ks)])
+        dense = jnp.stack([_combine(row, ks) for row in tab.dense])
         return y_new, err_norm, dense, None
 
     def keep(self, y, f, y_new, dense, f_new):
-        return dict(y=y, y_new=y_new, dense=dense)  # two vectors: cheaper than a new LU
+        return dict(y=y, y_new=y_new, dense=dense)  # two or three vectors: cheaper than a new LU
 
     def expand(self, rhs, params, t, hs, kept, rtol, atol):
         return dict(t=t, hs=hs, **kept)
@@ -226,18 +226,23 @@ class Rosenbrock:
     def interpolate(self, rhs, params, seg, theta):
         s1 = 1.0 - theta
         dense = seg["dense"]
-        return s1 * seg["y"] + theta * (seg["y_new"] + s1 * (dense[0] + theta * dense[1]))
+        inner = dense[-1]
+        for j in range(dense.shape[0] - 2, -1, -1):  # h_1 + theta (h_2 + theta h_3 ...)
+            inner = dense[j] + theta * inner
+        return s1 * seg["y"] + theta * (seg["y_new"] + s1 * inner)
 
     def controller_init(self, dtype):
         return jnp.stack([jnp.asarray(0.0, dtype), jnp.asarray(1e-2, dtype)])  # h_acc, err_acc
 
     def propose(self, err_norm, h, state, accepted, last_rejected):
-        # Hairer's RODAS: 1/5 <= h_new/h <= 6, safety 0.9, exponent 1/4; on acceptance the
-        # predictive (Gustafsson) step from the previous accepted step, when there is one.
+        # Hairer's RODAS: 1/5 <= h_new/h <= 6, safety 0.9, exponent 1/(error order + 1)
+        # (RODAS: 1/4); on acceptance the predictive (Gustafsson) step from the previous
+        # accepted step, when there is one.
+        expo = 1.0 / (self.error_order + 1)
         err = jnp.maximum(err_norm, 1e-10)
-        fac = jnp.clip(err**0.25 / 0.9, 1.0 / 6.0, 5.0)
+        fac = jnp.clip(err**expo / 0.9, 1.0 / 6.0, 5.0)
         h_acc_prev, err_acc_prev = state[0], state[1]
-        gus = jnp.clip((h_acc_prev / h) * (err**2 / err_acc_prev) ** 0.25 / 0.9, 1.0 / 6.0, 5.0)
+        gus = jnp.clip((h_acc_prev / h) * (err**2 / err_acc_prev) ** expo / 0.9, 1.0 / 6.0, 5.0)
         fac_acc = jnp.where(h_acc_prev != 0, jnp.maximum(fac, gus), fac)
         h_acc = h / fac_acc
         h_acc = jnp.where(last_rejected, jnp.minimum(h_acc, h), h_acc)

@@ -132,27 +132,123 @@ DOPRI5 = _dopri5()
 TSIT5 = _tsit5()
 
 
+def _rooted_trees(order: int) -> list[tuple]:
+    """All rooted trees with ``order`` nodes, each a sorted tuple of its subtrees."""
+    if order == 1:
+        return [()]
+    found = set()
+
+    def forests(nodes, largest):  # multisets of trees with ``nodes`` nodes, in order
+        if nodes == 0:
+            yield ()
+            return
+        for k in range(1, nodes + 1):
+            for t in _rooted_trees(k):
+                if largest is not None and (k, t) > largest:
+                    continue
+                for rest in forests(nodes - k, (k, t)):
+                    yield (t,) + rest
+
+    for children in forests(order - 1, None):
+        found.add(tuple(sorted(children)))
+    return sorted(found)
+
+
+def _tree_density(t: tuple) -> int:
+    def size(u):
+        return 1 + sum(size(c) for c in u)
+
+    out = size(t)
+    for child in t:
+        out *= _tree_density(child)
+    return out
+
+
+def _rosenbrock_order_defect(alpha: np.ndarray, g: np.ndarray, weights: np.ndarray, order: int,
+                             theta: float = 1.0) -> float:
+    """Largest ``|sum_i w_i Phi_i(t) - theta**|t| / gamma(t)|`` over the rooted trees of up to
+    ``order`` nodes: the order conditions of a Rosenbrock method in its original form
+    (``alpha_ij``, ``gamma_ij`` with the diagonal, weights of the original increments;
+    Hairer & Wanner, Solving ODEs II, §IV.7), by the B-series of a stage
+    ``k_i = h f(y0 + sum_j alpha_ij k_j) + h J sum_j gamma_ij k_j``."""
+    memo: dict = {}
+
+    def phi(t):
+        if t not in memo:
+            v = np.ones(len(weights))
+            for child in t:
+                v = v * (alpha @ phi(child))
+            if len(t) == 1:  # J times one subtree
+                v = v + g @ phi(t[0])
+            memo[t] = v
+        return memo[t]
+
+    worst = 0.0
+    for n in range(1, order + 1):
+        for t in _rooted_trees(n):
+            worst = max(worst, abs(float(weights @ phi(t)) - theta**n / _tree_density(t)))
+    return worst
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class RosenbrockTableau:
     """A Rosenbrock method in Hairer's form (increments ``k_i``, ``W = I/(h gamma) - J``).
 
     Stage i: ``W k_i = f(t + alpha_i h, y + sum_j a_ij k_j) + h d_i f_t + sum_j (c_ij/h) k_j``.
     ``y1 = y + sum_i m_i k_i``; error ``= k_s`` (stiffly accurate: the last two stages);
-    dense output ``y(theta) = (1-theta) y0 + theta (y1 + (1-theta)(sum dd2_i k_i +
-    theta sum dd3_i k_i))``.
+    dense output ``y(theta) = (1-theta) y0 + theta (y1 + (1-theta)(h_1 + theta (h_2 +
+    theta (... + theta h_r))))`` with ``h_j = sum_i dense[j, i] k_i`` (``r`` rows).
+
+    Checked when built, in the method's original form (``Gamma = (I/gamma - c)^-1``,
+    ``alpha_ij = (a Gamma)_ij``, weights ``m Gamma``): rows of ``alpha_ij`` sum to ``alpha``
+    and rows of ``Gamma`` to ``d``; the step and the embedded solution ``y1 - k_s`` are the
+    last two stages (stiffly accurate); the order conditions (every rooted tree) hold to
+    ``order`` for the step, ``order - 1`` for the embedded solution and ``dense_order``
+    for the dense output.
     """
 
     name: str
     order: int
+    dense_order: int
     gamma: float
     alpha: np.ndarray
     a: np.ndarray
     c: np.ndarray
     d: np.ndarray
     m: np.ndarray
-    dd2: np.ndarray
-    dd3: np.ndarray
+    dense: np.ndarray
     source: str
+
+    def __post_init__(self) -> None:
+        s = len(self.m)
+        if (self.a.shape != (s, s) or self.c.shape != (s, s) or self.alpha.shape != (s,)
+                or self.d.shape != (s,) or self.dense.ndim != 2 or self.dense.shape[1] != s):
+            raise ValueError(f"{self.name}: inconsistent tableau shapes")
+        if np.any(np.triu(self.a) != 0) or np.any(np.triu(self.c) != 0):
+            raise ValueError(f"{self.name}: a and c must be strictly lower triangular")
+        g = np.linalg.inv(np.eye(s) / self.gamma - self.c)
+        alpha_ij = self.a @ g
+        if not np.allclose(alpha_ij.sum(axis=1), self.alpha, rtol=0, atol=1e-12):
+            raise ValueError(f"{self.name}: rows of a do not sum to alpha")
+        if not np.allclose(g.sum(axis=1), self.d, rtol=0, atol=1e-12):
+            raise ValueError(f"{self.name}: rows of gamma_ij do not sum to d")
+        b = self.m @ g
+        b_hat = (self.m - np.eye(s)[-1]) @ g
+        beta = alpha_ij + g
+        close = lambda u, v: np.allclose(u, v, rtol=0, atol=1e-12)  # noqa: E731
+        if not (close(b, beta[-1]) and close(b_hat, beta[-2]) and self.alpha[-1] == self.alpha[-2] == 1.0):
+            raise ValueError(f"{self.name}: the step and its error estimate are not stiffly accurate")
+        if _rosenbrock_order_defect(alpha_ij, g, b, self.order) > 1e-12:
+            raise ValueError(f"{self.name}: the step does not satisfy the order-{self.order} conditions")
+        if _rosenbrock_order_defect(alpha_ij, g, b_hat, self.order - 1) > 1e-12:
+            raise ValueError(f"{self.name}: the embedded solution is not of order {self.order - 1}")
+        for theta in (0.3, 0.7):
+            inner = self.dense[-1]
+            for row in self.dense[-2::-1]:
+                inner = row + theta * inner
+            w = (theta * self.m + theta * (1.0 - theta) * inner) @ g
+            if _rosenbrock_order_defect(alpha_ij, g, w, self.dense_order, theta) > 1e-12:
+                raise ValueError(f"{self.name}: the dense output is not of order {self.dense_order}")
 
 
 def _rodas4() -> RosenbrockTableau:
@@ -172,16 +268,16 @@ def _rodas4() -> RosenbrockTableau:
          -6.058818238834054],
     ], 6)
     return RosenbrockTableau(
-        "Rodas4", 4, 0.25,
+        "Rodas4", 4, 3, 0.25,
         alpha=np.array([0.0, 0.386, 0.21, 0.63, 1.0, 1.0]),
         a=a, c=c,
         d=np.array([0.25, -0.1043, 0.1035, -0.0362, 0.0, 0.0]),
         m=np.array([1.221224509226641, 6.019134481288629, 12.53708332932087,
                     -0.6878860361058950, 1.0, 1.0]),
-        dd2=np.array([10.12623508344586, -7.487995877610167, -34.80091861555747,
-                      -7.992771707568823, 1.025137723295662, 0.0]),
-        dd3=np.array([-0.6762803392801253, 6.087714651680015, 16.43084320892478,
-                      24.76722511418386, -6.594389125716872, 0.0]),
+        dense=np.array([[10.12623508344586, -7.487995877610167, -34.80091861555747,
+                         -7.992771707568823, 1.025137723295662, 0.0],
+                        [-0.6762803392801253, 6.087714651680015, 16.43084320892478,
+                         24.76722511418386, -6.594389125716872, 0.0]]),
         source="E. Hairer & G. Wanner (1996), Solving ODEs II, §IV.7, method RODAS (order 4(3), "
         "L-stable, stiffly accurate) with its dense output; coefficients of Hairer's code "
         "rodas.f (ROCOE, METH=1).",
@@ -189,6 +285,57 @@ def _rodas4() -> RosenbrockTableau:
 
 
 RODAS4 = _rodas4()
+
+
+def _rodas5p() -> RosenbrockTableau:
+    last = [-7.502846399306121, 2.561846144803919, -11.627539656261098, -0.18268767659942256,
+            0.030198172008377946]  # stage 6's row; stages 7, 8 and the step add 1's (stiffly accurate)
+    a = _lower([
+        [3.0],
+        [2.849394379747939, 0.45842242204463923],
+        [-6.954028509809101, 2.489845061869568, -10.358996098473584],
+        [2.8029986275628964, 0.5072464736228206, -0.3988312541770524, -0.04721187230404641],
+        last,
+        last + [1.0],
+        last + [1.0, 1.0],
+    ], 8)
+    c = _lower([
+        [-14.155112264123755],
+        [-17.97296035885952, -2.859693295451294],
+        [147.12150275711716, -1.41221402718213, 71.68940251302358],
+        [165.43517024871676, -0.4592823456491126, 42.90938336958603, -5.961986721573306],
+        [24.854864614690072, -3.0009227002832186, 47.4931110020768, 5.5814197821558125,
+         -0.6610691825249471],
+        [30.91273214028599, -3.1208243349937974, 77.79954646070892, 34.28646028294783,
+         -19.097331116725623, -28.087943162872662],
+        [37.80277123390563, -3.2571969029072276, 112.26918849496327, 66.9347231244047,
+         -40.06618937091002, -54.66780262877968, -9.48861652309627],
+    ], 8)
+    return RosenbrockTableau(
+        "Rodas5P", 5, 4, 0.21193756319429014,
+        alpha=np.array([0.0, 0.6358126895828704, 0.4095798393397535, 0.9769306725060716,
+                        0.4288403609558664, 1.0, 1.0, 1.0]),
+        a=a, c=c,
+        d=np.array([0.21193756319429014, -0.42387512638858027, -0.3384627126235924,
+                    1.8046452872882734, 2.325825639765069, 0.0, 0.0, 0.0]),
+        m=np.array(last + [1.0, 1.0, 1.0]),
+        dense=np.array([
+            [25.948786856663858, -2.5579724845846235, 10.433815404888879, -2.3679251022685204,
+             0.524948541321073, 1.1241088310450404, 0.4272876194431874, -0.17202221070155493],
+            [-9.91568850695171, -0.9689944594115154, 3.0438037242978453, -24.495224566215796,
+             20.176138334709044, 15.98066361424651, -6.789040303419874, -6.710236069923372],
+            [11.419903575922262, 2.8879645146136994, 72.92137995996029, 80.12511834622643,
+             -52.072871366152654, -59.78993625266729, -0.15582684282751913, 4.883087185713722],
+        ]),
+        source="G. Steinebach (2023), Construction of Rosenbrock-Wanner method Rodas5P and numerical "
+        "benchmarks within the Julia Differential Equations package, BIT Numer. Math. 63:27 "
+        "(order 5(4), 8 stages, stiffly accurate, L-stable, 4th-order dense output); coefficients "
+        "as transcribed by the author into OrdinaryDiffEq.jl (Rodas5PTableau: A, C, c, d, H, "
+        "already in Hairer's form: a = A, c = C, alpha = c, m = (A[8, 1:7], 1), dense = H).",
+    )
+
+
+RODAS5P = _rodas5p()
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
