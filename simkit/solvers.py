@@ -74,9 +74,10 @@ def initial_step(rhs, t0, t1, y0, params, rtol, atol, order: int) -> Any:
     """
     span = jnp.abs(t1 - t0)
     direction = jnp.where(t1 >= t0, 1.0, -1.0).astype(span.dtype)
-    # the fallback steps scale with the span; an infinite span (t1 = inf with a terminal
-    # event) falls back to a unit span
-    ref = jnp.maximum(jnp.where(jnp.isfinite(span), span, 1.0), 1.0)
+    # the fallback steps when the state or its slope is ~0 are Hairer's absolute 1e-6 (never
+    # relative to the span: a span of 1e11 must not start with a step of 1e5), raised to
+    # what still moves t at |t0| (100 eps |t0|); the step is clipped to the span below
+    ref = jnp.maximum(1.0, 100 * jnp.finfo(span.dtype).eps * jnp.abs(t0) / 1e-6)
     f0 = rhs(t0, y0, params)
     scale = atol + rtol * jnp.abs(y0)
     d0 = _rms(y0 / scale)

@@ -183,3 +183,15 @@ def test_a_single_save_point_is_the_final_state(solver):
     sol = simkit.solve(DECAY, saveat=1, solver=solver, rtol=1e-10, atol=1e-12)
     assert np.asarray(sol.ts).tolist() == [2.0]
     np.testing.assert_allclose(np.asarray(sol.ys[0]), np.array([1.0, 2.0]) * np.exp(-2.0), rtol=1e-8)
+
+
+def test_first_step_fallback_is_not_relative_to_the_span():
+    """A state and slope of ~0 at t0 (Hairer's fallback 1e-6): on a span of 1e11 the first
+    step is not 1e5, and a late start still moves t."""
+    ramp = simkit.ODEModel(rhs=lambda t, y, p: p["a"] * t * jnp.ones_like(y), params={"a": 1e-22}, y0=[0.0],
+                           state_names=("u",), name="ramp")
+    sol = simkit.solve(ramp, (0.0, 1e11), saveat="steps", rtol=1e-8, atol=1e-12)
+    assert float(sol.ts[1]) <= 1e-3  # 100 x the fallback 1e-6 (was 1e5 x 100 before)
+    np.testing.assert_allclose(float(sol.ys[-1, 0]), 0.5e-22 * 1e22, rtol=1e-8)
+    late = simkit.solve(ramp, (1e10, 1e11), saveat=2, rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(float(late.ys[-1, 0]), 0.5e-22 * (1e22 - 1e20), rtol=1e-8)
