@@ -69,7 +69,10 @@ MODEL_CASES: dict[str, ModelCase] = {
     "lotka_volterra": ModelCase(None, _T, _T, _ns(2.95, 1.56, 4.13, 3.09), "periodic orbit"),
     "oregonator": ModelCase(None, _T, _T, _st(8.12, 186), "stiff relaxation oscillation"),
     "pollu": ModelCase(None, _T, _T, _st(1.01, 7.87), "20 species, 25 reactions"),
-    "robertson": ModelCase(None, _T, 1e-14, _st(1.03, 0.603), "stiff; quasi-steady y2 ~ 1e-5"),
+    # diffrax's Kvaerno5 with its default Newton tolerances: 17.5 x tol on y1 with diffrax 0.7.2,
+    # equinox 0.13.8, optimistix 0.1.0, lineax 0.1.1 (0.603 at the previous landing's versions;
+    # 5,108 steps, 2,352 rejected, either way): the inaccuracy issue 12 is about
+    "robertson": ModelCase(None, _T, 1e-14, _st(1.03, 17.5), "stiff; quasi-steady y2 ~ 1e-5"),
     "rossler": ModelCase(None, _T, _T, _ns(16.4, 62.8, 35.9, 25.7), "chaotic (weakly): horizon 50"),
     "seir": ModelCase(None, _T, _T, _ns(0.244, 0.559, 2.92, 0.782), "smooth"),
     "sir": ModelCase(None, _T, _T, _ns(1.18, 2.81, 2.96, 1.14), "smooth"),
