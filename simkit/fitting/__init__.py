@@ -1,14 +1,18 @@
 """Parameter fitting: `fit` (losses and solvers as objects), `Dataset`, `FitResult`.
 
-The optimisers are jaxopt's (imported only when a fit runs), or optimistix's through
-`Optimistix`. Derivatives flow through the solvers by autodiff.
+The optimisers are objects: jaxopt's (imported only when a fit runs) and optimistix's
+(`BFGS`, `Optimistix`). Every fit ends within limits on iterations, evaluations of the cost
+and ODE steps per solve; `FitStatus` says how each start ended. Derivatives flow through the
+solvers by autodiff.
 """
 
 from ._fit import fit as fit
 from .data import Dataset as Dataset
+from .drivers import BFGS as BFGS
 from .drivers import LBFGS as LBFGS
 from .drivers import LBFGSB as LBFGSB
 from .drivers import AbstractDriver as AbstractDriver
+from .drivers import FitStatus as FitStatus
 from .drivers import GaussNewton as GaussNewton
 from .drivers import LevenbergMarquardt as LevenbergMarquardt
 from .drivers import Optimistix as Optimistix
@@ -20,6 +24,6 @@ from .objective import NegativeBinomial as NegativeBinomial
 from .objective import Poisson as Poisson
 from .result import FitResult as FitResult
 
-__all__ = ["AbstractDriver", "AbstractLoss", "Dataset", "FitResult", "GaussNewton", "GaussianNLL", "LBFGS",
-           "LBFGSB", "LeastSquares", "LevenbergMarquardt", "LogNormal", "NegativeBinomial", "Optimistix",
-           "Poisson", "fit"]
+__all__ = ["BFGS", "LBFGS", "LBFGSB", "AbstractDriver", "AbstractLoss", "Dataset", "FitResult", "FitStatus",
+           "GaussNewton", "GaussianNLL", "LeastSquares", "LevenbergMarquardt", "LogNormal", "NegativeBinomial",
+           "Optimistix", "Poisson", "fit"]

@@ -84,31 +84,173 @@ class Dataset:
 
     @classmethod
     def from_csv(cls, path: str, *, time: str, columns: Mapping[str, str], sigma: Mapping[str, str] | None = None,
-                 time_offset: float | None = None, **kwargs: Any) -> Dataset:
-        """Read named columns: ``columns`` maps a CSV column to the model state it observes;
-        ``sigma`` maps a CSV column of standard deviations to its state. Lines starting with
-        ``#`` are comments. ``time_offset`` is subtracted from the times (default: the first
-        time, so the data start at t = 0)."""
+                 time_offset: Any = None, time_format: str | None = None, time_unit: str = "days",
+                 delimiter: str | None = None, **kwargs: Any) -> Dataset:
+        """Read a dataset from the named columns of a CSV file (other columns are ignored).
+
+        **Main arguments:**
+
+        - `time`: the column of observation times: numbers (the model's time unit) or dates
+          and times (ISO 8601, ``2020-03-01`` or ``2020-03-01 12:00``, or ``time_format``),
+          which become days since the first one (``time_unit`` to choose another unit).
+        - `columns`: ``{CSV column: model state it observes}``.
+        - `sigma`: ``{CSV column of standard deviations: state}``.
+
+        **Other arguments:** `time_offset`: subtracted from numeric times (default: the first
+        time, so the data start at t = 0); for dates, the date of t = 0 (a ``datetime`` or an
+        ISO string; default: the first date). `time_format`: a ``datetime.strptime`` format
+        for dates that are not ISO 8601 (e.g. ``"%d/%m/%Y"``). `time_unit`: ``"days"``
+        (default), ``"weeks"``, ``"hours"``, ``"minutes"`` or ``"seconds"``, for dates.
+        `delimiter`: the field separator (default: sniffed among ``,`` ``;`` tab and ``|``).
+        Other keyword arguments go to `Dataset` (`name` defaults to the file's name).
+
+        The file is UTF-8, with or without a byte-order mark; lines starting with ``#`` are
+        comments; the first other line names the columns. Empty cells and ``NA``, ``N/A``,
+        ``NaN``, ``null`` are missing values (NaN). In a file separated by ``;`` (or tab or
+        ``|``), a decimal comma (``1,5``) reads as a decimal point. Errors name the file, the
+        column and the line.
+        """
         import csv
+        import os
 
-        with open(path, encoding="utf-8") as fh:
-            rows = [row for row in csv.reader(line for line in fh if not line.lstrip().startswith("#")) if row]
-        header = [h.strip() for h in rows[0]]
-
-        def number(text: str) -> float:
-            text = text.strip()
-            return float(text) if text not in ("", "NA", "nan", "NaN") else np.nan
-
-        table = {h: np.array([number(r[i]) if i < len(r) else np.nan for r in rows[1:]]) for i, h in enumerate(header)}
-        missing = [c for c in [time, *columns, *(sigma or {})] if c not in header]
+        where = os.fspath(path)
+        try:
+            with open(path, encoding="utf-8-sig", newline="") as fh:
+                lines = [(number, line) for number, line in enumerate(fh, start=1)
+                         if line.strip() and not line.lstrip().startswith("#")]
+        except UnicodeDecodeError as err:
+            raise InputError(f"{where}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+        if not lines:
+            raise InputError(f"{where}: no header line and no data (only comments or blank lines)")
+        if delimiter is None:
+            sample = "".join(line for _, line in lines[:50])
+            try:
+                delimiter = csv.Sniffer().sniff(sample, delimiters=",;\t|").delimiter
+            except csv.Error:
+                delimiter = ","  # one column, or nothing to go by
+        reader = csv.reader((line for _, line in lines), delimiter=delimiter)
+        rows = []
+        for row in reader:
+            rows.append((lines[reader.line_num - 1][0], row))  # the file's line number of the row's end
+        header = [h.strip() for h in rows[0][1]]
+        body = rows[1:]
+        if not body:
+            raise InputError(f"{where}: a header ({header}) but no data lines")
+        wanted = [time, *columns, *(sigma or {})]
+        missing = [c for c in wanted if c not in header]
         if missing:
-            raise InputError(f"{path}: no column(s) {missing}; the file has {list(header)}")
-        times = np.asarray(table[time], dtype=float)
-        offset = times[0] if time_offset is None else time_offset
-        values = np.stack([table[c] for c in columns], axis=1)
+            raise InputError(f"{where}: no column(s) {missing}; the file has {header} (delimiter {delimiter!r})")
+        repeated = [c for c in dict.fromkeys(wanted) if header.count(c) > 1]
+        if repeated:
+            raise InputError(f"{where}: column(s) {repeated} appear more than once in the header {header}")
+        for number, row in body:
+            if len(row) > len(header):
+                raise InputError(f"{where}, line {number}: {len(row)} fields but the header names {len(header)} "
+                                 f"columns (delimiter {delimiter!r})")
+        decimal_comma = delimiter != ","
+
+        def cells(column: str) -> list[tuple[int, str]]:
+            i = header.index(column)
+            return [(number, row[i].strip() if i < len(row) else "") for number, row in body]
+
+        def numbers(column: str) -> np.ndarray:
+            out = []
+            for number, text in cells(column):
+                value = _number(text, decimal_comma)
+                if value is None:
+                    raise InputError(f"{where}, line {number}, column {column!r}: {text!r} is not a number")
+                out.append(value)
+            return np.array(out, dtype=float)
+
+        stamps = cells(time)
+        times = _times(where, time, stamps, decimal_comma, time_offset, time_format, time_unit)
+        for k in np.flatnonzero(~(np.diff(times) > 0))[:1]:
+            (before, earlier), (number, text) = stamps[k], stamps[k + 1]
+            raise InputError(f"{where}, line {number}, column {time!r}: times must be strictly increasing "
+                             f"({text!r} after {earlier!r} on line {before})")
+        values = np.stack([numbers(c) for c in columns], axis=1)
         sig = None
         if sigma:
-            by_state = {state: np.asarray(table[col]) for col, state in sigma.items()}
+            by_state = {state: numbers(col) for col, state in sigma.items()}
+            unknown = sorted(set(by_state) - set(columns.values()))
+            if unknown:
+                raise InputError(f"{where}: sigma columns for {unknown}, which no value column observes "
+                                 f"(observed: {list(columns.values())})")
             sig = np.stack([by_state.get(state, np.ones_like(times)) for state in columns.values()], axis=1)
-        return cls(times=times - offset, values=values, observed=tuple(columns.values()),
-                   names=tuple(columns), sigma=sig, **kwargs)
+        kwargs.setdefault("name", os.path.basename(where))
+        return cls(times=times, values=values, observed=tuple(columns.values()), names=tuple(columns), sigma=sig,
+                   **kwargs)
+
+
+_MISSING = {"", "na", "n/a", "nan", "null"}
+_SECONDS = {"days": 86400.0, "weeks": 7 * 86400.0, "hours": 3600.0, "minutes": 60.0, "seconds": 1.0}
+
+
+def _number(text: str, decimal_comma: bool) -> float | None:
+    """The value of a cell (NaN if missing), or None if it is not a number."""
+    if text.lower() in _MISSING:
+        return np.nan
+    if decimal_comma and text.count(",") == 1 and "." not in text:
+        text = text.replace(",", ".")
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _times(where: str, column: str, cells: list[tuple[int, str]], decimal_comma: bool, offset: Any,
+           time_format: str | None, unit: str) -> np.ndarray:
+    """Numeric times from a column of numbers or of dates (then in ``unit`` since ``offset``,
+    default the first date)."""
+    import datetime
+
+    for number, text in cells:
+        if text.lower() in _MISSING:
+            raise InputError(f"{where}, line {number}, column {column!r}: a missing time")
+    numeric = time_format is None and _number(cells[0][1], decimal_comma) is not None  # as the first time is
+    if numeric:
+        times = []
+        for number, text in cells:
+            value = _number(text, decimal_comma)
+            if value is None:
+                raise InputError(f"{where}, line {number}, column {column!r}: {text!r} is not a number (the first "
+                                 "time is one)")
+            times.append(value)
+        times = np.array(times, dtype=float)
+        if offset is not None and not isinstance(offset, (int, float, np.number)):
+            raise InputError(f"{where}: time_offset {offset!r} must be a number: column {column!r} holds numbers")
+        return times - (times[0] if offset is None else float(offset))
+    if unit not in _SECONDS:
+        raise InputError(f"time_unit must be one of {list(_SECONDS)}, got {unit!r}")
+
+    def parse(text: str) -> datetime.datetime:
+        if time_format is not None:
+            return datetime.datetime.strptime(text, time_format)
+        return datetime.datetime.fromisoformat(text)
+
+    dates = []
+    for number, text in cells:
+        try:
+            dates.append(parse(text))
+        except ValueError:
+            form = (f"a date in the format {time_format!r}" if time_format else
+                    "a number or an ISO 8601 date (YYYY-MM-DD[ HH:MM[:SS]]; time_format= reads others)")
+            raise InputError(f"{where}, line {number}, column {column!r}: {text!r} is not {form}") from None
+    if offset is None:
+        origin = dates[0]
+    elif isinstance(offset, str):
+        try:
+            origin = parse(offset)
+        except ValueError:
+            raise InputError(f"time_offset {offset!r} is not a date like those in column {column!r}") from None
+    elif isinstance(offset, datetime.datetime):
+        origin = offset
+    elif isinstance(offset, datetime.date):
+        origin = datetime.datetime(offset.year, offset.month, offset.day)
+    else:
+        raise InputError(f"{where}: column {column!r} holds dates, so time_offset must be a date (a datetime or an "
+                         f"ISO string), got {offset!r}")
+    try:
+        return np.array([(d - origin).total_seconds() / _SECONDS[unit] for d in dates])
+    except TypeError:
+        raise InputError(f"{where}, column {column!r}: dates with and without a time zone are mixed") from None

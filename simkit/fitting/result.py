@@ -9,6 +9,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import InputError
+from .drivers import BFGS, FitStatus, describe
+from .program import hessian, profile_costs
+from .uncertainty import inverse
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -18,9 +21,12 @@ class FitResult:
     **Fields:** `names`; `estimates`, `stderr` (name -> value); `intervals` (name -> (low,
     high), Wald, at `confidence`); `cov` (Jacobian-based for residual losses, Hessian-based
     for likelihoods), `cov_hessian`, `corr` (arrays in `names` order); `cost` (0.5 sum r^2
-    or the negative log-likelihood); `iterations`, `converged`, `message`; `start_costs`
-    (every start's final cost) and `starts`; `hints` (identifiability); `solutions` (the
-    fitted model on a fine grid, one per dataset); `residuals`.
+    or the negative log-likelihood); `status` (a `FitStatus`: converged, or which limit
+    stopped the returned start), `converged`, `message`, `iterations` and `evaluations` (of
+    the cost, by the returned start); `start_costs`, `start_status` (every start's final
+    cost and status) and `starts`; `limits` (``max_iterations``, ``max_evaluations``,
+    ``max_steps``); `hints` (identifiability); `solutions` (the fitted model on a fine grid,
+    one per dataset); `residuals`.
     """
 
     names: tuple[str, ...]
@@ -31,20 +37,33 @@ class FitResult:
     corr: np.ndarray
     cost: float
     iterations: int
-    converged: bool
+    evaluations: int
+    status: FitStatus
     message: str
     start_costs: np.ndarray
+    start_status: tuple[FitStatus, ...]
     starts: np.ndarray
+    limits: dict[str, int]
     hints: tuple[str, ...]
     residuals: np.ndarray | None
     confidence: float
     loss_name: str
-    solver_name: str
+    optimizer_name: str
     n_points: int
     problem: Any = dataclasses.field(repr=False)
-    driver: Any = dataclasses.field(repr=False)
+    optimizer: Any = dataclasses.field(repr=False)
     _hessian_cov: Any = dataclasses.field(default=None, repr=False)
     _cache: dict = dataclasses.field(default_factory=dict, repr=False)
+
+    @property
+    def converged(self) -> bool:
+        """Whether the returned start converged (its own status)."""
+        return self.status == FitStatus.CONVERGED
+
+    @property
+    def solver_name(self) -> str:
+        """Deprecated alias of `optimizer_name`."""
+        return self.optimizer_name
 
     @property
     def cov_hessian(self) -> np.ndarray:
@@ -53,14 +72,11 @@ class FitResult:
         if self._hessian_cov is not None:
             return self._hessian_cov
         if "cov_hessian" not in self._cache:
-            from ._fit import hessian
-            from .uncertainty import _inverse
-
-            h = np.asarray(hessian(self.problem.structure, self.problem.arrays, jnp.asarray(self.theta)))
+            h = np.asarray(hessian(self.problem.program, self.problem.arrays, jnp.asarray(self.theta)))
             m, p = self.n_points, len(self.names)
             weighted = all(d.sigma is not None for d in self.problem.datasets)
             s2 = 1.0 if weighted else 2 * self.cost / max(m - p, 1)
-            self._cache["cov_hessian"] = s2 * _inverse(h)
+            self._cache["cov_hessian"] = s2 * inverse(h)
         return self._cache["cov_hessian"]
 
     @property
@@ -75,9 +91,14 @@ class FitResult:
         return self._cache["solutions"]
 
     @classmethod
-    def build(cls, problem, theta, cost, iterations, converged, start_costs, starts, stats, solver, confidence):
+    def build(cls, problem, theta, cost, best, outcome, points, stats, optimizer, confidence, limits):
+        """The result for start ``best`` of the starts' ``outcome`` (iterations, evaluations,
+        status codes and costs, one per start)."""
         names = problem.space.names
-        message = "converged" if converged else "stopped at the iteration limit (not converged)"
+        iterations, evaluations, codes, costs = (np.asarray(a) for a in outcome)
+        start_status = tuple(FitStatus(int(c)) if np.isfinite(v) else FitStatus.NONFINITE
+                             for c, v in zip(codes, costs))
+        message = describe(start_status[best], **limits)
         if not np.isfinite(stats["stderr"]).all():
             message += "; some standard errors are undefined (singular curvature)"
         return cls(
@@ -85,11 +106,12 @@ class FitResult:
             stderr=dict(zip(names, map(float, stats["stderr"]))),
             intervals={n: (float(a), float(b)) for n, (a, b) in zip(names, stats["intervals"])},
             cov=stats["cov"], corr=stats["corr"], cost=cost, _hessian_cov=stats["cov_hessian"],
-            iterations=iterations, converged=converged, message=message, start_costs=np.asarray(start_costs),
-            starts=np.asarray(starts), hints=tuple(stats["hints"]),
+            iterations=int(iterations[best]), evaluations=int(evaluations[best]), status=start_status[best],
+            message=message, start_costs=costs, start_status=start_status, starts=np.asarray(points),
+            limits=dict(limits), hints=tuple(stats["hints"]),
             residuals=np.asarray(problem.residuals(jnp.asarray(theta))) if problem.loss.residual_form else None,
-            confidence=confidence, loss_name=type(problem.loss).__name__, solver_name=type(solver).__name__,
-            n_points=stats["n_points"], problem=problem, driver=solver,
+            confidence=confidence, loss_name=type(problem.loss).__name__, optimizer_name=type(optimizer).__name__,
+            n_points=stats["n_points"], problem=problem, optimizer=optimizer,
         )
 
     @property
@@ -99,10 +121,13 @@ class FitResult:
     def __str__(self) -> str:
         width = max(12, max(len(n) for n in self.names) + 2)
         level = f"{100 * self.confidence:g}%"
-        lines = [f"fit of {self.problem.model.name!r}: {self.loss_name} loss, {self.solver_name}, "
+        lines = [f"fit of {self.problem.model.name!r}: {self.loss_name} loss, {self.optimizer_name}, "
                  f"{self.n_points} points, {len(self.start_costs)} start(s)",
-                 f"cost {self.cost:.6g}, {self.iterations} iterations, {self.message}",
-                 "",
+                 f"cost {self.cost:.6g}, {self.iterations} iterations, {self.evaluations} evaluations, {self.message}"]
+        if len(self.start_status) > 1:
+            counts = {s: self.start_status.count(s) for s in FitStatus if s in self.start_status}
+            lines.append("starts: " + ", ".join(f"{n} {_STATUS_WORDS[s]}" for s, n in counts.items()))
+        lines += ["",
                  f"{'parameter':{width}s} {'estimate':>12s} {'std error':>11s} {'rel':>7s}   {level + ' interval':>27s}"]
         for n in self.names:
             est, se = self.estimates[n], self.stderr[n]
@@ -137,12 +162,11 @@ class FitResult:
             lo = max(est - width * se, np.nextafter(space.lower[i], np.inf))
             hi = min(est + width * se, np.nextafter(space.upper[i], -np.inf))
             values = np.linspace(lo, hi, n)
-        from ._fit import profile_costs
-
         values = jnp.asarray(values)
-        driver = self.driver if not self.driver.bounded else None
-        driver = driver if driver is not None and driver.residual else _scalar_driver()
-        costs = np.asarray(profile_costs(problem.structure, driver, problem.arrays, jnp.asarray(self.theta), i, values))
+        optimizer = self.optimizer if not self.optimizer.bounded else BFGS()  # in transformed coordinates
+        costs = np.asarray(profile_costs(problem.program, optimizer, problem.arrays, jnp.asarray(self.theta), i, values,
+                                         jnp.asarray(self.limits["max_iterations"]),
+                                         jnp.asarray(self.limits["max_evaluations"])))
         best = min(self.cost, float(np.nanmin(costs)))
         if problem.loss.residual_form and not all(d.sigma is not None for d in problem.datasets):
             m = self.n_points
@@ -186,6 +210,11 @@ class FitResult:
         return plot_waterfall(self.start_costs, ax)
 
 
+_STATUS_WORDS = {FitStatus.CONVERGED: "converged", FitStatus.MAX_ITERATIONS: "at the iteration limit",
+                 FitStatus.MAX_EVALUATIONS: "at the evaluation limit", FitStatus.OPTIMIZER_FAILED: "failed",
+                 FitStatus.NONFINITE: "with a non-finite cost"}
+
+
 def _crossing(values: np.ndarray, delta: np.ndarray, cut: float, *, lower: bool) -> float:
     """Where the profile crosses ``cut`` below (``lower``) or above its minimum, by linear
     interpolation between grid points; ``nan`` if the grid does not reach it."""
@@ -196,9 +225,3 @@ def _crossing(values: np.ndarray, delta: np.ndarray, cut: float, *, lower: bool)
         if delta[i] <= cut < delta[j]:
             return float(values[i] + (cut - delta[i]) * (values[j] - values[i]) / (delta[j] - delta[i]))
     return float("nan")
-
-
-def _scalar_driver() -> Any:
-    from .drivers import LBFGS
-
-    return LBFGS()

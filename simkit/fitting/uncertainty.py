@@ -10,10 +10,15 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
+from .program import hessian, jacobian
+
 WEAK = 1e-6  # relative singular value below which a direction counts as unidentifiable
 
 
-def _inverse(matrix: np.ndarray) -> np.ndarray:
+def inverse(matrix: np.ndarray) -> np.ndarray:
+    """Pseudo-inverse of a symmetric matrix; NaN where it has non-finite entries."""
+    if not np.all(np.isfinite(matrix)):
+        return np.full_like(matrix, np.nan)
     return np.linalg.pinv(matrix, rcond=1e-12, hermitian=True)
 
 
@@ -24,31 +29,33 @@ def uncertainty(problem: Any, theta: np.ndarray, confidence: float) -> dict[str,
     names = problem.space.names
     p = len(names)
     out: dict[str, Any] = {}
-    from ._fit import hessian, jacobian
-
     if problem.loss.residual_form:
-        r, jac = jacobian(problem.structure, problem.arrays, theta_j)
+        r, jac = jacobian(problem.program, problem.arrays, theta_j)
         r, jac = np.asarray(r)[problem._flat_mask], np.asarray(jac)[problem._flat_mask]
         m = r.shape[0]
         dof = max(m - p, 1)
         weighted = all(d.sigma is not None for d in problem.datasets)
         s2 = 1.0 if weighted else float(r @ r) / dof
-        cov = s2 * _inverse(jac.T @ jac)
+        cov = s2 * inverse(jac.T @ jac)
         hess = cov_h = None  # on demand: FitResult.cov_hessian
         quantile = scipy_stats.t.ppf(0.5 + confidence / 2, dof) if not weighted else scipy_stats.norm.ppf(0.5 + confidence / 2)
         sensitivity = jac * np.where(theta == 0, 1.0, np.abs(theta))
         out.update(jacobian=jac, residual_variance=s2, dof=dof, n_points=m)
     else:
-        hess = np.asarray(hessian(problem.structure, problem.arrays, theta_j, of="nll"))
-        cov = cov_h = _inverse(hess)
+        hess = np.asarray(hessian(problem.program, problem.arrays, theta_j, of="nll"))
+        cov = cov_h = inverse(hess)
         quantile = scipy_stats.norm.ppf(0.5 + confidence / 2)
         scale = np.where(theta == 0, 1.0, np.abs(theta))
         sensitivity = hess * np.outer(scale, scale)
         out.update(dof=None, n_points=int(sum(d.n_points for d in problem.datasets)))
     stderr = np.sqrt(np.clip(np.diag(cov), 0, None))
     with np.errstate(invalid="ignore", divide="ignore"):
-        corr = cov / np.outer(stderr, stderr)
+        scale = np.outer(stderr, stderr)
+        corr = np.where(scale > 0, cov / np.where(scale > 0, scale, 1.0), np.nan)  # NaN where undefined
     hints = []
+    if hess is not None and np.all(np.isfinite(hess)) and np.linalg.eigvalsh(hess)[0] <= 0:
+        hints.append("the Hessian of the negative log-likelihood is not positive definite here: not a strict "
+                     "minimum, so standard errors and correlations are not meaningful")
     if not np.all(np.isfinite(sensitivity)):
         hints.append("the curvature at the optimum is not finite: no uncertainties")
         sensitivity = np.zeros_like(sensitivity)

@@ -1,6 +1,7 @@
 """simkit.fit: synthetic problems with known truth, SciPy's least_squares as the yardstick,
 likelihood losses, multi-start, profiles, identifiability, several experiments, a PDE
-inverse problem."""
+inverse problem. Limits, failed solves and count data: test_limits.py; CSV files:
+test_csv.py."""
 
 import jax.numpy as jnp
 import numpy as np
@@ -42,13 +43,23 @@ def test_least_squares_matches_scipy_and_covers_the_truth(logistic_fit):
     assert "r" in text and "95% interval" in text and "converged" in text
 
 
+def test_optimizer_is_the_argument_and_solver_its_deprecated_name(logistic_fit):
+    data, result = logistic_fit
+    with pytest.warns(DeprecationWarning, match="optimizer="):  # same structure: no new compilation
+        old = simkit.fit(LOGISTIC, data, free=["r", "K"], rtol=1e-11, atol=1e-12, solver=fitting.LevenbergMarquardt())
+    assert old.estimates == result.estimates and old.optimizer_name == "LevenbergMarquardt"
+    with pytest.warns(DeprecationWarning), pytest.raises(simkit.InputError, match="optimizer= only"):
+        simkit.fit(LOGISTIC, data, optimizer=fitting.LevenbergMarquardt(), solver=fitting.GaussNewton())
+    assert type(result.problem.program).__name__ == "FitProgram"
+
+
 def test_optimistix_and_gauss_newton_reach_the_same_optimum(logistic_fit):
     import optimistix as optx
 
     data, result = logistic_fit
     other = simkit.fit(LOGISTIC, data, free=["r", "K"], rtol=1e-11, atol=1e-12,
-                       solver=fitting.Optimistix(optx.LevenbergMarquardt(rtol=1e-12, atol=1e-12)))
-    gauss_newton = simkit.fit(LOGISTIC, data, free=["r", "K"], rtol=1e-11, atol=1e-12, solver=fitting.GaussNewton())
+                       optimizer=fitting.Optimistix(optx.LevenbergMarquardt(rtol=1e-12, atol=1e-12)))
+    gauss_newton = simkit.fit(LOGISTIC, data, free=["r", "K"], rtol=1e-11, atol=1e-12, optimizer=fitting.GaussNewton())
     for alternative in (other, gauss_newton):
         assert abs(alternative.cost - result.cost) <= 1e-9 * result.cost
         for name in ("r", "K"):
@@ -72,15 +83,35 @@ def test_profile_likelihood_and_plots(logistic_fit, tmp_path):
     plt.close("all")
 
 
+BOX = {"r": (0.01, 5.0), "K": (1.0, 50.0)}
+
+
 def test_multistart_keeps_every_cost_and_returns_the_best():
     data = simkit.Dataset(TIMES, _synthetic(seed=3), observed=("N",))
-    result = simkit.fit(LOGISTIC, data, free=["r", "K"], bounds={"r": (0.01, 5.0), "K": (1.0, 50.0)}, starts=6)
+    result = simkit.fit(LOGISTIC, data, free=["r", "K"], bounds=BOX, starts=6)
     assert result.start_costs.shape == (6,) and result.starts.shape == (6, 2)
     assert result.cost == pytest.approx(np.nanmin(result.start_costs))
     assert np.sum(np.isclose(result.start_costs, result.cost, rtol=1e-6)) >= 3  # most starts agree
     assert 0.01 < result.estimates["r"] < 5.0
+    assert result.converged and set(result.start_status) == {fitting.FitStatus.CONVERGED}
     ax = result.plot_waterfall()
     assert len(ax.get_lines()[0].get_xdata()) == 6
+
+
+def test_multistart_reports_the_best_starts_own_status():
+    """Some starts stop at the iteration limit; the best one reached the optimum and says
+    so, as the same start run alone does (the limit is traced: no new compilation)."""
+    data = simkit.Dataset(TIMES, _synthetic(seed=3), observed=("N",))
+    result = simkit.fit(LOGISTIC, data, free=["r", "K"], bounds=BOX, starts=6, max_iterations=8)
+    best = int(np.argmin(result.start_costs))
+    assert fitting.FitStatus.MAX_ITERATIONS in result.start_status  # the limit bit
+    assert result.status == result.start_status[best] == fitting.FitStatus.CONVERGED
+    assert result.converged and result.message == "converged" and result.iterations < 8
+    assert "starts: " in str(result) and "at the iteration limit" in str(result)
+    alone = simkit.fit(LOGISTIC, data, free=["r", "K"], bounds=BOX, initial=dict(zip(["r", "K"], result.starts[best])),
+                       max_iterations=8)
+    assert alone.status == result.status and abs(alone.iterations - result.iterations) <= 1
+    assert alone.cost == pytest.approx(result.cost, rel=1e-10)
 
 
 def test_likelihoods_match_scipy_stats():
@@ -102,22 +133,12 @@ def test_likelihoods_match_scipy_stats():
     assert got == pytest.approx(-stats.norm.logpdf(y, mu, s)[mask].sum(), rel=1e-12)
 
 
-def test_likelihood_fits_on_counts():
-    """An SIR epidemic observed as counts (negative binomial, dispersion estimated), and
-    logistic data with the Gaussian likelihood estimating the noise scale."""
-    sir = simkit.models.get("sir")
-    truth = {"beta": 0.5, "gamma": 0.2}
-    times = np.arange(0.0, 60.0, 3.0)
-    clean = np.asarray(simkit.solve(sir, (0.0, times[-1]), params=truth, saveat=times).ys)[:, 1] * 1000
-    counts = np.random.default_rng(4).negative_binomial(20.0, 20.0 / (20.0 + clean)).astype(float)
-    observe = lambda y, p: y[1:2] * 1000  # noqa: E731  (infected, per 1,000 people)
-    data = simkit.Dataset(times, counts[:, None], observed=observe, names=("cases",))
-    result = simkit.fit(sir, data, free=["beta", "gamma"], loss=simkit.NegativeBinomial(), bounds="positive")
-    assert result.names[-1] == "dispersion"
-    for name, value in {**truth, "dispersion": 20.0}.items():
-        assert abs(result.estimates[name] - value) < 3 * result.stderr[name], (name, result.estimates, result.stderr)
+def test_gaussian_likelihood_estimates_the_noise_scale():
+    """Logistic data with the Gaussian likelihood estimating the noise scale (BFGS, the
+    default for likelihoods). Counts: tests/fitting/test_limits.py."""
     gauss = simkit.Dataset(TIMES, _synthetic(noise=0.3, seed=5), observed=("N",))
     result = simkit.fit(LOGISTIC, gauss, free=["r", "K"], loss=simkit.GaussianNLL(), initial={"r": 0.7, "K": 11.0})
+    assert result.converged and result.optimizer_name == "BFGS"
     assert abs(result.estimates["noise"] - 0.3) < 3 * result.stderr["noise"]
 
 
@@ -148,10 +169,13 @@ def test_experiments_share_parameters_and_missing_values_are_masked():
 
 def test_lbfgsb_respects_bounds_and_errors_are_clear():
     data = simkit.Dataset(TIMES, _synthetic(seed=8), observed=("N",))
-    result = simkit.fit(LOGISTIC, data, free=["r", "K"], solver=fitting.LBFGSB(), bounds={"r": (0.1, 0.7), "K": (5, 20)})
+    result = simkit.fit(LOGISTIC, data, free=["r", "K"], optimizer=fitting.LBFGSB(),
+                        bounds={"r": (0.1, 0.7), "K": (5, 20)})
     assert result.estimates["r"] == pytest.approx(0.7, abs=1e-6)  # the truth 0.8 is outside: on the bound
     with pytest.raises(simkit.InputError, match="works on residuals"):
-        simkit.fit(LOGISTIC, data, loss=simkit.Poisson(), solver=fitting.LevenbergMarquardt())
+        simkit.fit(LOGISTIC, data, loss=simkit.Poisson(), optimizer=fitting.LevenbergMarquardt())
+    with pytest.raises(simkit.InputError, match="max_evaluations must be a positive whole number"):
+        simkit.fit(LOGISTIC, data, max_evaluations=0)
     with pytest.raises(simkit.ParameterError, match="no parameter"):
         simkit.fit(LOGISTIC, data, free=["rate"])
     with pytest.raises(simkit.InputError, match="not states"):

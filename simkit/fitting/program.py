@@ -1,0 +1,242 @@
+"""A fitting problem as compiled programs: its static `FitProgram`, its data as traced
+arrays, and the pure functions of the natural parameter vector ``theta`` built on them
+(predictions, residuals, cost), with the jitted runs (starts, Jacobian, Hessian, profiles)."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import _config
+from .._solve import solve
+from ..model import ODEModel
+from ..status import Status
+from .data import Dataset
+from .drivers import AbstractDriver, minimise
+from .objective import AbstractLoss
+from .parameters import ParameterSpace
+
+
+@dataclasses.dataclass(frozen=True)
+class FitProgram:
+    """The static part of a fitting problem: a compiled program's identity. Observations,
+    times, sigmas, starting points and parameter values are traced: a second fit of the same
+    model to new data of the same shapes reuses every compiled program."""
+
+    rhs: Any
+    state_names: tuple[str, ...]
+    model_name: str
+    stiff: bool
+    observed: tuple  # per dataset: a tuple of state indices, or the observation function
+    param_overrides: tuple  # per dataset: names of parameters it fixes
+    y0_overrides: tuple  # per dataset: indices of initial states it fixes
+    loss: AbstractLoss
+    names: tuple[str, ...]
+    lower: tuple[float, ...]
+    upper: tuple[float, ...]
+    n_model: int
+    ode_solver: Any
+    max_steps: int
+
+    @property
+    def space(self) -> ParameterSpace:
+        return ParameterSpace(self.names, np.array(self.lower), np.array(self.upper), np.zeros(len(self.names)))
+
+
+def _params_and_y0(program: FitProgram, arrays: dict, theta, k: int):
+    params = dict(arrays["params"])
+    y0 = arrays["y0"]
+    for i, name in enumerate(program.names[: program.n_model]):
+        if name.startswith("y0:"):
+            y0 = y0.at[program.state_names.index(name[3:])].set(theta[i])
+        else:
+            params[name] = theta[i]
+    for name, value in zip(program.param_overrides[k], arrays["param_values"][k]):
+        params[name] = value
+    for index, value in zip(program.y0_overrides[k], arrays["y0_values"][k]):
+        y0 = y0.at[index].set(value)
+    return params, y0
+
+
+def predict(program: FitProgram, arrays: dict, theta, k: int, times=None):
+    """Observed model values for dataset ``k`` at its times (or ``times``) and the solution
+    (its ``status`` says whether the solve reached the last time)."""
+    params, y0 = _params_and_y0(program, arrays, theta, k)
+    ts = arrays["times"][k] if times is None else times
+    model = ODEModel(rhs=program.rhs, params=params, y0=y0, state_names=program.state_names,
+                     name=program.model_name, stiff=program.stiff)
+    options = {} if program.ode_solver is None else {"solver": program.ode_solver}
+    sol = solve(model, (arrays["t0"][k], ts[-1]), saveat=ts, throw=False, rtol=arrays["rtol"], atol=arrays["atol"],
+                max_steps=program.max_steps, **options)
+    observed = program.observed[k]
+    if callable(observed):
+        return jax.vmap(lambda y: observed(y, params))(sol.ys), sol
+    return sol.ys[:, jnp.asarray(observed)], sol
+
+
+def _failed(sol) -> Any:
+    """A solve that did not reach the last time (max_steps, non-finite state, ...): its
+    values are not the model's, so the cost there is infinite and optimisers back off."""
+    return sol.status > int(Status.EVENT)
+
+
+def residuals(program: FitProgram, arrays: dict, theta):
+    parts = []
+    for k in range(len(program.observed)):
+        mu, sol = predict(program, arrays, theta, k)
+        r = program.loss.residuals(mu, arrays["obs"][k], arrays["sigma"][k])
+        r = jnp.where(_failed(sol), jnp.inf, r)
+        parts.append(jnp.where(arrays["mask"][k], r, 0.0).reshape(-1))
+    return jnp.concatenate(parts)
+
+
+def nll(program: FitProgram, arrays: dict, theta):
+    extra = jnp.log(theta[-1]) if program.loss.nuisance else 0.0
+    total, failed = 0.0, False
+    for k in range(len(program.observed)):
+        mu, sol = predict(program, arrays, theta, k)
+        total = total + program.loss.nll(mu, arrays["obs"][k], arrays["sigma"][k], arrays["mask"][k], extra)
+        failed = failed | _failed(sol)
+    return jnp.where(failed, jnp.inf, total)
+
+
+def cost(program: FitProgram, arrays: dict, theta):
+    """What the optimiser minimises: 0.5 sum r^2 (residual losses; masked points give r = 0)
+    or the negative log-likelihood; infinite where a solve fails."""
+    if program.loss.residual_form:
+        r = residuals(program, arrays, theta)
+        return 0.5 * jnp.sum(r * r)
+    return nll(program, arrays, theta)
+
+
+def _objective(program: FitProgram, optimizer: AbstractDriver, arrays: dict, to_theta):
+    """The function of the optimiser's variables that it works on: residuals or the cost."""
+    if optimizer.residual:
+        return lambda z: residuals(program, arrays, to_theta(z))
+    return lambda z: cost(program, arrays, to_theta(z))
+
+
+@functools.partial(jax.jit, static_argnames=("program", "optimizer"))
+def run_starts(program: FitProgram, optimizer: AbstractDriver, arrays: dict, starts, max_iterations, max_evaluations):
+    """Every start (rows of ``starts``, natural values) run to its own end: final points,
+    iterations, evaluations, `FitStatus` codes and costs, one row per start. The limits are
+    traced: changing them does not recompile."""
+    space = program.space
+
+    def limits(x0):  # a start where the solve fails (infinite cost) is not run: nothing to descend
+        finite = jnp.isfinite(cost(program, arrays, x0))
+        return {"max_iterations": jnp.where(finite, max_iterations, 0), "max_evaluations": max_evaluations}
+
+    if optimizer.bounded:
+        def one(x0):
+            out = minimise(optimizer, _objective(program, optimizer, arrays, lambda th: th), x0,
+                           jnp.asarray(space.lower), jnp.asarray(space.upper), **limits(x0))
+            return out.x, out.iterations, out.evaluations, out.status, cost(program, arrays, out.x)
+    else:
+        def one(x0):
+            out = minimise(optimizer, _objective(program, optimizer, arrays, space.to_natural),
+                           space.to_internal(x0), None, None, **limits(x0))
+            theta = space.to_natural(out.x)
+            return theta, out.iterations, out.evaluations, out.status, cost(program, arrays, theta)
+
+    if starts.shape[0] == 1:  # no vmap: a batched solver turns its branches into selects
+        return jax.tree_util.tree_map(lambda a: a[None], one(starts[0]))
+    return jax.vmap(one)(starts)
+
+
+@functools.partial(jax.jit, static_argnames=("program",))
+def jacobian(program: FitProgram, arrays: dict, theta):
+    """Residuals and their Jacobian (forward mode), masked points included as zeros."""
+    fn = functools.partial(residuals, program, arrays)
+    return fn(theta), jax.jacfwd(fn)(theta)
+
+
+@functools.partial(jax.jit, static_argnames=("program", "of"))
+def hessian(program: FitProgram, arrays: dict, theta, of: str = "cost"):
+    """Hessian of the cost or of the NLL: forward-over-forward for a few parameters
+    (cheaper through the solvers than forward-over-reverse), ``jax.hessian`` for many."""
+    fn = functools.partial(cost if of == "cost" else nll, program, arrays)
+    if theta.shape[0] <= 16:
+        return jax.jacfwd(jax.jacfwd(fn))(theta)
+    return jax.hessian(fn)(theta)
+
+
+@functools.partial(jax.jit, static_argnames=("program", "optimizer", "index"))
+def profile_costs(program: FitProgram, optimizer: AbstractDriver, arrays: dict, theta_hat, index: int, values,
+                  max_iterations, max_evaluations):
+    """The cost minimised over the other parameters with parameter ``index`` fixed at each
+    of ``values`` (all at once under ``jax.vmap``; ``optimizer`` works in the transformed,
+    unconstrained coordinates)."""
+    space = program.space
+    others = jnp.asarray([j for j in range(len(program.names)) if j != index])
+
+    def full(z_other, value):
+        z = jnp.zeros_like(theta_hat).at[others].set(z_other)
+        return space.to_natural(z).at[index].set(value)
+
+    def one(value):
+        z0 = space.to_internal(theta_hat)[others]
+        out = minimise(optimizer, _objective(program, optimizer, arrays, lambda z: full(z, value)), z0, None, None,
+                       max_iterations=max_iterations, max_evaluations=max_evaluations)
+        return cost(program, arrays, full(out.x, value))
+
+    return jax.vmap(one)(values)
+
+
+class Problem:
+    """A fitting problem: its `FitProgram` (static), its data as arrays (traced), and the
+    pure functions of the natural parameter vector ``theta`` built on them."""
+
+    def __init__(self, model: ODEModel, datasets: Sequence[Dataset], space: ParameterSpace, loss: AbstractLoss,
+                 rtol: float, atol: float, ode_solver: Any, max_steps: int):
+        self.model, self.datasets, self.space, self.loss = model, list(datasets), space, loss
+        self.n_model = len(space.names) - (1 if loss.nuisance else 0)
+        dtype = _config.float_dtype()
+        observed = tuple(d.observed if callable(d.observed) else tuple(model.state_index(s) for s in d.observed)
+                         for d in self.datasets)
+        self.program = FitProgram(
+            rhs=model.rhs, state_names=model.state_names, model_name=model.name, stiff=model.stiff,
+            observed=observed, param_overrides=tuple(tuple(d.params or {}) for d in self.datasets),
+            y0_overrides=tuple(tuple(model.state_index(s) for s in (d.y0 or {})) for d in self.datasets),
+            loss=loss, names=space.names, lower=tuple(map(float, space.lower)), upper=tuple(map(float, space.upper)),
+            n_model=self.n_model, ode_solver=ode_solver, max_steps=int(max_steps))
+        self.arrays = {
+            "times": [jnp.asarray(d.times, dtype) for d in self.datasets],
+            "t0": [jnp.asarray(d.t0, dtype) for d in self.datasets],
+            "obs": [jnp.asarray(np.where(d.mask, d.values, 1.0), dtype) for d in self.datasets],
+            "mask": [jnp.asarray(d.mask) for d in self.datasets],
+            "sigma": [jnp.asarray(np.ones_like(d.values) if d.sigma is None else np.where(d.mask, d.sigma, 1.0), dtype)
+                      for d in self.datasets],
+            "param_values": [[jnp.asarray(v, dtype) for v in (d.params or {}).values()] for d in self.datasets],
+            "y0_values": [[jnp.asarray(v, dtype) for v in (d.y0 or {}).values()] for d in self.datasets],
+            "params": {k: jnp.asarray(v, dtype) for k, v in model.params.items()},
+            "y0": jnp.asarray(model.y0, dtype),
+            "rtol": jnp.asarray(rtol, dtype), "atol": jnp.asarray(atol, dtype),
+        }
+        self._flat_mask = np.concatenate([d.mask.reshape(-1) for d in self.datasets])
+
+    def predict(self, theta, k: int, times=None):
+        return predict(self.program, self.arrays, theta, k, None if times is None else jnp.asarray(times))
+
+    def params_and_y0(self, theta, k: int):
+        return _params_and_y0(self.program, self.arrays, jnp.asarray(theta), k)
+
+    def residuals(self, theta):
+        """Residuals at the observed points (masked ones dropped)."""
+        return residuals(self.program, self.arrays, theta)[self._flat_mask]
+
+    def nll(self, theta):
+        return nll(self.program, self.arrays, theta)
+
+    def cost(self, theta):
+        return cost(self.program, self.arrays, theta)
+
+    def run(self, optimizer: AbstractDriver, starts, *, max_iterations: int, max_evaluations: int) -> tuple:
+        return run_starts(self.program, optimizer, self.arrays, starts, jnp.asarray(max_iterations),
+                          jnp.asarray(max_evaluations))

@@ -1,0 +1,105 @@
+"""Dataset.from_csv on small files: unused columns, dates, a byte-order mark, semicolons
+and decimal commas, and errors that name the file, the column and the line. Also: the
+fitting package's modules import one way (no cycle, not even inside functions)."""
+
+import ast
+import datetime
+import pathlib
+
+import numpy as np
+import pytest
+
+import simkit
+from simkit import datasets
+
+
+def write(tmp_path, text, name="data.csv", encoding="utf-8"):
+    path = tmp_path / name
+    path.write_bytes(text.encode(encoding))
+    return path
+
+
+def test_unused_columns_are_skipped_whatever_they_hold(tmp_path):
+    path = write(tmp_path, "# a comment\nday,site,cases,note\n1,north,3,\n2,north,8,fever; cough\n4,north,,ok\n")
+    data = simkit.Dataset.from_csv(path, time="day", columns={"cases": "I"})
+    np.testing.assert_array_equal(data.times, [0.0, 1.0, 3.0])
+    np.testing.assert_array_equal(data.values[:, 0], [3.0, 8.0, np.nan])
+    assert data.observed == ("I",) and data.names == ("cases",) and data.name == "data.csv"
+
+
+def test_dates_become_days_since_the_first(tmp_path):
+    path = write(tmp_path, "date,cases,sd\n2020-02-28,3,1\n2020-03-01,8,2\n2020-03-01T12:00,9,2\n")
+    data = simkit.Dataset.from_csv(path, time="date", columns={"cases": "I"}, sigma={"sd": "I"})
+    np.testing.assert_allclose(data.times, [0.0, 2.0, 2.5])  # 2020 is a leap year
+    np.testing.assert_array_equal(data.sigma[:, 0], [1.0, 2.0, 2.0])
+    hours = simkit.Dataset.from_csv(path, time="date", columns={"cases": "I"}, time_unit="hours",
+                                    time_offset=datetime.date(2020, 2, 27))
+    np.testing.assert_allclose(hours.times, [24.0, 72.0, 84.0])
+    european = write(tmp_path, "date,cases\n28/02/2020,3\n01/03/2020,8\n", name="dmy.csv")
+    data = simkit.Dataset.from_csv(european, time="date", columns={"cases": "I"}, time_format="%d/%m/%Y")
+    np.testing.assert_allclose(data.times, [0.0, 2.0])
+
+
+def test_byte_order_mark_semicolons_and_decimal_commas(tmp_path):
+    path = write(tmp_path, "\ufeffday;cases;sd\n0;3;0,5\n1,5;8;1\n3;NA;1,25\n", encoding="utf-8")
+    data = simkit.Dataset.from_csv(path, time="day", columns={"cases": "I"}, sigma={"sd": "I"})
+    np.testing.assert_array_equal(data.times, [0.0, 1.5, 3.0])
+    np.testing.assert_array_equal(data.sigma[:, 0], [0.5, 1.0, 1.25])
+    tabs = write(tmp_path, "day\tcases\n0\t3\n1\t8\n", name="tabs.tsv")
+    np.testing.assert_array_equal(simkit.Dataset.from_csv(tabs, time="day", columns={"cases": "I"}).values[:, 0],
+                                  [3.0, 8.0])
+
+
+def test_the_shipped_lynx_hare_file_still_reads():
+    data = datasets.lynx_hare()
+    assert data.times[0] == 0.0 and data.times[-1] == 20.0 and data.values.shape == (21, 2)
+
+
+@pytest.mark.parametrize(("text", "kwargs", "match"), [
+    ("day,cases\n1,3\n", {"columns": {"count": "I"}}, r"no column\(s\) \['count'\]; the file has \['day', 'cases'\]"),
+    ("day,cases\n1,3\n2,many\n", {}, r"line 3, column 'cases': 'many' is not a number"),
+    ("day,cases\n1,3\n1,4\n", {},
+     r"line 3, column 'day': times must be strictly increasing \('1' after '1' on line 2\)"),
+    ("day,cases\n1,3\n,4\n", {}, r"line 3, column 'day': a missing time"),
+    ("day,cases\n2020-01-01,3\n2020-01-32,4\n", {}, r"line 3, column 'day': '2020-01-32' is not a number or an ISO"),
+    ("day,cases\n1,3\n2,x\n", {"time": "cases", "columns": {"day": "I"}}, r"line 3, column 'cases': 'x' is not a"),
+    ("day,cases\n1,3,7\n", {}, r"line 2: 3 fields but the header names 2 columns"),
+    ("# only a comment\n", {}, r"no header line and no data"),
+    ("day,cases\n", {}, r"a header \(\['day', 'cases'\]\) but no data lines"),
+])
+def test_errors_name_the_file_the_column_and_the_line(tmp_path, text, kwargs, match):
+    path = write(tmp_path, text, name="bad.csv")
+    arguments = {"time": "day", "columns": {"cases": "I"}, **kwargs}
+    with pytest.raises(simkit.InputError, match=match) as info:
+        simkit.Dataset.from_csv(path, **arguments)
+    assert str(path) in str(info.value)
+
+
+def test_fitting_modules_import_one_way():
+    """fitting/_fit.py, result.py and uncertainty.py once imported each other (hidden inside
+    functions); now every import inside the package, at any depth, points one way."""
+    package = pathlib.Path(simkit.fitting.__file__).parent
+    modules = {p.stem for p in package.glob("*.py")}
+    graph = {}
+    for name in modules:
+        tree = ast.parse((package / f"{name}.py").read_text())
+        targets = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                targets |= {node.module} if node.module else {a.name for a in node.names}
+        graph[name] = targets & modules
+    done, visiting = set(), []
+
+    def visit(name):
+        assert name not in visiting, f"import cycle: {' -> '.join(visiting[visiting.index(name):] + [name])}"
+        if name in done:
+            return
+        visiting.append(name)
+        for target in sorted(graph[name]):
+            visit(target)
+        visiting.pop()
+        done.add(name)
+
+    for name in sorted(modules):
+        visit(name)
+    assert "result" not in graph["uncertainty"] and "_fit" not in graph["result"] | graph["uncertainty"]
