@@ -414,17 +414,12 @@ CASES = [
     pytest.param(lambda: reference.solve_ivp(LORENZ, (0.0, 0.01), saveat=[0.005, 2.0]), ValueError, r"saveat",
                  id="reference-saveat-outside"),
     pytest.param(ens(y0="abc", params=None), TypeError, r"y0", id="ensemble-y0-string"),
-    pytest.param(fit(free="rho"), TypeError, r"free", id="fit-free-string", marks=_bug(
-        "simkit/fitting/parameters.py build: free='rho' is iterated as characters: "
-        "\"no parameter(s) ['r', 'h', 'o']\"")),
-    pytest.param(fit(bounds="negative"), ValueError, r"bounds", id="fit-bounds-string", marks=_bug(
-        "simkit/fitting/parameters.py build: a bounds string other than 'positive' reaches dict() and raises "
-        "its plain ValueError ('dictionary update sequence element #0 ...')")),
+    pytest.param(fit(free="rho"), TypeError, r"free", id="fit-free-string"),
+    pytest.param(fit(bounds="negative"), ValueError, r"bounds", id="fit-bounds-string"),
     pytest.param(lambda: sample.uniform(KEY, {"rho": (1.0, 2.0)}, 2.5), TypeError, r"\bn\b", id="sample-n-float"),
     pytest.param(lambda: sample.uniform(KEY, [(1.0, 2.0)], 4), TypeError, r"ranges", id="sample-ranges-list"),
     pytest.param(lambda: Dataset(times=[0.0, 1.0], values=[1.0, 2.0], observed=("x",), sigma=[1.0, 1.0, 1.0]),
-                 ValueError, r"sigma", id="dataset-sigma-shape", marks=_bug(
-                     "simkit/fitting/data.py: a sigma of the wrong shape raises NumPy's plain broadcast ValueError")),
+                 ValueError, r"sigma", id="dataset-sigma-shape"),
     pytest.param(integrate(dt="0.1"), TypeError, r"\bdt\b", id="integrate-dt-string"),
 ]
 

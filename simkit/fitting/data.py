@@ -62,7 +62,12 @@ class Dataset:
             names = tuple(self.names) if self.names is not None else tuple(f"h{i}" for i in range(values.shape[1]))
         sigma = None
         if self.sigma is not None:
-            sigma = np.broadcast_to(np.asarray(self.sigma, dtype=float), values.shape).copy()
+            given = np.asarray(self.sigma, dtype=float)
+            try:
+                sigma = np.broadcast_to(given, values.shape).copy()
+            except ValueError:
+                raise ShapeError(f"dataset {self.name!r}: sigma has shape {given.shape}; it must be one per point "
+                                 f"{values.shape}, one per column ({values.shape[-1]},) or a scalar") from None
             if not np.all(sigma[np.isfinite(values)] > 0):
                 raise InputError(f"dataset {self.name!r}: sigma must be positive where values are given")
         if not np.any(np.isfinite(values)):

@@ -11,7 +11,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from ..errors import InputError, ParameterError
+from ..errors import InputError, InputTypeError, ParameterError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,6 +55,8 @@ def build(model: Any, free: Sequence[str] | None, bounds: Mapping[str, tuple[flo
     params = model.params
     if free is None:
         free = [k for k, v in params.items() if np.ndim(v) == 0]
+    if isinstance(free, (str, bytes)):
+        raise InputTypeError(f"free must be a list of parameter names, e.g. [{free!r}], got the string {free!r}")
     free = list(free)
     unknown = [n for n in free if n not in params]
     if unknown:
@@ -72,7 +74,9 @@ def build(model: Any, free: Sequence[str] | None, bounds: Mapping[str, tuple[flo
     if bad:
         raise ParameterError(f"initial values given for {bad}, which are not free; free: {names}")
     start = [float(initial.get(n, s)) for n, s in zip(names, start)]
-    if bounds == "positive":
+    if isinstance(bounds, str):
+        if bounds != "positive":
+            raise InputError(f"bounds must be 'positive' or a dict of name -> (low, high), got {bounds!r}")
         bounds = {n: (0.0, np.inf) for n in names}
     bounds = dict(bounds or {})
     bad = sorted(set(bounds) - set(names))
