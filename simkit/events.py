@@ -21,7 +21,9 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import jax
 import jax.numpy as jnp
+from jax import lax
 
 from .errors import InputError, InputTypeError
 
@@ -100,3 +102,69 @@ def event_values(events: tuple[Event, ...], t: Any, y: Any, params: Any) -> Any:
 def capacity(events: tuple[Event, ...]) -> int:
     """Length of the per-event record buffers."""
     return max((ev.max_records for ev in events), default=0)
+
+
+def locate_root(fn, dtype, iterations: int = 30):
+    """Root of ``fn`` on [0, 1] given fn(0) > 0 >= fn(1): Illinois false position.
+
+    Iterated under ``stop_gradient``; a final Newton step carries the derivative (the
+    implicit-function theorem), so forward mode through an event time is exact."""
+
+    def body(_, state):
+        a, fa, b, fb, side = state
+        x = jnp.where(fb == fa, 0.5 * (a + b), (a * fb - b * fa) / jnp.where(fb == fa, 1.0, fb - fa))
+        x = jnp.clip(x, a, b)
+        fx = fn(x)
+        right = fx > 0  # root in [x, b]
+        a2, b2 = jnp.where(right, x, a), jnp.where(right, b, x)
+        fa2 = jnp.where(right, fx, jnp.where(side == -1, fa * 0.5, fa))
+        fb2 = jnp.where(right, jnp.where(side == 1, fb * 0.5, fb), fx)
+        return a2, fa2, b2, fb2, jnp.where(right, 1, -1)
+
+    def root(f0, f1):
+        zero, one = jnp.asarray(0.0, dtype), jnp.asarray(1.0, dtype)
+        init = (zero, lax.stop_gradient(f0), one, lax.stop_gradient(f1), jnp.asarray(0))
+        theta = lax.stop_gradient(lax.fori_loop(0, iterations, body, init)[2])
+        value, slope = jax.jvp(fn, (theta,), (jnp.ones_like(theta),))
+        correction = value / jnp.where(slope == 0, 1.0, slope)
+        return theta - (correction - lax.stop_gradient(correction))
+
+    return root
+
+
+def wanted_crossings(events: tuple[Event, ...], state: dict, g_new: Any, accepted: Any, dtype: Any) -> Any:
+    """Which events cross zero in the wanted direction inside an (accepted) step: a sign
+    change from the sign of their last non-zero value, shape ``(n_events,)``."""
+    direction = jnp.asarray([ev.direction for ev in events], dtype)
+    s = state["sign"]
+    crossed = accepted & (s * state["g"] > 0) & (s * g_new <= 0)
+    upward = s < 0
+    return crossed & ((direction == 0) | ((direction > 0) & upward) | ((direction < 0) & ~upward))
+
+
+def locate_crossings(events: tuple[Event, ...], state: dict, g_new: Any, wanted: Any, t_at: Any, y_at: Any,
+                     params: Any, dtype: Any) -> dict:
+    """The crossings inside one step, the same in every engine.
+
+    `state` holds each event's value ``g`` at the step's start and the ``sign`` of its last
+    non-zero value (0: none yet) and the ``count`` of recorded crossings; ``g_new`` is the
+    events' values at the step's end; ``t_at(theta)``/``y_at(theta)`` give the time and the
+    method's interpolated state at the fraction ``theta`` of the step; ``wanted`` comes from
+    `wanted_crossings`. Returns ``theta`` (where, 1 where none), ``keep`` (the
+    crossings to record: those not after the stop), ``fired``, ``theta_stop`` and
+    ``stop_index`` (the first crossing that completes its event's terminal count)."""
+    terminal = jnp.asarray([ev.terminal for ev in events], jnp.int32)
+    s = state["sign"]
+    thetas = []
+    for i in range(len(events)):
+        def fn_i(th, i=i):
+            return s[i] * event_values(events[i:i + 1], t_at(th), y_at(th), params)[0]
+
+        locate = locate_root(fn_i, dtype)
+        thetas.append(lax.cond(wanted[i], lambda i=i, locate=locate: locate(s[i] * state["g"][i], s[i] * g_new[i]),
+                               lambda: jnp.asarray(1.0, dtype)))
+    theta = jnp.stack(thetas)
+    stops = wanted & (terminal > 0) & (state["count"] + 1 >= terminal)
+    theta_stop = jnp.min(jnp.where(stops, theta, jnp.inf))
+    return dict(theta=theta, keep=wanted & (theta <= theta_stop), fired=jnp.any(stops),
+                theta_stop=theta_stop, stop_index=jnp.argmin(jnp.where(stops, theta, jnp.inf)).astype(jnp.int32))

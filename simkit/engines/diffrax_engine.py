@@ -4,7 +4,7 @@
 ``crossings`` is the reference), inside one ``diffeqsolve``:
 
 - `_EventSolver` wraps the solver: each step locates the crossings inside it on the
-  solver's own interpolant (the kernels' Illinois root finder, `_locate`); its solver state
+  solver's own interpolant (`simkit.events.locate_crossings`, shared with the kernels); its solver state
   carries each event's last value, sign and count, which diffrax keeps only for accepted
   steps. What it found travels to the controller with the step's error estimate.
 - `_EventController` wraps the step-size controller: its state carries the records
@@ -35,9 +35,8 @@ import jax.numpy as jnp
 import lineax as lx
 from jax import lax
 
-from ..events import capacity, event_values
+from ..events import capacity, event_values, locate_crossings, wanted_crossings
 from ..save_times import save_grid
-from ..kernels.loop import _locate
 from ..solvers import initial_step, solver_order, with_newton_tolerances
 from ..status import Status
 from .programs import DiffraxProgram
@@ -161,8 +160,6 @@ class _EventSolver(dfx.AbstractWrappedSolver):
         was found: ``keep`` (crossings to record), their times and states, the stop."""
         events, d = self.events, self.direction
         n_ev, dtype = len(events), jnp.real(y1).dtype
-        ev_direction = jnp.asarray([e.direction for e in events], dtype)
-        ev_terminal = jnp.asarray([e.terminal for e in events], jnp.int32)
 
         def t_at(theta):
             return d * (t0 + theta * h)
@@ -172,26 +169,14 @@ class _EventSolver(dfx.AbstractWrappedSolver):
 
         g_new = event_values(events, d * (t0 + h), y1, params)
         s = ev["sign"]  # the sign of each event's last non-zero value (0: none yet)
-        crossed = (s * ev["g"] > 0) & (s * g_new <= 0)
-        upward = s < 0
-        wanted = crossed & ((ev_direction == 0) | ((ev_direction > 0) & upward) | ((ev_direction < 0) & ~upward))
+        wanted = wanted_crossings(events, ev, g_new, True, dtype)
 
         def located():
-            thetas = []
-            for i in range(n_ev):
-                fn_i = lambda th, i=i: s[i] * event_values(events[i:i + 1], t_at(th), y_at(th), params)[0]  # noqa: E731
-                locate = _locate(fn_i, dtype)
-                thetas.append(lax.cond(wanted[i], lambda i=i: locate(s[i] * ev["g"][i], s[i] * g_new[i]),
-                                       lambda: jnp.asarray(1.0, dtype)))
-            theta = jnp.stack(thetas)
-            stops = wanted & (ev_terminal > 0) & (ev["count"] + 1 >= ev_terminal)
-            theta_stop = jnp.min(jnp.where(stops, theta, jnp.inf))
-            fired = jnp.any(stops)
-            keep = wanted & (theta <= theta_stop)
-            theta_cut = jnp.where(fired, theta_stop, 1.0)
-            return dict(keep=keep, t=t_at(theta), y=jax.vmap(y_at)(theta), fired=fired,
-                        stop_index=jnp.argmin(jnp.where(stops, theta, jnp.inf)).astype(jnp.int32),
-                        t_stop=t_at(theta_cut), y_stop=y_at(theta_cut))
+            f = locate_crossings(events, ev, g_new, wanted, t_at, y_at, params, dtype)
+            theta = f["theta"]
+            theta_cut = jnp.where(f["fired"], f["theta_stop"], 1.0)
+            return dict(keep=f["keep"], t=t_at(theta), y=jax.vmap(y_at)(theta), fired=f["fired"],
+                        stop_index=f["stop_index"], t_stop=t_at(theta_cut), y_stop=y_at(theta_cut))
 
         def quiet():
             return dict(keep=wanted & False, t=jnp.zeros((n_ev,), dtype), y=jnp.zeros((n_ev,) + y1.shape, y1.dtype),

@@ -23,38 +23,12 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..events import capacity, event_values
+from ..events import capacity, event_values, locate_crossings, wanted_crossings
 from ..status import Status
 
 RUNNING = -1
 
 
-def _locate(fn, dtype, iterations: int = 30):
-    """Root of ``fn`` on [0, 1] given fn(0) > 0 >= fn(1): Illinois false position.
-
-    Iterated under ``stop_gradient``; a final Newton step carries the derivative (the
-    implicit-function theorem), so forward mode through an event time is exact."""
-
-    def body(_, state):
-        a, fa, b, fb, side = state
-        x = jnp.where(fb == fa, 0.5 * (a + b), (a * fb - b * fa) / jnp.where(fb == fa, 1.0, fb - fa))
-        x = jnp.clip(x, a, b)
-        fx = fn(x)
-        right = fx > 0  # root in [x, b]
-        a2, b2 = jnp.where(right, x, a), jnp.where(right, b, x)
-        fa2 = jnp.where(right, fx, jnp.where(side == -1, fa * 0.5, fa))
-        fb2 = jnp.where(right, jnp.where(side == 1, fb * 0.5, fb), fx)
-        return a2, fa2, b2, fb2, jnp.where(right, 1, -1)
-
-    def root(f0, f1):
-        zero, one = jnp.asarray(0.0, dtype), jnp.asarray(1.0, dtype)
-        init = (zero, lax.stop_gradient(f0), one, lax.stop_gradient(f1), jnp.asarray(0))
-        theta = lax.stop_gradient(lax.fori_loop(0, iterations, body, init)[2])
-        value, slope = jax.jvp(fn, (theta,), (jnp.ones_like(theta),))
-        correction = value / jnp.where(slope == 0, 1.0, slope)
-        return theta - (correction - lax.stop_gradient(correction))
-
-    return root
 
 
 def adaptive_loop(
@@ -90,8 +64,6 @@ def adaptive_loop(
     f0 = method.init(rhs, t0, y0, params)
     n_ev, cap = len(events), capacity(events)
     if events:
-        ev_direction = jnp.asarray([ev.direction for ev in events], dtype)
-        ev_terminal = jnp.asarray([ev.terminal for ev in events], jnp.int32)
         ev_max = jnp.asarray([ev.max_records for ev in events], jnp.int32)  # per event (cap: the largest)
         g0 = event_values(events, t0, y0, params)
         ev0 = dict(g=g0, sign=jnp.sign(g0), count=jnp.zeros((n_ev,), jnp.int32),
@@ -174,21 +146,10 @@ def adaptive_loop(
 
         g_new = event_values(events, t_new, y_new, params)
         s = ev["sign"]  # the sign of each event's last non-zero value (0: none yet)
-        crossed = accepted & (s * ev["g"] > 0) & (s * g_new <= 0)
-        upward = s < 0
-        wanted = crossed & ((ev_direction == 0) | ((ev_direction > 0) & upward) | ((ev_direction < 0) & ~upward))
-        thetas = []
-        for i in range(n_ev):
-            fn_i = lambda th, i=i: s[i] * event_values(events[i:i + 1], t + th * hs, interp(th), params)[0]
-            locate = _locate(fn_i, dtype)
-            thetas.append(lax.cond(wanted[i], lambda i=i: locate(s[i] * ev["g"][i], s[i] * g_new[i]),
-                                   lambda: jnp.asarray(1.0, dtype)))
-        theta = jnp.stack(thetas)
-        stops = wanted & (ev_terminal > 0) & (ev["count"] + 1 >= ev_terminal)
-        theta_stop = jnp.min(jnp.where(stops, theta, jnp.inf))
-        fired = jnp.any(stops)
-        stop_index = jnp.where(fired, jnp.argmin(jnp.where(stops, theta, jnp.inf)), c["stop_index"]).astype(jnp.int32)
-        keep = wanted & (theta <= theta_stop)
+        wanted = wanted_crossings(events, ev, g_new, accepted, dtype)
+        found = locate_crossings(events, ev, g_new, wanted, lambda th: t + th * hs, interp, params, dtype)
+        theta, keep, fired, theta_stop = found["theta"], found["keep"], found["fired"], found["theta_stop"]
+        stop_index = jnp.where(fired, found["stop_index"], c["stop_index"]).astype(jnp.int32)
         t_ev = t + theta * hs
         y_ev = jax.vmap(interp)(theta)
         slot = jnp.minimum(ev["count"], cap - 1)
