@@ -331,26 +331,11 @@ def _optx_failed(state: _OptxState) -> Any:
     return state.result != optx.RESULTS.successful
 
 
-class BFGS(AbstractDriver):
-    """optimistix's BFGS on a scalar loss (the default for likelihoods): a backtracking
-    Armijo line search, so the first step shrinks until it decreases the loss enough, and
-    no update from a curvature pair with ``s.y <= 0``. Converged: successive accepted
-    points and losses agree to ``rtol``/``atol`` (optimistix's Cauchy test). An iteration is
-    one step of optimistix (one evaluation of the loss and its gradient; a rejected trial
-    point counts)."""
-
-    rtol: float = 1e-8
-    atol: float = 1e-8
-    max_steps: int = 512
-    residual = False
-
-    def default_max_iterations(self) -> int:
-        return self.max_steps
+class _OptimistixDriver(AbstractDriver):
+    """The driver of an optimistix solver, given by `_optx` (one step = one optimistix step)."""
 
     def _optx(self) -> Any:
-        import optimistix as optx
-
-        return optx.BFGS(rtol=self.rtol, atol=self.atol)
+        raise NotImplementedError
 
     def init(self, fn, x0, lower, upper):
         return _optx_init(self._optx(), fn, x0)
@@ -374,7 +359,29 @@ class BFGS(AbstractDriver):
         return state.steps
 
 
-class Optimistix(AbstractDriver):
+class BFGS(_OptimistixDriver):
+    """optimistix's BFGS on a scalar loss (the default for likelihoods): a backtracking
+    Armijo line search, so the first step shrinks until it decreases the loss enough, and
+    no update from a curvature pair with ``s.y <= 0``. Converged: successive accepted
+    points and losses agree to ``rtol``/``atol`` (optimistix's Cauchy test). An iteration is
+    one step of optimistix (one evaluation of the loss and its gradient; a rejected trial
+    point counts)."""
+
+    rtol: float = 1e-8
+    atol: float = 1e-8
+    max_steps: int = 512
+    residual = False
+
+    def default_max_iterations(self) -> int:
+        return self.max_steps
+
+    def _optx(self) -> Any:
+        import optimistix as optx
+
+        return optx.BFGS(rtol=self.rtol, atol=self.atol)
+
+
+class Optimistix(_OptimistixDriver):
     """Any optimistix solver: a least-squares one (``optimistix.LevenbergMarquardt(rtol,
     atol)``, residuals) or a minimiser (``optimistix.BFGS(rtol, atol)``, scalar loss). An
     iteration is one optimistix step (one evaluation of ``fn``)."""
@@ -391,23 +398,6 @@ class Optimistix(AbstractDriver):
     def default_max_iterations(self) -> int:
         return self.max_steps
 
-    def init(self, fn, x0, lower, upper):
-        return _optx_init(self.solver, fn, x0)
+    def _optx(self) -> Any:
+        return self.solver
 
-    def step(self, fn, state, lower, upper):
-        return _optx_step(self.solver, fn, state)
-
-    def params(self, state):
-        return state.y
-
-    def converged(self, state):
-        return _optx_converged(state)
-
-    def failed(self, state):
-        return _optx_failed(state)
-
-    def iterations(self, state):
-        return state.steps
-
-    def evaluations(self, state):
-        return state.steps
