@@ -34,6 +34,7 @@ from .errors import InputError, InputTypeError, ParameterError, ShapeError
 from .events import Event, as_events
 from .kernels import AbstractKernel, Rodas4, Tsit5
 from .model import ODEModel
+from .params import _HOST, concrete, is_traced, merge_params  # noqa: F401 (re-exported)
 from .save_times import SaveAt, as_saveat
 from .solvers import default_solver
 
@@ -76,21 +77,6 @@ class SolvePlan:
 
 
 # -- small checks -------------------------------------------------------------------
-
-
-def is_traced(*trees: Any) -> bool:
-    """True when any leaf is a JAX tracer (inside a user's transform)."""
-    return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(trees))
-
-
-_HOST = (int, float, complex, np.ndarray, np.generic)
-
-
-def concrete(x: Any) -> np.ndarray | None:
-    """NumPy value of ``x``, or None when it is traced."""
-    if isinstance(x, _HOST):  # the common case, without walking a pytree
-        return np.asarray(x)
-    return None if is_traced(x) else np.asarray(x)
 
 
 def as_float(value: Any, dtype: Any) -> Any:
@@ -138,43 +124,6 @@ def check_count(name: str, value: Any, *, minimum: int = 1) -> int:
     if value < minimum:
         raise InputError(f"{name} must be at least {minimum}, got {value}")
     return int(value)
-
-
-def merge_params(defaults: Mapping[str, Any], given: Any, *, owner: str, batched: bool = False) -> dict[str, Any]:
-    """The one place parameters are merged: ``defaults`` overridden by ``given``.
-
-    Refuses what is not a mapping of names (a list, an array, a string), unknown names
-    (listing the valid ones), non-finite host values and, unless `batched`, values with
-    more dimensions than the default (a batch belongs to `simkit.ensemble` or ``jax.vmap``).
-    With `batched`, a leading member axis is allowed (shapes are checked by the ensemble)."""
-    if given is None:
-        return dict(defaults)
-    if not isinstance(given, Mapping):
-        raise InputTypeError(
-            f"{owner}: params must be a dict of name -> value (e.g. {{{next(iter(defaults), 'k')!r}: 1.0}}), "
-            f"got {type(given).__name__}")
-    unknown = sorted(str(k) for k in given if k not in defaults)
-    if unknown:
-        raise ParameterError(f"{owner} has no parameter(s) {unknown}; valid names are {list(defaults)}")
-    merged = dict(defaults)
-    for name, value in given.items():
-        if isinstance(value, (str, bytes)) or value is None:
-            raise InputTypeError(f"{owner}: parameter {name!r} must be a number or an array, got {value!r}")
-        arr = concrete(value)
-        if arr is not None:
-            if arr.dtype.kind not in "fciub":
-                raise InputTypeError(f"{owner}: parameter {name!r} must be numeric, got {value!r}")
-            if not np.all(np.isfinite(arr)):
-                if batched and arr.ndim > np.ndim(defaults[name]):
-                    bad = np.flatnonzero(~np.isfinite(arr).reshape(arr.shape[0], -1).all(axis=1))
-                    raise ParameterError(f"{owner}: parameter {name!r} is not finite for members {bad[:10].tolist()}")
-                raise ParameterError(f"{owner}: parameter {name!r} is not finite: {arr if arr.size < 10 else '...'}")
-        if not batched and np.ndim(value) > np.ndim(defaults[name]):
-            raise ShapeError(
-                f"{owner}: parameter {name!r} has shape {np.shape(value)}, the default {np.shape(defaults[name])}; "
-                "for a batch of parameter values use simkit.ensemble or jax.vmap")
-        merged[name] = value
-    return merged
 
 
 def time_span(model: Any, t_span: Any, *, allow_infinite_end: bool = False) -> tuple[Any, Any]:

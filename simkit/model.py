@@ -11,6 +11,7 @@ import equinox as eqx
 import numpy as np
 
 from .errors import InputTypeError, ParameterError, ShapeError
+from .params import merge_params
 
 Params = Mapping[str, Any]
 RHS = Callable[[Any, Any, Params], Any]
@@ -92,17 +93,10 @@ class ODEModel(eqx.Module):
         return tuple(self.params)
 
     def merged_params(self, params: Params | None) -> dict[str, Any]:
-        """The defaults overridden by ``params``; unknown names raise `ParameterError`."""
-        if params is None:
-            return dict(self.params)
-        params = _as_params(params)
-        unknown = sorted(set(params) - set(self.params))
-        if unknown:
-            raise ParameterError(
-                f"model {self.name!r} has no parameter(s) {unknown}; "
-                f"valid names are {list(self.params)}"
-            )
-        return {**self.params, **params}
+        """The defaults overridden by ``params``, checked by simkit's one parameter merge
+        (`simkit.params.merge_params`): unknown names raise `ParameterError`, a value that
+        is not a number or not finite is refused."""
+        return merge_params(self.params, params, owner=f"model {self.name!r}")
 
     def with_params(self, **params: Any) -> ODEModel:
         """A new model whose default parameters are updated by ``params``."""

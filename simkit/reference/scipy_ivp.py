@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jax
@@ -75,9 +75,11 @@ def solve_ivp(
     if t_span is not None and np.ndim(t_span) == 1 and len(t_span) == 2 and not np.all(np.isfinite(t_span)):
         raise InputError(f"reference.solve_ivp: t_span must be finite, got {tuple(t_span)} for {model.name!r}")
     t0, t1 = (float(t) for t in time_span(model, t_span))  # a pair of finite numbers
-    merged = model.merged_params(params)
     # SciPy never returns on a NaN state (every step is rejected): refuse non-finite input first
-    bad = sorted(k for k, v in merged.items() if not np.all(np.isfinite(np.asarray(v))))
+    given = params if isinstance(params, Mapping) else {}
+    bad = sorted(k for k, v in {**model.params, **given}.items()
+                 if not isinstance(v, (str, bytes)) and not np.all(np.isfinite(np.asarray(v, dtype=float))))
+    merged = {**model.params, **given} if bad else model.merged_params(params)
     if bad:
         raise ParameterError(f"reference.solve_ivp: parameter(s) {bad} of {model.name!r} are not "
                              f"finite: {({k: merged[k] for k in bad})}")
