@@ -55,9 +55,9 @@ class EnsembleProgram:
 def _member_arrays(model: ODEModel, params: dict | None, y0: Any) -> tuple[int, dict, Any]:
     dtype = np.dtype(_config.float_dtype())
     sizes: dict[str, int] = {}
-    given = merge_params(model.params, params, owner=f"model {model.name!r}", batched=True)
-    given = {k: v for k, v in given.items() if params is not None and k in params}
-    for name, value in given.items():
+    merged = merge_params(model.params, params, owner=f"model {model.name!r}", batched=True)
+    for name in params or {}:
+        value = merged[name]
         default_shape = np.shape(model.params[name])
         shape = np.shape(value)
         if shape == default_shape:
@@ -84,7 +84,6 @@ def _member_arrays(model: ODEModel, params: dict | None, y0: Any) -> tuple[int, 
     if len(set(sizes.values())) != 1:
         raise ShapeError(f"ensemble(): member counts disagree: {sizes}")
     members = next(iter(sizes.values()))
-    merged = {**model.params, **given}
     out = {}
     for name, value in merged.items():
         arr = np.asarray(value, dtype=dtype)
