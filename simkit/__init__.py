@@ -24,6 +24,7 @@ from .errors import SolveError as SolveError
 from .kernels import DOP853 as DOP853
 from .kernels import DOPRI5 as DOPRI5
 from .kernels import Rodas4 as Rodas4
+from .kernels import RadauIIA5 as RadauIIA5
 from .kernels import Rodas5P as Rodas5P
 from .kernels import Tsit5 as Tsit5
 from .ensemble_solution import EnsembleSolution as EnsembleSolution
@@ -61,6 +62,7 @@ __all__ = [
     "PDEModel",
     "ParameterError",
     "Rodas4",
+    "RadauIIA5",
     "Rodas5P",
     "SaveAt",
     "SaveSteps",

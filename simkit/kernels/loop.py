@@ -71,8 +71,9 @@ def adaptive_loop(
     else:
         ev0 = {}
 
-    _, _, dense_probe, _ = jax.eval_shape(
-        lambda: method.step(rhs, t0, y0, f0, direction, params, rtol, atol)
+    ctrl0 = method.controller_init(y0)
+    _, _, dense_probe, _, _ = jax.eval_shape(
+        lambda: method.attempt(rhs, t0, y0, f0, direction, params, rtol, atol, ctrl0)
     )
     dense0 = jnp.zeros(dense_probe.shape, dense_probe.dtype)
     # before any step: the first step (size dt0) from t0; a save time at t0 reads it at theta=0
@@ -80,8 +81,8 @@ def adaptive_loop(
 
     state0 = dict(
         t=t0, y=y0, f=f0, h=lax.stop_gradient(jnp.abs(dt0)).astype(dtype),
-        ctrl=method.controller_init(dtype), last_rej=jnp.asarray(False),
-        n_steps=jnp.asarray(0), n_acc=jnp.asarray(0), status=jnp.asarray(RUNNING), seg=seg0, ev=ev0,
+        ctrl=ctrl0, last_rej=jnp.asarray(False),
+        n_steps=jnp.asarray(0), n_acc=jnp.asarray(0), n_rhs=jnp.asarray(1), status=jnp.asarray(RUNNING), seg=seg0, ev=ev0,
         stop_index=jnp.asarray(-1, jnp.int32),
     )
     if dense_output:
@@ -97,7 +98,7 @@ def adaptive_loop(
         last = h >= remaining * (1 - 4 * eps)
         h = jnp.minimum(h, remaining)
         hs = direction * h
-        y_new, err_norm, dense, f_new = method.step(rhs, t, y, c["f"], hs, params, rtol, atol)
+        y_new, err_norm, dense, f_new, work = method.attempt(rhs, t, y, c["f"], hs, params, rtol, atol, c["ctrl"])
         if f_new is None:
             f_new = rhs(t + hs, y_new, params)
         finite = jnp.isfinite(err_norm) & jnp.all(jnp.isfinite(y_new))
@@ -107,7 +108,7 @@ def adaptive_loop(
         t_stop, y_stop, fired, ev, stop_index = t_new, y_new, jnp.asarray(False), c["ev"], c["stop_index"]
         if events:
             t_stop, y_stop, fired, ev, stop_index = crossings(c, t, y, t_new, y_new, hs, dense, f_new, accepted)
-        h_new, ctrl = method.propose(err_norm, h, c["ctrl"], accepted, c["last_rej"])
+        h_new, ctrl = method.propose(err_norm, h, c["ctrl"], accepted, c["last_rej"], work)
         h_new = lax.stop_gradient(h_new)
         # a step too small to move t: relative to |t| as in Hairer's codes
         # (0.1 |h| <= eps |t|), never to the span (a span of 1e11 must still allow tiny
@@ -127,6 +128,9 @@ def adaptive_loop(
             t=jnp.where(accepted, t_stop, t), y=jnp.where(accepted, y_stop, y),
             f=jnp.where(accepted, f_new, c["f"]), h=h_new, ctrl=ctrl, last_rej=~accepted,
             n_steps=c["n_steps"] + 1, n_acc=c["n_acc"] + accepted.astype(c["n_acc"].dtype),
+            # rhs evaluations: a fixed count per attempt, or (implicit methods with Newton
+            # iterations) the count the attempt reports
+            n_rhs=c["n_rhs"] + (per_attempt if work is None else work["num_rhs"].astype(c["n_rhs"].dtype)),
             status=status.astype(c["status"].dtype), seg=seg, ev=ev, stop_index=stop_index,
         )
         if dense_output:  # the accepted step's dense data, at row n_acc (a rejected one: no write)
@@ -241,5 +245,5 @@ def adaptive_loop(
         ts=ts_out, ys=ys_out, status=status.astype(jnp.int32), t_final=c["t"], y_final=c["y"],
         event_index=event_index.astype(jnp.int32), event_time=event_time.astype(dtype), **records,
         stats=dict(num_steps=n_steps, num_accepted_steps=c["n_acc"],
-                   num_rejected_steps=n_steps - c["n_acc"], num_rhs=1 + per_attempt * n_steps),
+                   num_rejected_steps=n_steps - c["n_acc"], num_rhs=c["n_rhs"]),
     )

@@ -48,17 +48,27 @@ def _rms(x):
     return jnp.sqrt(_sum_squares(x) / x.shape[0])
 
 
-class _HairerPI:
+class _Stateless:
+    """The loop's interface for a method whose steps share nothing but the controller's
+    state: ``attempt`` is ``step`` (``work``, what the attempt tells ``propose``, is None).
+    A method that keeps more across steps (Radau IIA: its Jacobian and LU factors) keeps
+    it in the same controller state and overrides ``attempt``."""
+
+    def attempt(self, rhs, t, y, f, hs, params, rtol, atol, ctrl):
+        return (*self.step(rhs, t, y, f, hs, params, rtol, atol), None)
+
+
+class _HairerPI(_Stateless):
     """Hairer's step-size controller (DOPRI5/DOP853): ``fac = err**expo / facold**beta``,
     safety 0.9, ``fac_min <= h_new/h <= fac_max``; no growth right after a rejection."""
 
     beta = 0.04
     fac_min, fac_max = 0.2, 10.0
 
-    def controller_init(self, dtype):
-        return jnp.asarray(1e-4, dtype)  # facold
+    def controller_init(self, y0):
+        return jnp.asarray(1e-4, jnp.real(y0).dtype)  # facold
 
-    def propose(self, err_norm, h, state, accepted, last_rejected):
+    def propose(self, err_norm, h, state, accepted, last_rejected, work=None):
         expo = 1.0 / (self.error_order + 1) - 0.75 * self.beta
         err = jnp.maximum(err_norm, 1e-10)
         fac11 = err**expo
@@ -176,7 +186,7 @@ class DOP853Method(_HairerPI, _RecomputeDense):
         return y + theta * (ydiff + th1 * (bspl + theta * (r4 + th1 * tmp)))
 
 
-class Rosenbrock:
+class Rosenbrock(_Stateless):
     """Rosenbrock method (Rodas4, Rodas5P) with the Jacobian from ``jax.jacfwd`` and a
     dense LU per step (`simkit.kernels.linalg`)."""
 
@@ -231,10 +241,11 @@ class Rosenbrock:
             inner = dense[j] + theta * inner
         return s1 * seg["y"] + theta * (seg["y_new"] + s1 * inner)
 
-    def controller_init(self, dtype):
+    def controller_init(self, y0):
+        dtype = jnp.real(y0).dtype
         return jnp.stack([jnp.asarray(0.0, dtype), jnp.asarray(1e-2, dtype)])  # h_acc, err_acc
 
-    def propose(self, err_norm, h, state, accepted, last_rejected):
+    def propose(self, err_norm, h, state, accepted, last_rejected, work=None):
         # Hairer's RODAS: 1/5 <= h_new/h <= 6, safety 0.9, exponent 1/(error order + 1)
         # (RODAS: 1/4); on acceptance the predictive (Gustafsson) step from the previous
         # accepted step, when there is one.

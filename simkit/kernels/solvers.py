@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .methods import DOP853Method, ExplicitRK, Rosenbrock
+from .radau import RadauIIA5Method
 from .tableaus import DOP853 as _DOP853_TABLEAU
 from .tableaus import DOPRI5 as _DOPRI5_TABLEAU
 from .tableaus import RODAS4 as _RODAS4_TABLEAU
@@ -88,3 +89,22 @@ class Rodas5P(AbstractKernel):
 
     def method(self):
         return Rosenbrock(self.tableau)
+
+
+class RadauIIA5(AbstractKernel):
+    """Radau IIA of order 5 (Hairer & Wanner's RADAU5): three-stage collocation, L-stable
+    and stiffly accurate, for tight tolerances and very stiff problems.
+
+    Simplified Newton on the transformed system (one real and one complex LU of the state's
+    size), the Jacobian (``jax.jacfwd``) and the LU factors kept across steps while Newton
+    converges fast, Gustafsson's predictive step-size controller, dense output from the
+    collocation polynomial. Real states only; for systems of up to a few dozen states, as
+    `Rodas4`. See `simkit.kernels.radau`."""
+
+    stiff = True
+
+    def method(self):
+        return RadauIIA5Method()
+
+    def order(self) -> int:
+        return 5

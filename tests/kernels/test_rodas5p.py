@@ -13,6 +13,7 @@ import scipy.integrate
 
 import simkit
 from simkit import models, reference
+from simkit.models.oscillators import VAN_DER_POL_STIFF_REFERENCE as VDP_REFERENCE
 from simkit.kernels.tableaus import RODAS4, RODAS5P, RosenbrockTableau
 
 ROB_SAVE = 41  # the one Robertson program of this file
@@ -185,22 +186,6 @@ def test_robertson_against_scipy_radau_and_steps_per_tolerance():
     assert 0.15 < rate < 0.24, (rate, steps)
 
 
-# Van der Pol mu = 1000 on [0, 3000] at 11 save times: SciPy Radau, rtol = atol = 1e-13,
-# jacfwd Jacobian (simkit.reference.solve_ivp(m, saveat=11, method="Radau", rtol=1e-13,
-# atol=1e-13); 22 s, too slow to recompute here). Rodas5P at 1e-13 agrees with it to 2e-12.
-VDP_REFERENCE = np.array([
-    [2.0000000000000000e+00, 0.0000000000000000e+00],
-    [1.7793977690045018e+00, -8.2141570269719192e-04],
-    [1.4845756932882956e+00, -1.2330698826285536e-03],
-    [-1.9364435447961077e+00, 7.0420886015803616e-04],
-    [-1.6997140034610128e+00, 8.9978195059524249e-04],
-    [-1.3547459194878404e+00, 1.6217887275917992e-03],
-    [1.8690579838720562e+00, -7.4960861597281401e-04],
-    [1.6114533462302401e+00, -1.0091872507173938e-03],
-    [1.1491721451541330e+00, -3.5842275825308436e-03],
-    [-1.7969750287124826e+00, 8.0613647723103913e-04],
-    [-1.5106069367457944e+00, 1.1783800007274436e-03],
-])
 
 
 def test_van_der_pol_mu_1000_at_tight_tolerance():

@@ -1,0 +1,283 @@
+"""Radau IIA of order 5 (three stages) as a fused kernel method, after Hairer & Wanner's RADAU5.
+
+Hairer & Wanner, *Solving Ordinary Differential Equations II*, 2nd ed., Springer 1996,
+section IV.8: the collocation method at the Radau points ``c = ((4 - sqrt 6)/10,
+(4 + sqrt 6)/10, 1)``, solved by simplified Newton iterations on the transformed system
+(``T^-1 A^-1 T`` is one real eigenvalue and one complex pair, so each iteration solves one
+real and one complex linear system of the size of the state, not one of three times its
+size), with
+
+* the Jacobian kept across steps and recomputed only when Newton converged slowly
+  (rate above 1e-3 after more than two iterations) or failed with a stale Jacobian;
+* the LU factors kept while the step size does not change (a proposed growth below 1.2x
+  keeps the step, and so the factors, as RADAU5 does);
+* starting values for Newton from the previous step's collocation polynomial;
+* the embedded error estimate of order 3, filtered by ``(u1/h - J)^-1`` (stiffly
+  accurate: bounded for ``h |lambda| -> inf``), re-filtered through one more rhs
+  evaluation after a rejection or on the first step;
+* Gustafsson's predictive controller with RADAU5's safety factor (smaller when Newton
+  needed many iterations);
+* dense output from the collocation polynomial (order 3 uniformly, exact at the stages).
+
+The coefficients are computed here from their definitions (the Radau IIA matrix, its
+inverse's eigen-decomposition, the interpolating polynomial through the stages), and
+checked when the module loads. Tolerances are used as given, as SciPy's ``Radau`` does
+(RADAU5 itself transforms them to ``0.1 rtol^(2/3)``).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from .linalg import lu_factor, lu_solve
+from .methods import _rms
+
+NEWTON_MAXITER = 7  # RADAU5's NIT
+MIN_FACTOR, MAX_FACTOR = 0.2, 8.0  # RADAU5's FACR, FACL (1/FACL = 0.2, 1/FACR = 8)
+KEEP_STEP_BELOW = 1.2  # RADAU5's QUOT2: a smaller growth keeps h and the LU factors
+JACOBIAN_RATE = 1e-3  # RADAU5's THET: slower Newton convergence recomputes the Jacobian
+
+
+def _coefficients() -> dict:
+    """The Radau IIA (s = 3) coefficients, the transformation that block-diagonalises
+    ``A^-1``, the error-estimate weights and the dense-output matrix."""
+    s6 = np.sqrt(6.0)
+    c = np.array([(4.0 - s6) / 10.0, (4.0 + s6) / 10.0, 1.0])
+    # A from the collocation conditions sum_j a_ij c_j^(k-1) = c_i^k / k, k = 1..3
+    v = np.stack([c**k for k in range(3)], axis=1)  # v[j, k] = c_j^k
+    rhs = np.stack([c ** (k + 1) / (k + 1) for k in range(3)], axis=1)
+    a = np.linalg.solve(v.T, rhs.T).T  # a @ v = rhs
+    m = np.linalg.inv(a)
+    lam, vecs = np.linalg.eig(m)
+    real = int(np.argmin(np.abs(lam.imag)))
+    cplx = int(np.argmax(lam.imag))  # the eigenvalue alpha + i beta with beta > 0
+    t = np.stack([vecs[:, real].real, vecs[:, cplx].real, vecs[:, cplx].imag], axis=1)
+    ti = np.linalg.inv(t)
+    blocks = ti @ m @ t
+    mu_real = blocks[0, 0]
+    # on (W2, W3) the block is [[a, -b], [b, a]]: multiplication of W2 + i W3 by a + i b
+    mu_complex = blocks[1, 1] + 1j * blocks[2, 1]
+    # dense output: y(t + theta h) = y + sum_j q_j theta^(j+1), q = P^T z (interpolates the stages)
+    vander = np.stack([c ** (j + 1) for j in range(3)], axis=1)  # vander[i, j] = c_i^(j+1)
+    p = np.linalg.inv(vander).T  # q_j = sum_i p[i, j] z_i
+    # error estimate weights (Hairer & Wanner IV.8, eq. 8.19-8.20; RADAU5's DD1..DD3)
+    dd = np.array([-(13.0 + 7.0 * s6) / 3.0, (-13.0 + 7.0 * s6) / 3.0, -1.0 / 3.0])
+    out = dict(c=c, a=a, t=t, ti=ti, mu_real=float(mu_real), mu_complex=complex(mu_complex), p=p, dd=dd)
+    _check(out, blocks)
+    return out
+
+
+def _check(k: dict, blocks: np.ndarray) -> None:
+    """Order conditions and the transformation, checked when the module loads."""
+    a, c = k["a"], k["c"]
+    b = a[-1]
+    if not np.allclose(a.sum(axis=1), c, atol=1e-14):
+        raise ValueError("Radau IIA: rows of A do not sum to c")
+    for q in range(1, 6):  # quadrature order 2s - 1 = 5: sum b_i c_i^(q-1) = 1/q
+        if abs(b @ c ** (q - 1) - 1.0 / q) > 1e-14:
+            raise ValueError(f"Radau IIA: quadrature condition {q} fails")
+    if abs(blocks[0, 1]) + abs(blocks[0, 2]) + abs(blocks[1, 0]) + abs(blocks[2, 0]) > 1e-12 or \
+            abs(blocks[1, 1] - blocks[2, 2]) > 1e-12 or abs(blocks[1, 2] + blocks[2, 1]) > 1e-12:
+        raise ValueError("Radau IIA: T does not block-diagonalise A^-1")
+    # RADAU5: u1 = 1 / ((6 + 81^(1/3) - 9^(1/3)) / 30)
+    if abs(k["mu_real"] - 30.0 / (6.0 + 81.0 ** (1 / 3) - 9.0 ** (1 / 3))) > 1e-12:
+        raise ValueError("Radau IIA: the real eigenvalue of A^-1 is wrong")
+
+
+RADAU_IIA5 = _coefficients()
+
+
+def _combine(weights, zs):
+    """sum_i weights[i] * zs[i] for trace-time constant weights."""
+    out = None
+    for w, z in zip(weights, zs):
+        term = complex(w) * z if isinstance(w, complex) else float(w) * z
+        out = term if out is None else out + term
+    return out
+
+
+class RadauIIA5Method:
+    """One attempt of Radau IIA 5 for `simkit.kernels.loop.adaptive_loop`.
+
+    The controller state carried across attempts holds the Jacobian, both LU
+    factorisations, the step size they were made for, whether the Jacobian is current and
+    whether a new one is wanted, the previous accepted step's collocation polynomial
+    (Newton's starting values) and the Gustafsson controller's memory.
+    """
+
+    implicit = True
+    fsal = False  # f(t + h, y_new): one more evaluation per attempt, the next step's f0
+    order = 5
+    error_order = 3
+
+    def __init__(self):
+        k = RADAU_IIA5
+        self.c, self.t, self.ti, self.p, self.dd = k["c"], k["t"], k["ti"], k["p"], k["dd"]
+        self.mu_real, self.mu_complex = k["mu_real"], k["mu_complex"]
+        self.rhs_per_step = 3  # per Newton iteration; the count travels in ``work``
+
+    def init(self, rhs, t0, y0, params):
+        return rhs(t0, y0, params)
+
+    # -- controller state ----------------------------------------------------------------
+
+    def controller_init(self, y0):
+        n, dtype = y0.shape[0], y0.dtype
+        cdtype = jnp.complex128 if dtype == jnp.float64 else jnp.complex64
+        zeros = jnp.zeros((n, n), dtype)
+        return dict(
+            jac=zeros, jac_current=jnp.asarray(False), want_jac=jnp.asarray(True),
+            lu_real=(zeros, jnp.arange(n)), lu_complex=(jnp.zeros((n, n), cdtype), jnp.arange(n)),
+            lu_hs=jnp.asarray(0.0, dtype),
+            prev=dict(t=jnp.asarray(0.0, dtype), hs=jnp.asarray(0.0, dtype), y=y0, q=jnp.zeros((3, n), dtype)),
+            have_prev=jnp.asarray(False), first=jnp.asarray(True), rejected=jnp.asarray(False),
+            h_old=jnp.asarray(0.0, dtype), err_old=jnp.asarray(1e-2, dtype),
+        )
+
+    # -- one attempt -------------------------------------------------------------------
+
+    def attempt(self, rhs, t, y, f, hs, params, rtol, atol, ctrl):
+        n, dtype = y.shape[0], y.dtype
+        eps = jnp.finfo(dtype).eps
+        jac = lax.cond(
+            ctrl["want_jac"],
+            lambda: lax.stop_gradient(jax.jacfwd(lambda yy: rhs(t, yy, params))(y)),
+            lambda: ctrl["jac"],
+        )
+        jac_current = ctrl["want_jac"] | ctrl["jac_current"]
+        refactor = ctrl["want_jac"] | (hs != ctrl["lu_hs"])
+        eye = jnp.eye(n, dtype=dtype)
+
+        def factor():
+            lu_r = lu_factor((self.mu_real / hs) * eye - jac)
+            lu_c = lu_factor((self.mu_complex / hs) * eye.astype(ctrl["lu_complex"][0].dtype) - jac)
+            return lu_r, lu_c
+
+        lu_real, lu_complex = lax.cond(refactor, factor, lambda: (ctrl["lu_real"], ctrl["lu_complex"]))
+        lu_real = jax.tree_util.tree_map(lax.stop_gradient, lu_real)
+        lu_complex = jax.tree_util.tree_map(lax.stop_gradient, lu_complex)
+
+        # starting values: the previous step's collocation polynomial at the new stages
+        prev = ctrl["prev"]
+
+        def extrapolate(ci):
+            theta = (t + ci * hs - prev["t"]) / jnp.where(prev["hs"] == 0, 1.0, prev["hs"])
+            return self._poly(prev["y"], prev["q"], theta) - y
+
+        z0 = [jnp.where(ctrl["have_prev"], extrapolate(float(ci)), jnp.zeros_like(y)) for ci in self.c]
+        w0 = [_combine(self.ti[i], z0) for i in range(3)]
+
+        scale = atol + rtol * jnp.abs(y)
+        newton_tol = jnp.maximum(10 * eps / rtol, jnp.minimum(0.03, jnp.sqrt(rtol)))
+        mu_r, mu_c = self.mu_real / hs, self.mu_complex / hs
+
+        def newton_body(s):
+            z, w = s["z"], s["w"]
+            fs = [rhs(t + float(ci) * hs, y + z[i], params) for i, ci in enumerate(self.c)]
+            g_real = _combine(self.ti[0], fs) - mu_r * w[0]
+            g_complex = _combine(self.ti[1] + 1j * self.ti[2], fs) - mu_c * (w[1] + 1j * w[2])
+            dw_real = lu_solve(lu_real, g_real)
+            dw_complex = lu_solve(lu_complex, g_complex)
+            dw = [dw_real, jnp.real(dw_complex), jnp.imag(dw_complex)]
+            norm = _rms(jnp.concatenate(dw) / jnp.concatenate([scale] * 3))
+            finite = jnp.isfinite(norm)  # a non-finite stage value makes the norm non-finite
+            rate = jnp.where(s["k"] > 0, norm / jnp.where(s["norm_old"] > 0, s["norm_old"], 1.0), s["rate"])
+            remaining = NEWTON_MAXITER - s["k"]
+            # diverging, or too slow to converge in the iterations left: give up
+            hopeless = (s["k"] > 0) & ((rate >= 1) | (rate ** remaining / (1 - rate) * norm > newton_tol))
+            failed = ~finite | hopeless
+            w_new = [wi + dwi for wi, dwi in zip(w, dw)]
+            z_new = [_combine(self.t[i], w_new) for i in range(3)]
+            converged = ~failed & ((norm == 0) | ((s["k"] > 0) & (rate / (1 - rate) * norm < newton_tol)))
+            keep = ~failed
+            return dict(
+                z=[jnp.where(keep, a, b) for a, b in zip(z_new, z)],
+                w=[jnp.where(keep, a, b) for a, b in zip(w_new, w)],
+                k=s["k"] + 1, norm_old=norm, rate=rate, converged=converged, failed=failed,
+            )
+
+        def newton_cond(s):
+            return ~s["converged"] & ~s["failed"] & (s["k"] < NEWTON_MAXITER)
+
+        s0 = dict(z=z0, w=w0, k=jnp.asarray(0), norm_old=jnp.asarray(0.0, dtype),
+                  rate=jnp.asarray(1.0, dtype), converged=jnp.asarray(False), failed=jnp.asarray(False))
+        s = lax.while_loop(newton_cond, newton_body, s0)
+        z, converged, n_iter = s["z"], s["converged"], s["k"]
+        y_new = y + z[2]
+
+        # the error estimate, filtered by (u1/h - J)^-1
+        ze = _combine(self.dd, z) / hs
+        err = lu_solve(lu_real, f + ze)
+        sc = atol + rtol * jnp.maximum(jnp.abs(y), jnp.abs(y_new))
+        err_norm = _rms(err / sc)
+        refilter = (err_norm >= 1) & (ctrl["first"] | ctrl["rejected"]) & converged
+        err2 = lax.cond(refilter, lambda: lu_solve(lu_real, rhs(t, y + err, params) + ze), lambda: err)
+        err_norm = jnp.where(refilter, _rms(err2 / sc), err_norm)
+        # a failed Newton iteration: rejected (finite, so that its state stays meaningful)
+        err_norm = jnp.where(converged, err_norm, jnp.asarray(2.0, dtype))
+        y_new = jnp.where(converged | ~jnp.all(jnp.isfinite(y_new)), y_new, y)
+
+        q = jnp.stack([_combine(self.p[:, j], z) for j in range(3)])  # (3, n)
+        work = dict(
+            converged=converged, n_iter=n_iter, rate=s["rate"], jac=jac, jac_current=jac_current,
+            lu_real=lu_real, lu_complex=lu_complex, hs=hs, t=t, y=y, q=q,
+            num_rhs=3 * n_iter + refilter.astype(n_iter.dtype)
+            + ctrl["want_jac"].astype(n_iter.dtype) * n,  # (a Jacobian: n forward-mode evaluations)
+        )
+        return y_new, err_norm, q, None, work
+
+    # -- step size --------------------------------------------------------------------
+
+    def propose(self, err_norm, h, ctrl, accepted, last_rejected, work):
+        dtype = h.dtype
+        converged, n_iter = work["converged"], work["n_iter"]
+        err = jnp.maximum(err_norm, 1e-10)
+        safety = 0.9 * (2 * NEWTON_MAXITER + 1) / (2 * NEWTON_MAXITER + n_iter.astype(dtype))
+        # rejected by the error test
+        fac_rej = jnp.maximum(MIN_FACTOR, safety * err**-0.25)
+        # accepted: the standard and Gustafsson's predictive factors, the smaller
+        fac_std = safety * err**-0.25
+        gus = safety * (h / jnp.where(ctrl["h_old"] > 0, ctrl["h_old"], h)) * (ctrl["err_old"] / err) ** 0.25 \
+            * err**-0.25
+        fac_acc = jnp.where(ctrl["h_old"] > 0, jnp.minimum(fac_std, gus), fac_std)
+        fac_acc = jnp.clip(fac_acc, MIN_FACTOR, MAX_FACTOR)
+        fac_acc = jnp.where(last_rejected, jnp.minimum(fac_acc, 1.0), fac_acc)
+        recompute = (n_iter > 2) & (work["rate"] > JACOBIAN_RATE)
+        fac_acc = jnp.where(~recompute & (fac_acc >= 1.0) & (fac_acc < KEEP_STEP_BELOW), 1.0, fac_acc)
+        # Newton failed: retry the same step with a fresh Jacobian, else halve it
+        fac_fail = jnp.where(work["jac_current"], 0.5, 1.0)
+        fac = jnp.where(~converged, fac_fail, jnp.where(accepted, fac_acc, fac_rej))
+        h_new = h * fac
+
+        new = dict(
+            jac=work["jac"], lu_real=work["lu_real"], lu_complex=work["lu_complex"], lu_hs=work["hs"],
+            jac_current=jnp.where(accepted, False, work["jac_current"]),
+            want_jac=jnp.where(accepted, recompute, ~converged & ~work["jac_current"]),
+            prev=jax.tree_util.tree_map(
+                lambda a, b: jnp.where(accepted, a, b),
+                dict(t=work["t"], hs=work["hs"], y=work["y"], q=work["q"]), ctrl["prev"]),
+            have_prev=ctrl["have_prev"] | accepted,
+            first=ctrl["first"] & ~accepted, rejected=~accepted,
+            h_old=jnp.where(accepted, h, ctrl["h_old"]),
+            err_old=jnp.where(accepted, jnp.maximum(err, 1e-2), ctrl["err_old"]),
+        )
+        return h_new, new
+
+    # -- dense output ------------------------------------------------------------------
+
+    @staticmethod
+    def _poly(y, q, theta):
+        """``y + sum_j q_j theta^(j+1)`` by Horner's rule."""
+        return y + theta * (q[0] + theta * (q[1] + theta * q[2]))
+
+    def keep(self, y, f, y_new, dense, f_new):
+        return dict(y=y, dense=dense)
+
+    def expand(self, rhs, params, t, hs, kept, rtol, atol):
+        return dict(t=t, hs=hs, **kept)
+
+    def interpolate(self, rhs, params, seg, theta):
+        return self._poly(seg["y"], seg["dense"], theta)
