@@ -36,6 +36,7 @@ from .fitting import LogNormal as LogNormal
 from .fitting import NegativeBinomial as NegativeBinomial
 from .fitting import Poisson as Poisson
 from .fitting import fit as fit
+from .io import load as load
 from .model import ODEModel as ODEModel
 from .solution import Solution as Solution
 from .stencil import PDEModel as PDEModel
@@ -75,6 +76,7 @@ __all__ = [
     "ensemble",
     "fit",
     "fitting",
+    "load",
     "models",
     "sample",
     "solve",

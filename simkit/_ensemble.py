@@ -176,9 +176,10 @@ def ensemble(
       benchmarks the pilot costs about what the grouping saves (see the module docstring).
     - `key`: for stochastic models, one ``jax.random`` key; member ``i`` gets
       ``jax.random.split(key, members)[i]``: reproducible and independent of chunking.
-    - `progress`: run in up to 20 host-level batches of chunks and draw a progress bar on
-      stderr once the run is projected to take more than 3 s. ``None`` (default): when
-      stderr is a terminal and ``SIMKIT_PROGRESS`` is not ``0``. Results are unchanged.
+    - `progress`: run in up to 20 host-level batches of chunks and show a ``tqdm`` progress
+      bar of the members done (`simkit.progress`). ``None`` (default): ``SIMKIT_PROGRESS``
+      (``0`` off, ``1`` on), else when stderr is a terminal or in a Jupyter notebook, once the
+      run has taken 3 s. Results are unchanged.
 
     **Returns:** an `EnsembleSolution` with ``ys`` of shape ``(members, n_save, n_states)``
     and a status per member; failed members are reported there and never stop the others.
@@ -210,7 +211,7 @@ def ensemble(
     chunk = int(chunk_size or min(DEFAULT_CHUNK, per_device, fits))
     chunk = VECTOR_WIDTH * math.ceil(chunk / VECTOR_WIDTH)
     chunks_per_device = math.ceil(per_device / chunk)
-    batched = _progress.wanted(progress) and chunks_per_device > 1
+    batched = _progress.active(progress) and chunks_per_device > 1
     # host-level batches of `per_batch` chunks per device (<= 20 batches; padding < 1 batch)
     per_batch = math.ceil(chunks_per_device / MAX_BATCHES) if batched else chunks_per_device
     n_batches = math.ceil(chunks_per_device / per_batch)
@@ -247,13 +248,12 @@ def ensemble(
         run_members = order[positions]
         pending.append(_run(program, args, _put({k: v[run_members] for k, v in p_pad.items()}, devices),
                             _put(y_pad[run_members], devices), _put(k_pad[run_members], devices)))
-    bar = _progress.Bar(n_batches, f"ensemble {model.name} ({members} members)", always=bool(progress))
     outs = []
-    for done, result in enumerate(pending, 1):
-        outs.append(jax.tree_util.tree_map(gather, result))
-        if n_batches > 1:
-            bar.update(done)
-    bar.close()
+    with _progress.bar(members, f"ensemble {model.name}", progress=progress if n_batches > 1 else False,
+                       unit="members") as bar:
+        for positions, result in zip(slots, pending):
+            outs.append(jax.tree_util.tree_map(gather, result))
+            bar.update(int(np.count_nonzero(order[positions] < members)))  # padding excluded
     inverse = np.argsort(order[np.concatenate(slots)])
     out = jax.tree_util.tree_map(lambda *a: np.concatenate(a)[inverse][:members], *outs)
     solver_name = plan.solver_name
@@ -261,7 +261,8 @@ def ensemble(
         ts=out["ts"], ys=out["ys"], status=out["status"], stats=out["stats"],
         params={k: v[:members] for k, v in p_b.items()}, y0=y0_b, t_final=out["t_final"],
         y_final=out["y_final"], state_names=model.state_names, model_name=model.name,
-        solver_name=solver_name,
+        solver_name=solver_name, rtol=np.asarray(plan.args.rtol), atol=np.asarray(plan.args.atol),
+        model_source=model.source, model_units=model.units,
     )
 
 

@@ -123,6 +123,7 @@ def finish(plan: SolvePlan, result: engines.EngineResult, throw: bool) -> Soluti
         params=args.params, rtol=args.rtol, atol=args.atol, state_names=model.state_names,
         model_name=model.name, solver_name=plan.solver_name, interpolation=result.interpolation,
         event_ts=result.event_ts, event_ys=result.event_ys, event_counts=result.event_counts,
+        y0=args.y0, model_source=model.source, model_units=model.units,
     )
     if isinstance(result.ts, jax.core.Tracer) or is_traced(args):
         if throw:

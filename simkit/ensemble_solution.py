@@ -9,15 +9,14 @@ from typing import Any
 import jax
 import numpy as np
 
-from .errors import DependencyError
 from .solution import state_column
 from .status import Status, describe
 
 
 @functools.partial(
     jax.tree_util.register_dataclass,
-    data_fields=["ts", "ys", "status", "stats", "params", "y0", "t_final", "y_final"],
-    meta_fields=["state_names", "model_name", "solver_name"],
+    data_fields=["ts", "ys", "status", "stats", "params", "y0", "t_final", "y_final", "rtol", "atol"],
+    meta_fields=["state_names", "model_name", "solver_name", "model_source", "model_units"],
 )
 @dataclasses.dataclass(frozen=True)
 class EnsembleSolution:
@@ -26,7 +25,8 @@ class EnsembleSolution:
     **Fields:** `ts` (member, time) — save times, ``inf`` where a member stopped earlier
     (event or failure); `ys` (member, time, state); `status` (member,) `simkit.Status`
     codes; `stats` dict of (member,) counters; `params` dict of (member, ...) parameter
-    values; `y0` (member, state); `t_final`, `y_final`.
+    values; `y0` (member, state); `t_final`, `y_final`; `rtol`, `atol` (the tolerances of
+    every member); `model_source`, `model_units` (the model's citation and units).
 
     Statistics (`mean`, `std`, `quantile`) run over the members that succeeded and reached
     each save time; failed members are listed by `failures`, never averaged in.
@@ -43,6 +43,10 @@ class EnsembleSolution:
     state_names: tuple[str, ...]
     model_name: str = "model"
     solver_name: str = ""
+    rtol: Any = None
+    atol: Any = None
+    model_source: str = ""
+    model_units: Any = ""
 
     @property
     def n_members(self) -> int:
@@ -89,27 +93,116 @@ class EnsembleSolution:
         return np.nanquantile(data, q, axis=0)
 
     def to_xarray(self) -> Any:
-        """An ``xarray.DataArray`` (member, time, state) with the member parameters as
-        coordinates on ``member``. Needs xarray (a core dependency)."""
-        try:
-            import xarray as xr
-        except ImportError:
-            raise DependencyError(
-                "EnsembleSolution.to_xarray() needs xarray, a dependency of simkit-jax that is "
-                "missing here: pip install xarray"
-            ) from None
-        coords: dict[str, Any] = {
-            "member": np.arange(self.n_members),
-            "time": self.times,
-            "state": list(self.state_names),
-            "status": ("member", np.asarray(self.status)),
-        }
-        for k, v in self.params.items():
-            v = np.asarray(v)
-            if v.ndim == 1:
-                coords[f"param_{k}"] = ("member", v)
-        return xr.DataArray(np.asarray(self.ys), dims=("member", "time", "state"), coords=coords,
-                            name=self.model_name, attrs={"model": self.model_name, "solver": self.solver_name})
+        """The ensemble as an ``xarray.Dataset`` with CF attributes and provenance.
+
+        Returns
+        -------
+        xarray.Dataset
+            Dimensions ``member``, ``t`` (the common save times, `times`) and ``state``. One
+            variable per state, named by the state, of dims ``(member, t)`` with
+            ``long_name`` and (where the model says) ``units``; ``y0`` ``(member, state)``;
+            ``status`` ``(member,)``; every parameter as a coordinate ``param_<name>``
+            ``(member, ...)``;
+            the solver counters as ``stats_<name>`` ``(member,)``; ``t_final``
+            ``(member,)``; ``member_t`` ``(member, t)`` where members' save times differ
+            (an event stopped some). Global attributes: the provenance of
+            `simkit.io.provenance` (model, source, units, the parameters shared by every
+            member, solver, rtol, atol, status, versions, date), ``varied_parameters``,
+            ``state_names`` and ``n_failed``.
+
+        Raises
+        ------
+        DependencyError
+            xarray is not installed.
+        InputError
+            A state named like a coordinate or another variable (``t``, ``y0``, ...).
+
+        Example
+        -------
+        >>> import numpy as np, simkit
+        >>> ens = simkit.ensemble(simkit.models.get("lorenz"), (0.0, 1.0), saveat=5,
+        ...                       params={"rho": np.linspace(10.0, 30.0, 4)})
+        >>> ds = ens.to_xarray()
+        >>> ds["x"].dims, ds["param_rho"].dims
+        (('member', 't'), ('member',))
+        """
+        from . import io
+
+        xr = io.require_xarray("EnsembleSolution.to_xarray()")
+        ys, ts, status = np.asarray(self.ys), np.asarray(self.ts), np.asarray(self.status)
+        times = self.times
+        members = np.arange(self.n_members)
+        params = {k: np.asarray(v) for k, v in self.params.items()}
+        data: dict[str, Any] = {}
+        for i, name in enumerate(self.state_names):
+            data[name] = (("member", "t"), ys[..., i],
+                          io.variable_attrs(f"state {name} of {self.model_name}", io.units_for(self.model_units, name)))
+        data["y0"] = (("member", "state"), np.asarray(self.y0), io.variable_attrs("initial state"))
+        data["status"] = ("member", status, io.variable_attrs(
+            "simkit.Status code of each member (0 success, 1 stopped by an event, more: failed)"))
+        data["t_final"] = ("member", np.asarray(self.t_final), io.variable_attrs(
+            "time where each member stopped", io.units_for(self.model_units, "t")))
+        member_params = {}  # coordinates along `member` (e.g. ds.swap_dims(member="param_rho"))
+        for k, v in params.items():
+            dims = ("member",) + tuple(f"param_{k}_dim{d}" for d in range(1, v.ndim))
+            member_params[f"param_{k}"] = (dims, v, io.variable_attrs(f"parameter {k} of each member",
+                                                                      io.units_for(self.model_units, k)))
+        for k, v in self.stats.items():
+            data[f"stats_{k}"] = ("member", np.asarray(v), io.variable_attrs(f"solver counter {k}"))
+        if not np.array_equal(ts, np.broadcast_to(times, ts.shape)):
+            data["member_t"] = (("member", "t"), ts, io.variable_attrs(
+                "save times of each member (inf after it stopped)", io.units_for(self.model_units, "t")))
+        io.check_names(self.state_names, [n for n in data if n not in self.state_names] + list(member_params)
+                       + ["member", "t", "state"], "states")
+        coords = {"member": ("member", members, io.variable_attrs("ensemble member")),
+                  "t": ("t", times, io.variable_attrs("time", io.units_for(self.model_units, "t"), axis="T")),
+                  "state": ("state", list(self.state_names), io.variable_attrs("state variable")),
+                  **member_params}
+        shared = {k: v[0] for k, v in params.items() if len(v) and np.all(v == v[:1])}
+        failed = int((~self.ok).sum())
+        attrs = io.provenance(
+            "EnsembleSolution", model_name=self.model_name, model_source=self.model_source,
+            model_units=self.model_units, parameters=shared, solver=self.solver_name, rtol=self.rtol,
+            atol=self.atol, status=self.message, status_code=int(status.max(initial=0)),
+            extra={"varied_parameters": sorted(set(params) - set(shared)), "state_names": list(self.state_names),
+                   "n_members": self.n_members, "n_failed": failed})
+        return xr.Dataset(data, coords=coords, attrs=attrs)
+
+    @property
+    def message(self) -> str:
+        """The members' outcomes in words, e.g. ``"success: 98; max_steps reached before t1: 2"``."""
+        codes, counts = np.unique(np.asarray(self.status), return_counts=True)
+        return "; ".join(f"{describe(int(c))}: {n}" for c, n in zip(codes, counts))
+
+    def save(self, path: Any) -> str:
+        """Write `to_xarray` to ``path``: NetCDF (``.nc``) or zarr (``.zarr``, when installed).
+
+        Parameters
+        ----------
+        path
+            The file; its suffix chooses the format (`simkit.io.save`).
+
+        Returns
+        -------
+        str
+            ``path``. Read it back with `simkit.load`.
+
+        Raises
+        ------
+        InputError
+            An unknown suffix. `DependencyError`: a ``.zarr`` path without zarr.
+
+        Example
+        -------
+        >>> import numpy as np, simkit
+        >>> ens = simkit.ensemble(simkit.models.get("lorenz"), (0.0, 1.0), saveat=5,
+        ...                       params={"rho": np.linspace(10.0, 30.0, 4)})
+        >>> ens.save("lorenz_ensemble.nc")
+        'lorenz_ensemble.nc'
+        """
+        from . import io
+
+        return io.save(self.to_xarray(), path)
 
     def plot(self, ax: Any = None, *, state: str | None = None, quantiles=(0.05, 0.25), **kwargs: Any) -> Any:
         """Fan chart of one state: the median and the bands between ``q`` and ``1 - q``."""

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .errors import DependencyError, ParameterError
+from .errors import InputError, ParameterError
 from .status import Status, describe
 
 
@@ -30,8 +30,8 @@ def state_column(state_names: tuple[str, ...], name: str, owner: str) -> int:
     jax.tree_util.register_dataclass,
     data_fields=["ts", "ys", "stats", "status", "t_final", "y_final", "event_index",
                  "event_time", "params", "rtol", "atol", "interpolation", "event_ts", "event_ys",
-                 "event_counts"],
-    meta_fields=["state_names", "model_name", "solver_name"],
+                 "event_counts", "y0"],
+    meta_fields=["state_names", "model_name", "solver_name", "model_source", "model_units"],
 )
 @dataclasses.dataclass(frozen=True)
 class Solution:
@@ -56,6 +56,8 @@ class Solution:
       list with one array per event, of shape ``(crossings,)`` and ``(crossings, n_states)``.
       The raw fixed-size records are `event_ts` ``(n_events, capacity)`` (``inf`` beyond the
       count), `event_ys` and `event_counts` ``(n_events,)``.
+    - `y0`: the initial state; `model_source`, `model_units`: the model's citation and units
+      (written by `to_xarray`/`save`).
 
     Save times after a terminal event are dropped when the solve is called outside of
     a JAX transform; under a transform (shapes must be static) they are kept and filled
@@ -80,6 +82,9 @@ class Solution:
     event_ts: Any = None
     event_ys: Any = None
     event_counts: Any = None
+    y0: Any = None
+    model_source: str = ""
+    model_units: Any = ""
 
     @property
     def t_events(self) -> list:
@@ -145,32 +150,82 @@ class Solution:
 
     # -- export ---------------------------------------------------------------
     def to_xarray(self) -> Any:
-        """An ``xarray.DataArray`` with dims ``(time, state)``; attrs hold the model name,
-        parameters, solver and tolerances. Needs xarray (a core dependency)."""
-        try:
-            import xarray as xr
-        except ImportError:
-            raise DependencyError(
-                "Solution.to_xarray() needs xarray, a dependency of simkit-jax that is "
-                "missing here: pip install xarray"
-            ) from None
-        attrs: dict[str, Any] = {
-            "model": self.model_name,
-            "solver": self.solver_name,
-            "rtol": float(self.rtol),
-            "atol": float(self.atol),
-            "status": self.message,
-        }
-        for k, v in self.params.items():
-            arr = np.asarray(v)
-            attrs[f"param_{k}"] = float(arr) if arr.ndim == 0 else arr.tolist()
-        return xr.DataArray(
-            np.asarray(self.ys),
-            dims=("time", "state"),
-            coords={"time": np.asarray(self.ts), "state": list(self.state_names)},
-            name=self.model_name,
-            attrs=attrs,
-        )
+        """The trajectory as an ``xarray.Dataset`` with CF attributes and provenance.
+
+        Returns
+        -------
+        xarray.Dataset
+            One variable per state, named by the state, along the time coordinate ``t``;
+            each has a ``long_name`` and, where the model's ``units`` say, ``units``
+            (`simkit.io.units_for`). Global attributes: the provenance of
+            `simkit.io.provenance` (model, source, units, parameters, solver, rtol, atol,
+            status, ``y0``, versions, date), ``state_names`` and the solver ``stats``
+            (JSON strings).
+
+        Raises
+        ------
+        DependencyError
+            xarray is not installed.
+        InputError
+            A batched solution (from ``jax.vmap``: export its members one by one), or a state
+            named ``t``.
+
+        Example
+        -------
+        >>> import simkit
+        >>> sol = simkit.solve(simkit.models.get("sir"), saveat=11)
+        >>> ds = sol.to_xarray()
+        >>> ds["I"].dims, ds["t"].attrs["units"]
+        (('t',), 'days')
+        """
+        from . import io
+
+        xr = io.require_xarray("Solution.to_xarray()")
+        ts, ys = np.asarray(self.ts), np.asarray(self.ys)
+        if ts.ndim != 1 or ys.ndim != 2:
+            raise InputError(f"Solution.to_xarray(): ys has shape {ys.shape}, a batched solution (from "
+                             "jax.vmap); export one member at a time, or use simkit.ensemble")
+        io.check_names(self.state_names, ["t"], "states")
+        data = {name: ("t", ys[:, i], io.variable_attrs(f"state {name} of {self.model_name}",
+                                                        io.units_for(self.model_units, name)))
+                for i, name in enumerate(self.state_names)}
+        coords = {"t": ("t", ts, io.variable_attrs("time", io.units_for(self.model_units, "t"), axis="T"))}
+        status = np.asarray(self.status)
+        attrs = io.provenance(
+            "Solution", model_name=self.model_name, model_source=self.model_source, model_units=self.model_units,
+            parameters=self.params, solver=self.solver_name, rtol=self.rtol, atol=self.atol,
+            status=self.message, status_code=status, y0=self.y0,
+            extra={"state_names": list(self.state_names), "stats": self.stats,
+                   "t_final": float(np.asarray(self.t_final).real)})
+        return xr.Dataset(data, coords=coords, attrs=attrs)
+
+    def save(self, path: Any) -> str:
+        """Write `to_xarray` to ``path``: NetCDF (``.nc``) or zarr (``.zarr``, when installed).
+
+        Parameters
+        ----------
+        path
+            The file; its suffix chooses the format (`simkit.io.save`).
+
+        Returns
+        -------
+        str
+            ``path``. Read it back with `simkit.load`.
+
+        Raises
+        ------
+        InputError
+            An unknown suffix. `DependencyError`: a ``.zarr`` path without zarr.
+
+        Example
+        -------
+        >>> import simkit
+        >>> simkit.solve(simkit.models.get("sir"), saveat=11).save("sir.nc")
+        'sir.nc'
+        """
+        from . import io
+
+        return io.save(self.to_xarray(), path)
 
     def plot(self, ax: Any = None, *, states: list[str] | None = None, **kwargs: Any) -> Any:
         """Plot states against time on ``ax`` (a new figure if None); returns the Axes."""

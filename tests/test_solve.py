@@ -174,11 +174,11 @@ def test_solution_access_and_exports(tmp_path):
     np.testing.assert_array_equal(sol["I"], sol.ys[:, 1])
     with pytest.raises(simkit.ParameterError, match="states are"):
         sol["Q"]
-    da = sol.to_xarray()
-    assert da.dims == ("time", "state") and list(da.state.values) == ["S", "I", "R"]
-    assert da.attrs["model"] == "sir" and da.attrs["param_beta"] == 0.3
-    assert da.attrs["solver"] == "simkit.Tsit5()" and da.attrs["rtol"] == 1e-6
-    da.to_netcdf(tmp_path / "sir.nc", engine="scipy")
+    ds = sol.to_xarray()  # round trips in detail: tests/test_io.py
+    assert list(ds.data_vars) == ["S", "I", "R"] and ds["I"].dims == ("t",)
+    assert ds.attrs["model"] == "sir" and ds.attrs["parameters"] == '{"beta": 0.3, "gamma": 0.1}'
+    assert ds.attrs["solver"] == "simkit.Tsit5()" and ds.attrs["rtol"] == 1e-6
+    ds.to_netcdf(tmp_path / "sir.nc", engine="scipy")  # plain NetCDF-3 attributes too
     ax = sol.plot()
     assert len(ax.get_lines()) == 3
     assert "sir" in repr(sol)

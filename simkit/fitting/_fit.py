@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _config
+from .. import progress as _progress
 from ..errors import InputError
 from ..model import ODEModel
 from ..sample import latin_hypercube
@@ -66,6 +67,7 @@ def fit(
     atol: float = 1e-10,
     ode_solver: Any = None,
     solver: Any = _UNSET,
+    progress: bool | None = None,
 ) -> FitResult:
     """Estimate parameters of ``model`` from ``data``.
 
@@ -101,7 +103,10 @@ def fit(
 
     **Other arguments:** `key` for the start design (default ``jax.random.key(0)``);
     `confidence` of the intervals; `rtol`, `atol`, `ode_solver` for the solves; `solver`:
-    the former name of `optimizer` (deprecated, warns).
+    the former name of `optimizer` (deprecated, warns); `progress`: for ``starts > 1``, a
+    ``tqdm`` bar of the two stages (the starts, which run together in one compiled program,
+    then the uncertainties): ``None`` (default) follows `simkit.progress` (``SIMKIT_PROGRESS``,
+    else a terminal or notebook once the fit has taken 3 s).
 
     **Returns:** a `FitResult` (estimates, standard errors, intervals, covariance,
     correlation, cost, status, fitted solutions; ``print(result)`` for a summary).
@@ -150,17 +155,23 @@ def fit(
     problem = Problem(model, datasets, space, loss, rtol, atol, ode_solver, limits["max_steps"])
     dtype = _config.float_dtype()
     points = _starts(space, int(starts), jax.random.key(0) if key is None else key)
-    thetas, iterations, evaluations, codes, costs = problem.run(
-        optimizer, jnp.asarray(points, dtype), max_iterations=limits["max_iterations"],
-        max_evaluations=limits["max_evaluations"])
-    costs = np.asarray(costs)
-    finite = np.isfinite(costs)
-    if not finite.any():
-        raise InputError("every start failed (non-finite cost): the ODE solve fails there (max_steps="
-                         f"{limits['max_steps']} per solve) or the model gives NaN; check the data, the bounds and "
-                         "the starting values")
-    best = int(np.argmin(np.where(finite, costs, np.inf)))
-    theta = np.asarray(thetas[best])
-    stats = uncertainty(problem, theta, confidence)
+    with _progress.bar(2, f"fit {model.name}", progress=progress if int(starts) > 1 else False,
+                       unit="stages") as stages:
+        stages.set_postfix_str(f"{int(starts)} starts", refresh=False)
+        thetas, iterations, evaluations, codes, costs = problem.run(
+            optimizer, jnp.asarray(points, dtype), max_iterations=limits["max_iterations"],
+            max_evaluations=limits["max_evaluations"])
+        costs = np.asarray(costs)
+        finite = np.isfinite(costs)
+        if not finite.any():
+            raise InputError("every start failed (non-finite cost): the ODE solve fails there (max_steps="
+                             f"{limits['max_steps']} per solve) or the model gives NaN; check the data, the bounds "
+                             "and the starting values")
+        stages.set_postfix_str("uncertainties", refresh=False)
+        stages.update(1)
+        best = int(np.argmin(np.where(finite, costs, np.inf)))
+        theta = np.asarray(thetas[best])
+        stats = uncertainty(problem, theta, confidence)
+        stages.update(1)
     return FitResult.build(problem, theta, float(costs[best]), best, (iterations, evaluations, codes, costs), points,
                            stats, optimizer, confidence, limits)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 import jax.numpy as jnp
@@ -177,6 +178,119 @@ class FitResult:
         vals = np.asarray(values)
         interval = (_crossing(vals, delta, cut, lower=True), _crossing(vals, delta, cut, lower=False))
         return {"values": vals, "delta": delta, "interval": interval, "threshold": float(cut)}
+
+    # data out --------------------------------------------------------------------------------
+    def to_xarray(self) -> Any:
+        """The fit as an ``xarray.Dataset`` with CF attributes and provenance.
+
+        Returns
+        -------
+        xarray.Dataset
+            Dimensions ``parameter`` (the free parameters, `names`), ``parameter_j`` (the
+            same, the second axis of matrices) and ``start``. Variables: ``estimate``,
+            ``stderr``, ``interval_low``, ``interval_high`` ``(parameter,)`` (``units`` where
+            the model's ``units`` name the parameter); ``cov``, ``corr``
+            ``(parameter, parameter_j)``; ``start_point`` ``(start, parameter)``,
+            ``start_cost``, ``start_status`` ``(start,)``; ``residuals`` ``(residual,)`` for
+            residual losses. Global attributes: the provenance of `simkit.io.provenance`
+            (model, source, units, the fitted model's parameters, the ODE solver, rtol, atol,
+            status, y0, versions, date), ``loss``, ``optimizer``, ``cost``, ``iterations``,
+            ``evaluations``, ``confidence``, ``n_points``, ``limits`` and ``hints``.
+
+        Raises
+        ------
+        DependencyError
+            xarray is not installed.
+
+        Example
+        -------
+        >>> import numpy as np, simkit
+        >>> model = simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * y, params={"k": 1.0}, y0=[1.0],
+        ...                         state_names=("y",), name="decay")
+        >>> times = np.linspace(0.0, 2.0, 6)
+        >>> data = simkit.Dataset(times, np.exp(-1.3 * times)[:, None], observed=("y",))
+        >>> ds = simkit.fit(model, data).to_xarray()
+        >>> round(ds["estimate"].sel(parameter="k").item(), 6), ds["cov"].dims
+        (1.3, ('parameter', 'parameter_j'))
+        """
+        from .. import io
+
+        xr = io.require_xarray("FitResult.to_xarray()")
+        model, problem = self.problem.model, self.problem
+        names = list(self.names)
+        units = {n: io.units_for(model.units, n) for n in names}
+        per_parameter = {"parameter_units": json.dumps({n: u for n, u in units.items() if u})} if any(
+            units.values()) else {}
+
+        def parameter_var(values: Any, long_name: str) -> tuple:
+            return ("parameter", np.asarray(values, dtype=float), io.variable_attrs(long_name))
+
+        data: dict[str, Any] = {
+            "estimate": parameter_var([self.estimates[n] for n in names], "estimate"),
+            "stderr": parameter_var([self.stderr[n] for n in names], "standard error"),
+            "interval_low": parameter_var([self.intervals[n][0] for n in names],
+                                          f"lower end of the {100 * self.confidence:g}% Wald interval"),
+            "interval_high": parameter_var([self.intervals[n][1] for n in names],
+                                           f"upper end of the {100 * self.confidence:g}% Wald interval"),
+            "cov": (("parameter", "parameter_j"), np.asarray(self.cov), io.variable_attrs("covariance")),
+            "corr": (("parameter", "parameter_j"), np.asarray(self.corr), io.variable_attrs("correlation")),
+            "start_point": (("start", "parameter"), np.asarray(self.starts), io.variable_attrs("starting point")),
+            "start_cost": ("start", np.asarray(self.start_costs), io.variable_attrs("final cost of each start")),
+            "start_status": ("start", np.asarray([int(s) for s in self.start_status]),
+                             io.variable_attrs("simkit.fitting.FitStatus code of each start (0: converged)")),
+        }
+        if self.residuals is not None:
+            data["residuals"] = ("residual", np.asarray(self.residuals), io.variable_attrs(
+                "residuals at the observed points, datasets in order"))
+        coords = {"parameter": ("parameter", names, io.variable_attrs("free parameter", **per_parameter)),
+                  "parameter_j": ("parameter_j", names, io.variable_attrs("free parameter (second axis)")),
+                  "start": ("start", np.arange(len(self.start_costs)), io.variable_attrs("start index"))}
+        fitted = {k: v for k, v in model.params.items()}
+        fitted.update({n: self.estimates[n] for n in names if n in fitted})
+        ode_solver = problem.program.ode_solver
+        attrs = io.provenance(
+            "FitResult", model_name=model.name, model_source=model.source, model_units=model.units,
+            parameters=fitted, solver="default" if ode_solver is None else repr(ode_solver),
+            rtol=problem.arrays["rtol"], atol=problem.arrays["atol"], status=self.message,
+            status_code=int(self.status), y0=np.asarray(model.y0),
+            extra={"loss": self.loss_name, "optimizer": self.optimizer_name, "cost": float(self.cost),
+                   "iterations": self.iterations, "evaluations": self.evaluations,
+                   "confidence": float(self.confidence), "n_points": int(self.n_points), "limits": self.limits,
+                   "hints": list(self.hints), "state_names": list(model.state_names),
+                   "datasets": ", ".join(d.name for d in problem.datasets)})
+        return xr.Dataset(data, coords=coords, attrs=attrs)
+
+    def save(self, path: Any) -> str:
+        """Write `to_xarray` to ``path``: NetCDF (``.nc``) or zarr (``.zarr``, when installed).
+
+        Parameters
+        ----------
+        path
+            The file; its suffix chooses the format (`simkit.io.save`).
+
+        Returns
+        -------
+        str
+            ``path``. Read it back with `simkit.load`.
+
+        Raises
+        ------
+        InputError
+            An unknown suffix. `DependencyError`: a ``.zarr`` path without zarr.
+
+        Example
+        -------
+        >>> import numpy as np, simkit
+        >>> model = simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * y, params={"k": 1.0}, y0=[1.0],
+        ...                         state_names=("y",), name="decay")
+        >>> times = np.linspace(0.0, 2.0, 6)
+        >>> data = simkit.Dataset(times, np.exp(-1.3 * times)[:, None], observed=("y",))
+        >>> simkit.fit(model, data).save("decay_fit.nc")
+        'decay_fit.nc'
+        """
+        from .. import io
+
+        return io.save(self.to_xarray(), path)
 
     # plots -----------------------------------------------------------------------------------
     def plot(self, axes: Any = None) -> Any:

@@ -18,7 +18,10 @@ class FieldSolution:
 
     **Fields:** `ts` (saves,); `us` (saves, components) + grid.shape; `grid`;
     `component_names`; `diagnostics` ``{name: (saves,)}``; `status` (0: success, 3: the field
-    became non-finite); `model_name`; `stepper_name`.
+    became non-finite); `model_name`; `stepper_name`; `params` (the parameter values of the
+    run, when known); `dt` (the step, ``None`` for a rule); `save_every` (steps between
+    saves); `boundary_conditions` (their text); `model_source`, `model_units` (the model's
+    citation and units, written by `to_xarray`/`save`).
     """
 
     ts: np.ndarray
@@ -29,6 +32,12 @@ class FieldSolution:
     model_name: str = "pde"
     status: int = 0
     stepper_name: str = ""
+    params: dict[str, Any] | None = None
+    dt: float | None = None
+    save_every: int | None = None
+    boundary_conditions: str = ""
+    model_source: str = ""
+    model_units: Any = ""
 
     def __getitem__(self, name: str) -> np.ndarray:
         """One component at every save, shape (saves,) + grid.shape."""
@@ -52,6 +61,93 @@ class FieldSolution:
 
         name = component or self.component_names[0]
         return animate_field(self.grid, self[name], self.ts, path, title=f"{self.model_name}: {name}", fps=fps, **kwargs)
+
+    def to_xarray(self) -> Any:
+        """The saved fields as an ``xarray.Dataset`` with CF attributes and provenance.
+
+        Returns
+        -------
+        xarray.Dataset
+            One variable per component, named by the component, of dims ``(t, x)``,
+            ``(t, x, y)`` or ``(t, x, y, z)``: the time coordinate ``t`` and the grid's point
+            coordinates ``x``, ``y``, ``z`` (``axis`` ``X``/``Y``/``Z``; ``units`` where the
+            model's ``units`` say, as for the states); each diagnostic as
+            ``diagnostic_<name>`` ``(t,)``. Global attributes: the provenance of
+            `simkit.io.provenance` (model, source, units, parameters, stepper as ``solver``,
+            status, versions, date), ``dt``, ``save_every``, the grid (``grid_shape``,
+            ``grid_lower``, ``grid_upper``, ``grid_centering``) and ``boundary_conditions``.
+
+        Raises
+        ------
+        DependencyError
+            xarray is not installed.
+        InputError
+            A component named like a coordinate (``t``, ``x``, ``y``, ``z``).
+
+        Example
+        -------
+        >>> from simkit import models, stencil
+        >>> heat = models.get("heat_2d")
+        >>> fields = stencil.integrate(heat, dt=1e-3, steps=4, save_every=2)
+        >>> fields.to_xarray()["u"].dims
+        ('t', 'x', 'y')
+        """
+        from .. import io
+
+        xr = io.require_xarray("FieldSolution.to_xarray()")
+        axes = ("x", "y", "z")[: self.grid.ndim]
+        units = self.model_units
+        io.check_names(self.component_names, ("t",) + axes, "components")
+        us = np.asarray(self.us)
+        data: dict[str, Any] = {
+            name: (("t",) + axes, us[:, i], io.variable_attrs(f"field {name} of {self.model_name}",
+                                                              io.units_for(units, name)))
+            for i, name in enumerate(self.component_names)}
+        for name, values in self.diagnostics.items():
+            data[f"diagnostic_{name}"] = ("t", np.asarray(values), io.variable_attrs(f"diagnostic {name}"))
+        coords = {"t": ("t", np.asarray(self.ts), io.variable_attrs("time", io.units_for(units, "t"), axis="T"))}
+        for a, axis in enumerate(axes):
+            coords[axis] = (axis, self.grid.coordinates(a), io.variable_attrs(
+                f"{axis} coordinate of the grid points ({self.grid.centering}-centred)", io.units_for(units, axis),
+                axis=axis.upper()))
+        attrs = io.provenance(
+            "FieldSolution", model_name=self.model_name, model_source=self.model_source, model_units=units,
+            parameters=self.params, solver=self.stepper_name, status=describe(self.status),
+            status_code=self.status,
+            extra={"dt": self.dt, "save_every": self.save_every, "grid_shape": np.asarray(self.grid.shape),
+                   "grid_lower": np.asarray(self.grid.lower), "grid_upper": np.asarray(self.grid.upper),
+                   "grid_centering": self.grid.centering, "boundary_conditions": self.boundary_conditions or None,
+                   "component_names": list(self.component_names),
+                   "diagnostic_names": list(self.diagnostics)})
+        return xr.Dataset(data, coords=coords, attrs=attrs)
+
+    def save(self, path: Any) -> str:
+        """Write `to_xarray` to ``path``: NetCDF (``.nc``) or zarr (``.zarr``, when installed).
+
+        Parameters
+        ----------
+        path
+            The file; its suffix chooses the format (`simkit.io.save`).
+
+        Returns
+        -------
+        str
+            ``path``. Read it back with `simkit.load`.
+
+        Raises
+        ------
+        InputError
+            An unknown suffix. `DependencyError`: a ``.zarr`` path without zarr.
+
+        Example
+        -------
+        >>> from simkit import models, stencil
+        >>> stencil.integrate(models.get("heat_2d"), dt=1e-3, steps=4).save("heat.nc")
+        'heat.nc'
+        """
+        from .. import io
+
+        return io.save(self.to_xarray(), path)
 
     def __repr__(self) -> str:
         return (f"FieldSolution({self.model_name!r}, {self.grid}, saves={len(self.ts)}, "

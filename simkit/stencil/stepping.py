@@ -308,8 +308,9 @@ def prepare(model: PDEModel, *, dt: float | Callable, steps: int, save_every: in
 
 
 def finish(model: PDEModel, program: RolloutProgram, us: Any, ts: Any, diags: dict, bad: int,
-           dt: Any, throw: bool) -> FieldSolution:
-    """The `FieldSolution` of a rollout; raises `SolveError` for a non-finite field if ``throw``."""
+           dt: Any, throw: bool, params: Mapping[str, Any] | None = None) -> FieldSolution:
+    """The `FieldSolution` of a rollout; raises `SolveError` for a non-finite field if ``throw``.
+    ``params``: the run's parameter values, recorded in the result's provenance."""
     status = int(Status.SUCCESS) if bad < 0 else int(Status.NONFINITE)
     if bad >= 0 and throw:
         step = "an adaptive dt" if callable(dt) else f"dt = {dt:g}"
@@ -319,7 +320,11 @@ def finish(model: PDEModel, program: RolloutProgram, us: Any, ts: Any, diags: di
             "unstable for the evolved field, or the model blew up (throw=False keeps the result)")
     return FieldSolution(ts=np.asarray(ts), us=np.asarray(us), grid=model.grid,
                          component_names=model.component_names, diagnostics=diags, model_name=model.name,
-                         status=status, stepper_name=type(program.stepper).__name__)
+                         status=status, stepper_name=type(program.stepper).__name__,
+                         params=None if params is None else {k: np.asarray(v) for k, v in params.items()},
+                         dt=None if callable(dt) else float(dt), save_every=program.save_every,
+                         boundary_conditions=repr(model.bcs), model_source=model.source,
+                         model_units=model.units)
 
 
 @_config.simkit_call()
@@ -366,4 +371,5 @@ def integrate(
                                                 diagnostics=diagnostics, check_stability=check_stability)
     us, ts, diags, bad = _rollout(program, jnp.asarray(u_init), params_j, model.bcs,
                                   jnp.asarray(t0, u_init.dtype), dt_arg)
-    return finish(model, program, us, ts, {k: np.asarray(v) for k, v in diags.items()}, int(bad), dt, throw)
+    return finish(model, program, us, ts, {k: np.asarray(v) for k, v in diags.items()}, int(bad), dt, throw,
+                  params=params_j)

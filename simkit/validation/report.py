@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import platform
+import sys
 import time
 from typing import Any
 
 import numpy as np
 
 from .. import __version__
+from .. import progress as _progress
 from . import ensembles, stencils
 from . import fitting as fitting_cases
 from . import parallel as parallel_cases
@@ -78,12 +80,16 @@ def default_out_dir(quick: bool, now: float | None = None) -> str:
     return path
 
 
-def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True) -> dict[str, Any]:
+def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True,
+        progress: bool | None = None) -> dict[str, Any]:
     """Run every validation case, write ``out_dir/report.md`` and its PNGs.
 
     ``quick`` uses three tolerances for the work-precision diagrams instead of eight.
     ``out_dir`` defaults to `default_out_dir` (``validation/report``, or a new folder for a
-    quick run). Returns a summary with ``passed`` (all cases within their bounds).
+    quick run). ``verbose`` prints one line per case on stdout; ``progress`` draws a
+    ``tqdm`` bar of the cases on stderr (``None``: `simkit.progress`'s rule, i.e.
+    ``SIMKIT_PROGRESS``, else a terminal or notebook). Returns a summary with ``passed``
+    (all cases within their bounds).
     """
     import matplotlib
 
@@ -92,10 +98,14 @@ def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True) -
         out_dir = default_out_dir(quick)
     os.makedirs(out_dir, exist_ok=True)
     start = time.perf_counter()
+    total = (sum(len(solvers_for(name)) for name in MODEL_CASES) + len(PROBLEMS) + len(ensembles.CASES)
+             + 3)  # stencils, decomposition, fitting
+    bar = _progress.bar(total, "validate", progress=progress, unit="cases")
 
     def say(msg: str) -> None:
         if verbose:
-            print(msg, flush=True)
+            bar.write(msg, file=sys.stdout)  # above the bar
+            sys.stdout.flush()
 
     results = []
     for name in sorted(MODEL_CASES):  # the deterministic models (SDEs: ensemble cases)
@@ -104,6 +114,7 @@ def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True) -
             say(f"  {name:24s} {solver:18s} max error/tol {r['max_error']:9.3g}  "
                 f"(bound {r['bound']:g})  {'ok' if r['passed'] else 'FAIL'}")
             results.append(r)
+            bar.update(1)
     _figure_models([r for r in results if r["solver"] == next(iter(solvers_for(r["name"])))],
                    os.path.join(out_dir, "models_vs_scipy.png"))
 
@@ -112,6 +123,7 @@ def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True) -
     for name in PROBLEMS:
         say(f"  work-precision {name} ...")
         wp[name] = work_precision(name, tolerances)
+        bar.update(1)
         _figure_wp(name, wp[name], os.path.join(out_dir, f"work_precision_{name}.png"))
 
     ens_results = []
@@ -120,11 +132,13 @@ def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True) -
         say(f"  ensemble: {r['name']:44s} {r['metric']:9.3g} (bound {r['bound']:g})  "
             f"{'ok' if r['passed'] else 'FAIL'}")
         ens_results.append(r)
+        bar.update(1)
     ensembles.figure_statistics(ens_results, os.path.join(out_dir, "ensemble_statistics.png"))
     ensembles.figure_fan(next(r for r in ens_results if r["kind"] == "fan"),
                          os.path.join(out_dir, "ensemble_fan_lorenz.png"))
 
     stencil_results = stencils.all_cases()
+    bar.update(1)
     for r in stencil_results:
         say(f"  stencil: {r['name']:56s} {r['metric']:9.3g} (bound {r['bound']:g})  "
             f"{'ok' if r['passed'] else 'FAIL'}")
@@ -133,11 +147,14 @@ def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True) -
 
     say("  domain decomposition (a fresh process with 8 simulated devices) ...")
     parallel_results, scaling = parallel_cases.cases()
+    bar.update(1)
     for r in parallel_results:
         say(f"  decomposition: {r['name']:56s} {r['metric']:9.3g}  {'ok' if r['passed'] else 'FAIL'}")
     parallel_cases.figure_decomposed(os.path.join(out_dir, "decomposed_gray_scott.png"))
 
     fit_results = [fitting_cases.lynx_hare(), fitting_cases.pde_inverse()]
+    bar.update(1)
+    bar.close()
     for r in fit_results:
         say(f"  fitting: {r['name']:56s} {r['metric']:9.3g} (bound {r['bound']:g})  {'ok' if r['passed'] else 'FAIL'}")
     fitting_cases.figure(fit_results[0]["result"], os.path.join(out_dir, "fit_lynx_hare.png"))

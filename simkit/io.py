@@ -1,0 +1,400 @@
+"""Results out of Python: provenance attributes, CF units, and NetCDF/zarr `save`/`load`.
+
+Every result type (`Solution`, `EnsembleSolution`, `FieldSolution`, `FitResult`) builds its
+``xarray.Dataset`` with `to_xarray()`; this module holds what they share:
+
+- `provenance`: the global attributes that say where a result came from (simkit, jax and
+  diffrax versions, model name, source and parameters, solver, tolerances, status, y0, the
+  creation date in ISO 8601 UTC), encoded for NetCDF (`encode_attrs`: dicts and lists become
+  JSON strings; NetCDF attributes hold only strings, numbers and 1-D numeric arrays).
+- `units_for`: CF ``units`` of a variable from a model's ``units``.
+- `save` / `load`: NetCDF through h5netcdf (``.nc``), zarr (``.zarr``) when it is installed.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import re
+from collections.abc import Mapping
+from importlib import metadata
+from typing import Any
+
+import numpy as np
+
+from .errors import DependencyError, InputError, InputTypeError
+
+CONVENTIONS = "CF-1.10"
+NETCDF_SUFFIXES = (".nc", ".nc4", ".netcdf")
+ZARR_SUFFIX = ".zarr"
+JSON_ATTRS = ("parameters", "state_names", "stats", "hints", "model_units", "varied_parameters",
+              "component_names", "diagnostic_names", "limits")
+"""Global attributes written as JSON strings (decode them with `decode_attrs`)."""
+
+
+def require_xarray(owner: str) -> Any:
+    """The ``xarray`` module; a `DependencyError` naming ``owner`` when it is missing."""
+    try:
+        import xarray
+    except ImportError:
+        raise DependencyError(f"{owner} needs xarray, a dependency of simkit-jax that is missing here: "
+                              "pip install xarray") from None
+    return xarray
+
+
+# -- attributes ----------------------------------------------------------------------------------
+def to_jsonable(value: Any) -> Any:
+    """``value`` with NumPy/JAX arrays and scalars turned into lists and Python numbers
+    (complex numbers as ``{"real": ..., "imag": ...}``), ready for ``json.dumps``."""
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, (str, bool, int, float)) or value is None:
+        return value
+    try:
+        arr = np.asarray(value)
+    except Exception:  # an object NumPy cannot hold: its text
+        return str(value)
+    if arr.dtype.kind == "c":
+        return {"real": to_jsonable(arr.real), "imag": to_jsonable(arr.imag)}
+    if arr.dtype.kind in "biuf":
+        return arr.tolist()
+    return str(value)
+
+
+def encode_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """Attributes NetCDF can store: ``None`` dropped, bools as 0/1, strings and real numbers
+    as they are, 1-D real arrays as arrays, everything else (dicts, lists, nested arrays) as
+    a JSON string.
+
+    Parameters
+    ----------
+    attrs
+        Attribute names and values.
+
+    Returns
+    -------
+    dict
+        The encoded attributes.
+
+    Example
+    -------
+    >>> encode_attrs({"rtol": 1e-6, "parameters": {"rho": 28.0}, "ok": True, "gone": None})
+    {'rtol': 1e-06, 'parameters': '{"rho": 28.0}', 'ok': 1}
+    """
+    out: dict[str, Any] = {}
+    for name, value in attrs.items():
+        if value is None:
+            continue
+        if isinstance(value, (bool, np.bool_)):
+            out[name] = int(value)
+        elif isinstance(value, str):
+            out[name] = value
+        elif isinstance(value, (int, float, np.integer, np.floating)):
+            out[name] = value.item() if isinstance(value, np.generic) else value
+        elif isinstance(value, np.ndarray) and value.ndim == 1 and value.dtype.kind in "iuf" and value.size:
+            out[name] = value
+        else:
+            out[name] = json.dumps(to_jsonable(value))
+    return out
+
+
+def decode_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """The attributes of a loaded result with the JSON ones (`JSON_ATTRS`) decoded.
+
+    Parameters
+    ----------
+    attrs
+        ``dataset.attrs`` of a dataset written by simkit.
+
+    Returns
+    -------
+    dict
+        A copy of ``attrs``; ``parameters``, ``state_names``, ``stats``, ... as Python objects.
+
+    Example
+    -------
+    >>> decode_attrs({"parameters": '{"rho": 28.0}', "solver": "simkit.Tsit5()"})
+    {'parameters': {'rho': 28.0}, 'solver': 'simkit.Tsit5()'}
+    """
+    out = dict(attrs)
+    for name in JSON_ATTRS:
+        value = out.get(name)
+        if isinstance(value, str):
+            try:
+                out[name] = json.loads(value)
+            except json.JSONDecodeError:
+                pass  # free text (e.g. a model's units sentence)
+    return out
+
+
+def _version(distribution: str) -> str:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def utc_now() -> str:
+    """The present as ISO 8601 UTC, e.g. ``2026-01-31T12:00:00Z``."""
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def provenance(kind: str, *, model_name: str, model_source: str = "", model_units: Any = "",
+               parameters: Mapping[str, Any] | None = None, solver: str = "", rtol: Any = None,
+               atol: Any = None, status: str = "", status_code: Any = None, y0: Any = None,
+               extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Global attributes of a result dataset: where it came from, encoded for NetCDF.
+
+    Parameters
+    ----------
+    kind
+        The result type (``"Solution"``, ``"EnsembleSolution"``, ``"FieldSolution"``,
+        ``"FitResult"``), stored as ``simkit_result``.
+    model_name, model_source, model_units
+        The model's ``name``, ``source`` (citation) and ``units``.
+    parameters
+        Parameter values by name (stored as a JSON string).
+    solver, rtol, atol
+        The method and its tolerances (``None``: not applicable, omitted).
+    status, status_code
+        The outcome in words and its code.
+    y0
+        The initial state, where one applies.
+    extra
+        More attributes of this result type.
+
+    Returns
+    -------
+    dict
+        Attributes: ``Conventions``, ``title``, ``history``, ``simkit_result``,
+        ``simkit_version``, ``jax_version``, ``diffrax_version``, ``model``, ``model_source``,
+        ``model_units``, ``parameters``, ``solver``, ``rtol``, ``atol``, ``status``,
+        ``status_code``, ``y0``, ``date_created`` and ``extra``'s.
+
+    Example
+    -------
+    >>> attrs = provenance("Solution", model_name="lorenz", parameters={"rho": 28.0}, rtol=1e-6)
+    >>> attrs["parameters"], attrs["simkit_result"]
+    ('{"rho": 28.0}', 'Solution')
+    """
+    from . import __version__
+
+    created = utc_now()
+    if y0 is not None:
+        y0 = np.asarray(y0)
+        y0 = y0 if y0.dtype.kind in "iuf" and y0.ndim == 1 else to_jsonable(y0)
+    attrs: dict[str, Any] = {
+        "Conventions": CONVENTIONS,
+        "title": f"simkit {kind} of model {model_name!r}",
+        "history": f"{created}: created by simkit {__version__}",
+        "simkit_result": kind,
+        "simkit_version": __version__,
+        "jax_version": _version("jax"),
+        "diffrax_version": _version("diffrax"),
+        "model": model_name,
+        "model_source": model_source or "",
+        "model_units": model_units if isinstance(model_units, str) else to_jsonable(model_units),
+        "parameters": dict(parameters) if parameters is not None else None,
+        "solver": solver,
+        "rtol": None if rtol is None else float(np.asarray(rtol)),
+        "atol": None if atol is None else float(np.asarray(atol)),
+        "status": status,
+        "status_code": None if status_code is None else int(np.asarray(status_code)),
+        "y0": y0,
+        "date_created": created,
+    }
+    attrs.update(extra or {})
+    return encode_attrs(attrs)
+
+
+# -- units ---------------------------------------------------------------------------------------
+_TIME_NAMES = ("t", "time")
+
+
+def parse_units(units: Any) -> dict[str, str]:
+    """A model's ``units`` as ``{name: unit}``.
+
+    A mapping is taken as it is; free text of the library's form ``"time in days, V in mV"``
+    is read phrase by phrase (``<name> in <unit>``, separated by commas or semicolons);
+    anything else gives no entry.
+
+    Parameters
+    ----------
+    units
+        ``model.units``: a string or a mapping ``name -> unit``.
+
+    Returns
+    -------
+    dict
+        Units by variable name (``"time"`` for the time axis).
+
+    Example
+    -------
+    >>> parse_units("V in mV, time in ms")
+    {'V': 'mV', 'time': 'ms'}
+    """
+    if isinstance(units, Mapping):
+        return {str(k): str(v) for k, v in units.items()}
+    found: dict[str, str] = {}
+    if isinstance(units, str):
+        for phrase in re.split(r"[,;]", units):
+            match = re.fullmatch(r"\s*(\S+) in (.+?)\s*", phrase)
+            if match:
+                found[match.group(1)] = match.group(2)
+    return found
+
+
+def units_for(units: Any, name: str) -> str | None:
+    """The CF ``units`` of variable ``name`` from a model's ``units`` (see `parse_units`);
+    ``None`` when the model does not say. ``"t"`` and ``"time"`` name the time axis.
+
+    Example
+    -------
+    >>> units_for("time in days, states as fractions of the population", "t")
+    'days'
+    """
+    table = parse_units(units)
+    if name in _TIME_NAMES:
+        return next((table[k] for k in _TIME_NAMES if k in table), None)
+    return table.get(name)
+
+
+def variable_attrs(long_name: str, units: str | None = None, **more: Any) -> dict[str, Any]:
+    """CF attributes of one variable: ``long_name``, and ``units`` where known."""
+    attrs: dict[str, Any] = {"long_name": long_name}
+    if units:
+        attrs["units"] = units
+    attrs.update({k: v for k, v in more.items() if v is not None})
+    return attrs
+
+
+def check_names(names: Any, reserved: Any, what: str) -> None:
+    """Refuse variable names that clash with a coordinate or another variable of the dataset."""
+    clash = sorted(set(names) & set(reserved))
+    if clash:
+        raise InputError(f"to_xarray(): {what} {clash} clash with the dataset's coordinates or variables "
+                         f"{sorted(reserved)}; rename them in the model to export")
+
+
+# -- files ---------------------------------------------------------------------------------------
+def _format(path: str | os.PathLike) -> str:
+    text = os.fspath(path)
+    lower = text.rstrip("/\\").lower()
+    if lower.endswith(ZARR_SUFFIX):
+        return "zarr"
+    if lower.endswith(NETCDF_SUFFIXES):
+        return "netcdf"
+    suffix = os.path.splitext(lower)[1] or "(none)"
+    raise InputError(f"cannot tell the file format of {text!r} from its suffix {suffix}: use "
+                     f"{', '.join(NETCDF_SUFFIXES)} for NetCDF or {ZARR_SUFFIX} for zarr")
+
+
+def _require_zarr() -> None:
+    try:
+        import zarr  # noqa: F401
+    except ImportError:
+        raise DependencyError("a .zarr path needs the zarr package, which is not installed: pip install zarr "
+                              "(or save to a .nc file: NetCDF through h5netcdf needs nothing more)") from None
+
+
+def save(dataset: Any, path: str | os.PathLike) -> str:
+    """Write a result's dataset to ``path``: NetCDF-4 (``.nc``, ``.nc4``, ``.netcdf``, through
+    h5netcdf) or zarr (``.zarr``, when zarr is installed). An existing file is replaced.
+
+    Parameters
+    ----------
+    dataset
+        An ``xarray.Dataset`` (a result's ``to_xarray()``).
+    path
+        Where to write; the suffix chooses the format.
+
+    Returns
+    -------
+    str
+        ``path``.
+
+    Raises
+    ------
+    InputError
+        The suffix is not one of the formats above, or the data are complex (NetCDF has no
+        complex type: save the real and imaginary parts).
+    DependencyError
+        A ``.zarr`` path without zarr installed.
+
+    Example
+    -------
+    >>> import simkit
+    >>> sol = simkit.solve(simkit.models.get("lorenz"), (0.0, 1.0), saveat=11)
+    >>> simkit.io.save(sol.to_xarray(), "lorenz.nc")  # the same as sol.save("lorenz.nc")
+    'lorenz.nc'
+    """
+    xr = require_xarray("saving a result")
+    if not isinstance(dataset, xr.Dataset):
+        raise InputTypeError(f"save() expects an xarray.Dataset (a result's to_xarray()), got "
+                             f"{type(dataset).__name__}")
+    kind = _format(path)
+    complex_vars = [name for name, v in dataset.variables.items() if v.dtype.kind == "c"]
+    if complex_vars:
+        raise InputError(f"cannot save complex variables {complex_vars} to {os.fspath(path)!r}: NetCDF has no "
+                         "complex type; save the real and imaginary parts as variables of their own")
+    if kind == "zarr":
+        _require_zarr()
+        # zarr format 2: its string type is specified (format 3 warns that fixed-width strings and
+        # consolidated metadata are not), and every zarr reader understands it
+        dataset.to_zarr(os.fspath(path), mode="w", zarr_format=2, consolidated=False)
+    else:
+        dataset.to_netcdf(os.fspath(path), engine="h5netcdf")
+    return os.fspath(path)
+
+
+def load(path: str | os.PathLike) -> Any:
+    """Read a result written by ``save`` (of any result type) into memory.
+
+    Parameters
+    ----------
+    path
+        A NetCDF file (``.nc``, ``.nc4``, ``.netcdf``) or a zarr store (``.zarr``).
+
+    Returns
+    -------
+    xarray.Dataset
+        The values as they were saved, bit for bit (times are not decoded into dates),
+        with the provenance in ``.attrs``: ``simkit_result`` (which result type),
+        ``simkit_version``, ``jax_version``, ``diffrax_version``, ``model``,
+        ``model_source``, ``model_units``, ``parameters``, ``solver``, ``rtol``, ``atol``,
+        ``status``, ``date_created``, ... JSON-valued attributes (``parameters``,
+        ``state_names``, ...) are strings: `decode_attrs` turns them into Python objects.
+
+    Raises
+    ------
+    FileNotFoundError
+        Nothing at ``path``.
+    InputError
+        A suffix that names no supported format.
+    DependencyError
+        A ``.zarr`` store without zarr installed.
+
+    Example
+    -------
+    >>> import simkit
+    >>> sol = simkit.solve(simkit.models.get("lorenz"), (0.0, 1.0), saveat=11)
+    >>> sol.save("lorenz.nc")
+    'lorenz.nc'
+    >>> ds = simkit.load("lorenz.nc")
+    >>> ds["x"].shape, ds.attrs["model"]
+    ((11,), 'lorenz')
+    """
+    xr = require_xarray("simkit.load")
+    kind = _format(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"simkit.load: no such file or directory: {os.fspath(path)!r}")
+    options = {"decode_times": False, "decode_timedelta": False}
+    if kind == "zarr":
+        _require_zarr()
+        with xr.open_zarr(os.fspath(path), consolidated=False, **options) as ds:
+            return ds.load()
+    with xr.open_dataset(os.fspath(path), engine="h5netcdf", **options) as ds:
+        return ds.load()
