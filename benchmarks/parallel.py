@@ -1,13 +1,15 @@
 """Domain decomposition: 2-D heat (explicit Euler, periodic 5-point Laplacian, float64) on
 1, 2 and 4 CPU devices; strong and weak scaling; halo-exchange overhead.
 
-    SIMKIT_CPU_DEVICES=4 python benchmarks/parallel.py [--n 2048] [--steps 200] [--repeats 3]
+    SIMKIT_CPU_DEVICES=2 python benchmarks/parallel.py [--n 2048] [--steps 200] [--repeats 3]
+    SIMKIT_CPU_DEVICES=4 python benchmarks/parallel.py     # adds the 4-device rows
 
-Run with 4 simulated devices (on this 2-core machine, 2 of them share each core). Rows:
+Rows use the devices there are (on a 2-core machine, 4 simulated devices share the cores):
 `simkit.stencil.integrate` on one device (plain); `simkit.parallel.integrate` on a 1-device
 mesh (the decomposed code path without neighbours: its overhead over plain), on 2 devices
-(slabs) and 4 devices (slabs and 2x2 pencils). Weak scaling: the grid grows with the device
-count (n/2 x n per device). Compile time (first call) is reported apart.
+(slabs) and, with 4 devices, 4x1 slabs and 2x2 pencils. Weak scaling: the grid grows with the
+device count (n/2 x n per device). Compile time (first call) is reported apart. Writes
+benchmarks/results/parallel.json (timings, speed-ups, machine).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import numpy as np
 
 from simkit import parallel
 from simkit import stencil as sk
+from stencil import machine  # benchmarks/stencil.py
 from timing import interleaved, timed  # benchmarks/timing.py (run as scripts)
 
 
@@ -44,7 +47,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=2048)
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--out", default="bench-results/parallel.json")
+    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "parallel.json"))
     args = parser.parse_args()
     devices = jax.devices()
     n, steps = args.n, args.steps
@@ -57,13 +60,16 @@ def main() -> None:
         mesh = parallel.mesh_for(mm.grid, devices[:k], shape=mesh_shape)
         return lambda: parallel.integrate(mm, mesh=mesh, **kw).us
 
+    before = machine()
     strong = {
         "plain, 1 device": lambda: sk.integrate(m, **kw).us,
         "decomposed, 1 device": on((1, 1)),
-        "decomposed, 2 devices (2x1 slabs)": on((2, 1)),
-        "decomposed, 4 devices (4x1 slabs)": on((4, 1)),
-        "decomposed, 4 devices (2x2 pencils)": on((2, 2)),
     }
+    if len(devices) >= 2:
+        strong["decomposed, 2 devices (2x1 slabs)"] = on((2, 1))
+    if len(devices) >= 4:
+        strong["decomposed, 4 devices (4x1 slabs)"] = on((4, 1))
+        strong["decomposed, 4 devices (2x2 pencils)"] = on((2, 2))
     compile_s = {k: timed(f) for k, f in strong.items()}
     t = interleaved(strong, args.repeats, warm_up=False)
     plain = t["plain, 1 device"]
@@ -74,7 +80,7 @@ def main() -> None:
               f"   (compile + first {compile_s[k]:.2f} s)")
     print(f"  halo-exchange overhead (decomposed on 1 device / plain): {t['decomposed, 1 device'] / plain:.3f}")
     weak = {}
-    for k, shape in [(1, (1, 1)), (2, (2, 1)), (4, (4, 1))]:
+    for k, shape in [(k, (k, 1)) for k in (1, 2, 4) if k <= len(devices)]:
         mm = model(k * n // 2, n)
         weak[f"{k} device(s), {k * n // 2}x{n}"] = on(shape, mm)
     for f in weak.values():
@@ -86,7 +92,10 @@ def main() -> None:
         print(f"  {k:38s} {v:7.3f} s  efficiency {base / v:4.2f}")
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as fh:
-        json.dump({"strong_s": t, "weak_s": tw, "compile_s": compile_s, "steps": steps, "n": n}, fh, indent=1)
+        json.dump({"strong_s": t, "speed_up": {k: plain / v for k, v in t.items()}, "weak_s": tw,
+                   "compile_s": compile_s, "steps": steps, "n": n, "machine": before,
+                   "load_average_after": list(os.getloadavg())}, fh, indent=1)
+    print(f"  wrote {args.out}")
 
 
 if __name__ == "__main__":

@@ -19,27 +19,31 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..errors import ShapeError
-from ..stencil.boundary import Padded, ghost_side, pad_axis, pad_plan
+from ..stencil.boundary import Padded, boundary_ghosts, ghost_side, pad_plan
+from ..stencil.padded import AbstractGhosts, Slabs, edge_layers
 
 
 def halo_pad(u: Any, bcs: Any, width: int, spacing: Sequence[float], *, ndim: int | None = None,
              axes: Sequence[tuple[str | None, int]] = ()) -> Padded:
     """``width`` ghost layers around this shard's block ``u``; ``axes`` gives, per grid axis,
-    the mesh axis name and its size (size 1: filled locally, as on one device)."""
+    the mesh axis name and its size (size 1: filled locally, as on one device).
+
+    Only the thin ghost slabs are exchanged and stored; the block itself is not copied into
+    a padded array (operators read fused windows of the `Padded` result)."""
     pairs, lead = pad_plan(u, bcs, width, spacing, ndim)
     if len(axes) != len(pairs):
         raise ShapeError(f"halo_pad: {len(axes)} mesh axes for {len(pairs)} grid axes")
+    ghosts: list[AbstractGhosts] = []
     for i, ((lower, upper), dx, (name, size)) in enumerate(zip(pairs, spacing, axes)):
-        axis = lead + i
         if size == 1:
-            u = pad_axis(u, (lower, upper), axis, dx, width)
+            ghosts.append(boundary_ghosts(u, (lower, upper), lead + i, dx, width))
             continue
-        n = u.shape[axis]
+        n = u.shape[lead + i]
         if n < (width if lower.periodic else 2 * width - 1):
             raise ShapeError(f"halo_pad: a shard has {n} points along axis {i}, too few for ghost "
                              f"width {width}: use fewer devices along that axis")
-        last = lax.slice_in_dim(u, n - width, n, axis=axis)
-        first = lax.slice_in_dim(u, 0, width, axis=axis)
+        last = edge_layers(u, ghosts, lead, i, n - width, n, width)  # corners included
+        first = edge_layers(u, ghosts, lead, i, 0, width, width)
         if lower.periodic:
             forward = [(j, (j + 1) % size) for j in range(size)]
             backward = [(j, (j - 1) % size) for j in range(size)]
@@ -49,11 +53,16 @@ def halo_pad(u: Any, bcs: Any, width: int, spacing: Sequence[float], *, ndim: in
         from_lower = lax.ppermute(last, name, perm=forward)  # the lower neighbour's last layers
         from_upper = lax.ppermute(first, name, perm=backward)
         if not lower.periodic:
+            m = 2 * width - 1
             index = lax.axis_index(name)
-            from_lower = jnp.where(index == 0, ghost_side(u, lower, axis, False, dx, width), from_lower)
-            from_upper = jnp.where(index == size - 1, ghost_side(u, upper, axis, True, dx, width), from_upper)
-        u = jnp.concatenate([from_lower, u, from_upper], axis=axis)
-    return Padded(u, width, len(pairs))
+            near_lo = edge_layers(u, ghosts, lead, i, 0, m, width)
+            near_hi = edge_layers(u, ghosts, lead, i, n - m, n, width)
+            wall_lo = ghost_side(near_lo, lower, lead + i, False, dx, width)
+            wall_hi = ghost_side(near_hi, upper, lead + i, True, dx, width)
+            from_lower = jnp.where(index == 0, wall_lo, from_lower)
+            from_upper = jnp.where(index == size - 1, wall_hi, from_upper)
+        ghosts.append(Slabs(from_lower, from_upper))
+    return Padded(u, width, len(pairs), ghosts=ghosts)
 
 
 def mesh_sum(names: Sequence[str]):

@@ -1,5 +1,11 @@
 """Finite-difference operators on `Padded` fields, returning the interior.
 
+Every operator is a sum of coefficients times shifted views of the padded field
+(`Padded.shifted`/`Padded.window`): one fused loop per stage, ghosts selected in at the
+edges, no padded copy written to memory. A field with several components is differenced
+component by component and stacked back (`_by_component`), so that a model's ``lap[0]``,
+``lap[1]`` are slices XLA resolves to one component's expression.
+
 Each operator is built from `Stencil` objects (offsets and coefficients of a 1-D derivative)
 whose coefficients are checked when built: their Taylor moments must reproduce the claimed
 derivative to the claimed order, and not beyond (Fornberg's conditions).
@@ -98,42 +104,39 @@ def _spacing(spacing: Sequence[float] | float, ndim: int) -> tuple[float, ...]:
     return out
 
 
-def _along(data: Any, stencil: Stencil, axis: int, width: int) -> Any:
-    """Apply ``stencil`` along ``axis`` (negative: counted from the end) of padded ``data``,
-    consuming the ghosts of that axis only (other axes keep theirs)."""
-    n = data.shape[axis] - 2 * width
+def _combine(stencil: Stencil, term: Callable[[int], Any]) -> Any:
+    """``sum_k coeffs[k] term(offsets[k])``, left to right (coefficients +-1 without a multiply)."""
     total = None
     for offset, coeff in zip(stencil.offsets, stencil.coeffs):
-        index = [slice(None)] * data.ndim
-        index[axis] = slice(width + offset, width + offset + n)
-        term = coeff * data[tuple(index)]
-        total = term if total is None else total + term
+        value = term(offset)
+        value = value if coeff == 1.0 else (-value if coeff == -1.0 else coeff * value)
+        total = value if total is None else total + value
     return total
 
 
-def _interior(data: Any, ndim: int, width: int, skip: Sequence[int] = ()) -> Any:
-    index = [slice(None)] * data.ndim
-    for a in range(-ndim, 0):
-        if a not in skip:
-            index[a] = slice(width, -width)
-    return data[tuple(index)]
+def _by_component(p: Padded, apply: Callable[[Padded], Any]) -> Any:
+    """``apply(p)``, evaluated on each component of the leading (non-grid) axes and stacked
+    back. Same values as on the whole field; but XLA:CPU fuses a model's slices of the
+    result (``lap[0]``, then ``jnp.stack``) into one loop only this way: a 2-component
+    Gray-Scott Euler step at 1024^2 took 13 ms whole, 3.2 ms by component (heat: 1.9)."""
+    lead = p.core.shape[: p.core.ndim - p.ndim]
+    count = math.prod(lead)
+    if count <= 1:
+        return apply(p)
+    flat = p.map_fields(lambda x: x.reshape((count,) + x.shape[len(lead):]))
+    parts = jnp.stack([apply(flat.component(c)) for c in range(count)])
+    return parts.reshape(lead + parts.shape[1:])
 
 
 def derivative(p: Padded, axis: int, spacing: Sequence[float] | float, stencil: Stencil) -> Any:
     """``stencil`` along grid ``axis`` (0-based over the grid axes) on the interior."""
     _check(p, stencil.radius, "derivative")
+    return _by_component(p, lambda q: _derivative(q, axis, spacing, stencil))
+
+
+def _derivative(p: Padded, axis: int, spacing: Sequence[float] | float, stencil: Stencil) -> Any:
     dx = _spacing(spacing, p.ndim)
-    a = p.data.ndim - p.ndim + axis
-    w = p.width
-    total = None
-    for offset, coeff in zip(stencil.offsets, stencil.coeffs):
-        index = [slice(None)] * p.data.ndim
-        for b in range(p.data.ndim - p.ndim, p.data.ndim):
-            index[b] = slice(w, p.data.shape[b] - w)
-        index[a] = slice(w + offset, p.data.shape[a] - w + offset)
-        term = p.data[tuple(index)]
-        term = term if coeff == 1.0 else (-term if coeff == -1.0 else coeff * term)
-        total = term if total is None else total + term
+    total = _combine(stencil, lambda offset: p.shifted({axis: offset}))
     return total * (1.0 / dx[axis] ** stencil.derivative)  # a multiply, not a divide
 
 
@@ -141,7 +144,9 @@ def laplacian(p: Padded, spacing: Sequence[float] | float, order: int = 2) -> An
     """Sum of second derivatives, central, ``order`` 2 (radius 1) or 4 (radius 2)."""
     if order not in SECOND:
         raise InputError(f"laplacian: order must be one of {sorted(SECOND)}, got {order}")
-    return sum(derivative(p, axis, spacing, SECOND[order]) for axis in range(p.ndim))
+    stencil = SECOND[order]
+    _check(p, stencil.radius, "laplacian")
+    return _by_component(p, lambda q: sum(_derivative(q, axis, spacing, stencil) for axis in range(p.ndim)))
 
 
 def gradient(p: Padded, spacing: Sequence[float] | float, order: int = 2) -> Any:
@@ -155,27 +160,30 @@ def divergence(p: Padded, spacing: Sequence[float] | float, order: int = 2) -> A
     """Central divergence of a vector field padded with a leading axis of length ``ndim``."""
     if order not in FIRST:
         raise InputError(f"divergence: order must be one of {sorted(FIRST)}, got {order}")
-    if p.data.shape[-p.ndim - 1] != p.ndim:
+    if p.core.ndim <= p.ndim or p.core.shape[-p.ndim - 1] != p.ndim:
         raise ShapeError(f"divergence: expected {p.ndim} components on the axis before the grid "
-                         f"axes, got shape {p.data.shape}")
+                         f"axes, got shape {p.shape}")
     total = 0.0
     for axis in range(p.ndim):
-        component = Padded(p.data[(..., axis) + (slice(None),) * p.ndim], p.width, p.ndim)
-        total = total + derivative(component, axis, spacing, FIRST[order])
+        total = total + derivative(p.component(axis), axis, spacing, FIRST[order])
     return total
 
 
 def biharmonic(p: Padded, spacing: Sequence[float] | float) -> Any:
     """``laplacian(laplacian(u))``, 2nd order, radius 2 (uses the corner ghosts in 2-D/3-D)."""
     _check(p, 2, "biharmonic")
+    return _by_component(p, lambda q: _biharmonic(q, spacing))
+
+
+def _biharmonic(p: Padded, spacing: Sequence[float] | float) -> Any:
     dx = _spacing(spacing, p.ndim)
     total = 0.0
     for i in range(p.ndim):
-        total = total + _interior(_along(p.data, FOURTH, i - p.ndim, p.width),
-                                  p.ndim, p.width, skip=(i - p.ndim,)) / dx[i] ** 4
+        total = total + _combine(FOURTH, lambda k: p.shifted({i: k})) / dx[i] ** 4
         for j in range(i + 1, p.ndim):
-            both = _along(_along(p.data, SECOND[2], i - p.ndim, p.width), SECOND[2], j - p.ndim, p.width)
-            total = total + 2 * _interior(both, p.ndim, p.width, skip=(i - p.ndim, j - p.ndim)) / (dx[i] * dx[j]) ** 2
+            # d_j of d_i: the inner sum along i at each offset along j (corner ghosts)
+            both = _combine(SECOND[2], lambda m: _combine(SECOND[2], lambda k: p.shifted({i: k, j: m})))
+            total = total + 2 * both / (dx[i] * dx[j]) ** 2
     return total
 
 
@@ -230,22 +238,23 @@ def flux_divergence(p: Padded, flux: Callable, spacing: Sequence[float] | float,
     Telescoping: the sum over a periodic domain is zero to round-off."""
     _check(p, 1, "flux_divergence")
     numerical_flux = Central() if numerical_flux is None else numerical_flux
+    return _by_component(p, lambda q: _flux_divergence(q, flux, spacing, numerical_flux))
+
+
+def _flux_divergence(p: Padded, flux: Callable, spacing: Sequence[float] | float,
+                     numerical_flux: AbstractNumericalFlux) -> Any:
     dx = _spacing(spacing, p.ndim)
     total = 0.0
+    w = p.width
     for axis in range(p.ndim):
-        a = axis - p.ndim
-        n = p.data.shape[a] - 2 * p.width
-        lo = [slice(None)] * p.data.ndim
-        hi = [slice(None)] * p.data.ndim
-        lo[a] = slice(p.width - 1, p.width + n)  # the n + 1 faces from i - 1/2 to n - 1/2
-        hi[a] = slice(p.width, p.width + n + 1)
+        n = p.core.shape[axis - p.ndim]
+        # the n + 1 faces from i - 1/2 to n - 1/2: left and right states
+        left, right = p.window({axis: (w - 1, w + n)}), p.window({axis: (w, w + n + 1)})
         # materialised once: each face flux then enters its two neighbours' differences with the
         # same bits (exact telescoping), and XLA cannot contract it differently per program
         # (one device vs a shard of a mesh: measured 1e-14 apart without the barrier)
-        faces = lax.optimization_barrier(numerical_flux(flux, p.data[tuple(lo)], p.data[tuple(hi)]))
-        first = [slice(None)] * faces.ndim
-        last = [slice(None)] * faces.ndim
-        first[a], last[a] = slice(0, n), slice(1, n + 1)
-        diff = (faces[tuple(last)] - faces[tuple(first)]) / dx[axis]
-        total = total + _interior(diff, p.ndim, p.width, skip=(a,))
+        faces = lax.optimization_barrier(numerical_flux(flux, left, right))
+        a = axis - p.ndim
+        diff = (lax.slice_in_dim(faces, 1, n + 1, axis=a) - lax.slice_in_dim(faces, 0, n, axis=a)) / dx[axis]
+        total = total + diff
     return total

@@ -71,9 +71,16 @@ class SSPRK3(AbstractStepper):
     imaginary_limit = 3**0.5
 
     def step(self, rhs, linear, t, u, dt, space):
-        u1 = u + dt * rhs(t, u)
-        u2 = 0.75 * u + 0.25 * (u1 + dt * rhs(t + dt, u1))
-        return u / 3 + 2 / 3 * (u2 + dt * rhs(t + 0.5 * dt, u2))
+        # Shu-Osher form v <- a u + b (v + dt rhs(v)), the stages in a loop so that each is one
+        # fused pass reading loop parameters (see RK4.step)
+        offset = jnp.asarray([0.0, 1.0, 0.5], u.dtype)
+        keep = jnp.asarray([0.0, 0.75, 1 / 3], u.dtype)
+        blend = jnp.asarray([1.0, 0.25, 2 / 3], u.dtype)
+
+        def stage(i, v):
+            return keep[i] * u + blend[i] * (v + dt * rhs(t + offset[i] * dt, v))
+
+        return jax.lax.fori_loop(0, 3, stage, u)
 
 
 class RK4(AbstractStepper):
@@ -84,11 +91,20 @@ class RK4(AbstractStepper):
     imaginary_limit = 2 * 2**0.5
 
     def step(self, rhs, linear, t, u, dt, space):
-        k1 = rhs(t, u)
-        k2 = rhs(t + 0.5 * dt, u + 0.5 * dt * k1)
-        k3 = rhs(t + 0.5 * dt, u + 0.5 * dt * k2)
-        k4 = rhs(t + dt, u + dt * k3)
-        return u + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        # k1 + 2 k2 + 2 k3 + k4 with the stages in a loop: each iteration adds the previous
+        # stage's k to the sum and computes the next k from loop parameters only, so every
+        # stencil result has one consumer and XLA fuses each stage into one pass (unrolled,
+        # it materialised every shifted view of every stage input: ~4x slower at 1024^2)
+        offset = jnp.asarray([0.0, 0.5, 0.5, 1.0], u.dtype)
+        weight = jnp.asarray([0.0, 1.0, 2.0, 2.0], u.dtype)  # of the previous stage's k
+
+        def stage(i, carry):
+            k, total = carry
+            h = offset[i] * dt
+            return rhs(t + h, u + h * k), total + weight[i] * k
+
+        k4, total = jax.lax.fori_loop(0, 4, stage, (jnp.zeros_like(u), jnp.zeros_like(u)))
+        return u + dt / 6 * (total + k4)
 
 
 class IMEXEuler(AbstractStepper):

@@ -68,3 +68,26 @@ def test_boundary_errors():
         sk.Grid((8,), 1.0, 0.0)
     with pytest.raises(ShapeError, match="1 to 3 axes"):
         sk.Grid((4, 4, 4, 4))
+
+
+@pytest.mark.parametrize("width", [1, 2])
+def test_windows_are_blocks_of_the_padded_array(width):
+    """Operators read windows of a padded field that is never built: every shifted view
+    (corners included) and every window equals the block of the materialised padded array,
+    bit for bit, for each kind of condition and for a Padded made from a padded array."""
+    grid = sk.Grid((7, 9), 0.0, 1.0)
+    u = jnp.asarray(np.random.default_rng(1).random((2, 7, 9)))
+    w = width
+    for bcs in [sk.Periodic(), sk.Dirichlet(0.3), (sk.Neumann(0.5), (sk.Dirichlet(1.0), sk.Robin(1.0, 2.0, 0.1)))]:
+        p = sk.pad(u, bcs, w, grid.spacing, ndim=2)
+        data = np.asarray(p.data)
+        assert data.shape == p.shape == (2, 7 + 2 * w, 9 + 2 * w)
+        q = sk.Padded(data, w, 2)
+        np.testing.assert_array_equal(q.data, data)
+        for o0 in range(-w, w + 1):
+            for o1 in range(-w, w + 1):
+                block = data[:, w + o0: w + o0 + 7, w + o1: w + o1 + 9]
+                np.testing.assert_array_equal(p.shifted({0: o0, 1: o1}), block)
+                np.testing.assert_array_equal(q.shifted({0: o0, 1: o1}), block)
+        np.testing.assert_array_equal(p.window({0: (w - 1, w + 8)}), data[:, w - 1: w + 8, w: w + 9])
+        np.testing.assert_array_equal(p.component(1).data, data[1])
