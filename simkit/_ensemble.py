@@ -157,36 +157,67 @@ def ensemble(
 ) -> EnsembleSolution:
     """Solve ``model`` for many members at once.
 
-    **Main arguments:** as `simkit.solve`, except that `params` values and `y0` may carry a
-    leading member axis: ``params={"rho": rhos}`` with ``rhos`` of shape ``(members,)``,
-    ``y0`` of shape ``(members, n_states)``; unbatched values are shared by all members.
+    The arguments are those of `simkit.solve`, except that `params` values and `y0` may
+    carry a leading member axis; unbatched values are shared by all members. A member's
+    result equals its own `simkit.solve` to rounding (batched code is vectorised and rounds
+    differently in the last bits; on chaotic models that grows along the trajectory like
+    any perturbation).
 
-    **Other arguments:**
+    Parameters
+    ----------
+    model : ODEModel
+        The model (deterministic, or stochastic with ``model.diffusion``).
+    t_span : (float, float), optional
+        ``(t0, t1)``, shared by every member; defaults to ``model.t_span``.
+    params : dict, optional
+        Parameter overrides by name; a value of shape ``(members,)`` (or ``(members,) +
+        shape``) gives each member its own, e.g. ``params={"rho": rhos}``.
+    y0 : array_like, optional
+        Initial state, ``(n_states,)`` shared or ``(members, n_states)`` per member.
+    saveat, solver, rtol, atol, max_steps, events
+        As in `simkit.solve`, shared by every member.
+    chunk_size : int, optional
+        Members per vmapped chunk (default 256, or fewer for small ensembles; rounded up to
+        a multiple of 8). Results do not depend on it, nor on the devices, bit for bit.
+    memory_budget : int
+        Bytes one chunk's saved trajectories may take (default 256 MiB); the default chunk
+        size shrinks to fit it.
+    devices : sequence of jax.Device, optional
+        Devices to shard members over (default: all local devices; under
+        `jax.distributed`, ``jax.devices()`` spans every process: each process passes the
+        same arguments and gets the whole result).
+    balance : bool
+        Group members of similar estimated cost (a pilot solve) into chunks (never for
+        stochastic models: their cost is fixed by ``dt0``). Off by default: on the
+        benchmarks the pilot costs about what the grouping saves (see the module docstring).
+    key : jax.Array, optional
+        For stochastic models, one ``jax.random`` key; member ``i`` gets
+        ``jax.random.split(key, members)[i]``: reproducible and independent of chunking.
+    progress : bool, optional
+        Run in up to 20 host-level batches of chunks and show a ``tqdm`` progress bar of the
+        members done (`simkit.progress`). ``None`` (default): ``SIMKIT_PROGRESS`` (``0``
+        off, ``1`` on), else when stderr is a terminal or in a Jupyter notebook, once the
+        run has taken 3 s. Results are unchanged.
 
-    - `chunk_size`: members per vmapped chunk (default 256, or fewer for small ensembles;
-      rounded up to a multiple of 8). Results do not depend on it, nor on the devices, bit
-      for bit.
-    - `memory_budget`: bytes one chunk's saved trajectories may take (default 256 MiB); the
-      default chunk size shrinks to fit it.
-    - `devices`: devices to shard members over (default: all local devices; under
-      `jax.distributed`, ``jax.devices()`` spans every process: each process passes the
-      same arguments and gets the whole result).
-    - `balance`: group members of similar estimated cost (a pilot solve) into chunks
-      (never for stochastic models: their cost is fixed by ``dt0``). Off by default: on the
-      benchmarks the pilot costs about what the grouping saves (see the module docstring).
-    - `key`: for stochastic models, one ``jax.random`` key; member ``i`` gets
-      ``jax.random.split(key, members)[i]``: reproducible and independent of chunking.
-    - `progress`: run in up to 20 host-level batches of chunks and show a ``tqdm`` progress
-      bar of the members done (`simkit.progress`). ``None`` (default): ``SIMKIT_PROGRESS``
-      (``0`` off, ``1`` on), else when stderr is a terminal or in a Jupyter notebook, once the
-      run has taken 3 s. Results are unchanged.
+    Returns
+    -------
+    EnsembleSolution
+        ``ys`` of shape ``(members, n_save, n_states)`` and a status per member; failed
+        members are reported there (``failures``) and never stop the others.
 
-    **Returns:** an `EnsembleSolution` with ``ys`` of shape ``(members, n_save, n_states)``
-    and a status per member; failed members are reported there and never stop the others.
+    Raises
+    ------
+    InputError, ShapeError, ParameterError, InputTypeError
+        Bad inputs, as in `simkit.solve` (also batched values whose member counts differ),
+        before compiling.
 
-    A member's result equals its own `simkit.solve` to rounding (batched code is vectorised
-    and rounds differently in the last bits; on chaotic models that grows along the
-    trajectory like any perturbation).
+    Examples
+    --------
+    >>> import jax.numpy as jnp, simkit
+    >>> ens = simkit.ensemble(simkit.models.get("lorenz"), (0.0, 1.0), saveat=11,
+    ...                       params={"rho": jnp.linspace(10.0, 50.0, 16)})
+    >>> ens.ys.shape, ens.failures
+    ((16, 11, 3), {})
     """
     if not isinstance(model, ODEModel):
         raise InputTypeError(f"ensemble() expects an ODEModel, got {type(model).__name__}")

@@ -52,60 +52,89 @@ def solve(
 ) -> Solution:
     """Integrate ``model`` from ``t0`` to ``t1``.
 
-    **Main arguments:**
-
-    - `model`: an `ODEModel`, or a `PDEModel` (integrated by the method of lines on the
-      flattened field; ``Solution.ys`` is ``(n_save, components * grid.size)``, use
-      ``model.fields(sol.ys)`` for ``(n_save, components) + grid.shape``).
-    - `t_span`: ``(t0, t1)`` in the model's time unit; defaults to ``model.t_span``.
-      ``t1 < t0`` integrates backwards; ``t0 == t1`` returns ``y0``; ``t1 = inf`` needs a
-      terminal event and explicit save times (or ``"steps"``).
-    - `y0`: initial state, shape ``(n_states,)``; defaults to ``model.y0``. A complex
-      ``y0`` integrates a complex system (explicit kernels and diffrax).
-    - `params`: parameter overrides by name, a dict (the rest keep the model's defaults).
-    - `saveat`: a `simkit.SaveAt`, or its shorthands: an int ``n`` (``n`` evenly spaced
-      times from ``t0`` to ``t1``, default 101), a 1-D array of times inside ``t_span``, or
-      ``"steps"`` / `SaveSteps()` (every accepted step).
-
-    **Other arguments:**
-
-    - `solver`: a simkit kernel (`simkit.Tsit5()`, `simkit.DOPRI5()`, `simkit.DOP853()`,
-      `simkit.Rodas4()`) or any diffrax solver object (forces the diffrax engine). Default:
-      up to 64 states, `simkit.Tsit5()` or, when ``model.stiff``,
-      `simkit.Rodas4()`; otherwise ``diffrax.Tsit5()`` or ``diffrax.Kvaerno5()`` with
-      simkit's Newton tolerances, its linear solves matrix-free (GMRES on Jacobian-vector
-      products) above 2048 states, so large PDE systems never build a dense Jacobian.
-    - `rtol`, `atol`: error tolerances of the adaptive step controller (>= 0, not both 0;
-      an rtol below 100 machine epsilons is raised to that with a warning, as SciPy does).
-    - `max_steps`: step budget; exhausting it raises `SolveError` (structure: changing it
-      recompiles).
-    - `max_step`: the largest step size (default: no limit).
-    - `dt0`: first step's size (its sign is ignored: steps go from t0 towards t1; at most
-      ``|t1 - t0|``); default Hairer–Wanner's estimate.
-    - `events`: a condition ``g(t, y, params) -> scalar``, a `simkit.Event` (direction,
-      terminal count) or a sequence of them. Every crossing is recorded
-      (``Solution.t_events``, ``Solution.y_events``); a terminal event stops the solve at its
-      n-th crossing and the `Solution` records ``event_time`` and ``event_index``. A plain
-      callable is terminal unless it carries SciPy's ``terminal``/``direction`` attributes.
-    - `dense`: keep the dense interpolant, for ``Solution.evaluate(t)`` (the chosen engine's
-      own: a kernel records every accepted step, up to ``max_steps`` rows; saved values are
-      unchanged bit for bit).
-    - `key`: a ``jax.random`` key, required for stochastic models (``model.diffusion``): the
-      Brownian motion is a deterministic function of it. SDEs use diffrax with fixed steps
-      ``dt0`` (default ``(t1 - t0) / 1000``) and ``diffrax.Euler()`` (Euler–Maruyama) unless
-      another diffrax SDE solver is given.
-    - `throw`: raise `SolveError` on failure (default). With ``throw=False`` the failure
-      stays in ``Solution.status``. Under a user's ``jit``/``vmap``/``grad`` the check is
-      an ``equinox.error_if`` with ``on_error='raise'``.
-
-    **Returns:** a `Solution` with ``ys`` of shape ``(n_save, n_states)``.
-
-    **Raises:** `InputError`/`ShapeError`/`ParameterError` (``ValueError``s) and
-    `InputTypeError` (a ``TypeError``) for bad inputs, before compiling; `SolveError` when
-    the solver fails (``throw=True``).
-
     A second call that changes only numbers (params, y0, t_span, tolerances, dt0, save
     times of the same count) reuses the compiled program.
+
+    Parameters
+    ----------
+    model : ODEModel or PDEModel
+        The model. A `PDEModel` is integrated by the method of lines on the flattened field:
+        ``Solution.ys`` is ``(n_save, components * grid.size)``; ``model.fields(sol.ys)``
+        gives ``(n_save, components) + grid.shape``.
+    t_span : (float, float), optional
+        ``(t0, t1)`` in the model's time unit; defaults to ``model.t_span``. ``t1 < t0``
+        integrates backwards; ``t0 == t1`` returns ``y0``; ``t1 = inf`` needs a terminal
+        event and explicit save times (or ``"steps"``).
+    y0 : array_like, optional
+        Initial state, shape ``(n_states,)``; defaults to ``model.y0``. A complex ``y0``
+        integrates a complex system (explicit kernels and diffrax).
+    params : dict, optional
+        Parameter overrides by name (the rest keep the model's defaults).
+    saveat : SaveAt, int, array_like or "steps", optional
+        A `simkit.SaveAt`, or its shorthands: an int ``n`` (``n`` evenly spaced times from
+        ``t0`` to ``t1``, default 101), a 1-D array of times inside ``t_span``, or
+        ``"steps"`` / `SaveSteps()` (every accepted step).
+    solver : optional
+        A simkit kernel (`simkit.Tsit5()`, `simkit.DOPRI5()`, `simkit.DOP853()`,
+        `simkit.Rodas4()`, `simkit.Rodas5P()`, `simkit.RadauIIA5()`) or any diffrax solver
+        object (forces the diffrax engine). Default: up to 64 states, `simkit.Tsit5()` or,
+        when ``model.stiff``, `simkit.Rodas4()`; otherwise ``diffrax.Tsit5()`` or
+        ``diffrax.Kvaerno5()`` with simkit's Newton tolerances, its linear solves
+        matrix-free (GMRES on Jacobian-vector products) above 2048 states, so large PDE
+        systems never build a dense Jacobian.
+    rtol, atol : float
+        Error tolerances of the adaptive step controller (>= 0, not both 0; an rtol below
+        100 machine epsilons is raised to that with a warning, as SciPy does).
+    max_steps : int
+        Step budget; exhausting it raises `SolveError` (structure: changing it recompiles).
+    max_step : float, optional
+        The largest step size (default: no limit).
+    dt0 : float, optional
+        First step's size (its sign is ignored: steps go from t0 towards t1; at most
+        ``|t1 - t0|``); default Hairer–Wanner's estimate.
+    events : callable, Event or sequence of them, optional
+        A condition ``g(t, y, params) -> scalar``, a `simkit.Event` (direction, terminal
+        count) or a sequence of them. Every crossing is recorded (``Solution.t_events``,
+        ``Solution.y_events``); a terminal event stops the solve at its n-th crossing and
+        the `Solution` records ``event_time`` and ``event_index``. A plain callable is
+        terminal unless it carries SciPy's ``terminal``/``direction`` attributes.
+    dense : bool
+        Keep the dense interpolant, for ``Solution.evaluate(t)`` (the chosen engine's own: a
+        kernel records every accepted step, up to ``max_steps`` rows; saved values are
+        unchanged bit for bit).
+    throw : bool
+        Raise `SolveError` on failure (default). With ``throw=False`` the failure stays in
+        ``Solution.status``. Under a user's ``jit``/``vmap``/``grad`` the check is an
+        ``equinox.error_if`` with ``on_error='raise'``.
+    key : jax.Array, optional
+        A ``jax.random`` key, required for stochastic models (``model.diffusion``): the
+        Brownian motion is a deterministic function of it. SDEs use diffrax with fixed steps
+        ``dt0`` (default ``(t1 - t0) / 1000``) and ``diffrax.Euler()`` (Euler–Maruyama)
+        unless another diffrax SDE solver is given.
+
+    Returns
+    -------
+    Solution
+        Save times ``ts`` ``(n_save,)``, states ``ys`` ``(n_save, n_states)``, solver
+        statistics, status and event records.
+
+    Raises
+    ------
+    InputError, ShapeError, ParameterError
+        Bad inputs (``ValueError`` subclasses; `ParameterError` is also a ``KeyError``),
+        before compiling.
+    InputTypeError
+        An input of the wrong type (a ``TypeError``), before compiling.
+    SolveError
+        The solver failed (``throw=True``): the message names the model, the time reached
+        and what to try.
+
+    Examples
+    --------
+    >>> import simkit
+    >>> sol = simkit.solve(simkit.models.get("lorenz"), (0.0, 1.0), saveat=11, params={"rho": 35.0})
+    >>> sol.ys.shape, sol.solver_name
+    ((11, 3), 'simkit.Tsit5()')
     """
     plan = prepare(model, t_span, y0=y0, params=params, saveat=saveat, solver=solver, rtol=rtol, atol=atol,
                    max_steps=max_steps, max_step=max_step, dt0=dt0, events=events, dense=dense, key=key)

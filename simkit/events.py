@@ -33,18 +33,39 @@ DEFAULT_MAX_RECORDS = 64
 
 @dataclasses.dataclass(frozen=True)
 class Event:
-    """An event condition for `simkit.solve` / `simkit.ensemble`.
+    """An event condition for `simkit.solve` / `simkit.ensemble` (SciPy's semantics).
 
-    **Arguments:**
+    Parameters
+    ----------
+    fn : callable
+        ``g(t, y, params) -> scalar``, a pure JAX function of the time, the state (shape
+        ``(n_states,)``) and the parameter dict; an event is a sign change of ``g`` after
+        ``t0``.
+    direction : int
+        +1 records only upward crossings (``g`` from negative to positive), -1 only
+        downward ones, 0 (default) both.
+    terminal : int or bool
+        Stop at the n-th recorded crossing (``True`` = 1, the default; ``False`` or 0:
+        record every crossing and never stop).
+    max_records : int
+        Crossings kept per event (static: the result arrays have this length). A solve
+        with more crossings fails (``Status.TOO_MANY_EVENTS``) with a clear message instead
+        of losing them.
 
-    - `fn`: ``g(t, y, params) -> scalar``, a pure JAX function of the time, the state
-      (shape ``(n_states,)``) and the parameter dict.
-    - `direction`: +1 records only upward crossings (``g`` from negative to positive), -1
-      only downward ones, 0 (default) both.
-    - `terminal`: stop at the n-th recorded crossing (``True`` = 1, the default; ``False`` or
-      0: record every crossing and never stop).
-    - `max_records`: crossings kept per event (static: the result arrays have this length).
-      A solve with more crossings fails with a clear message instead of losing them.
+    Raises
+    ------
+    InputError, InputTypeError
+        A direction other than -1, 0, +1, a negative or ``None`` terminal count, a
+        ``max_records`` below 1, or an `fn` that is not callable.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, simkit
+    >>> spring = simkit.ODEModel(rhs=lambda t, y, p: jnp.stack([y[1], -y[0]]), params={},
+    ...                          y0=[1.0, 0.0], state_names=("x", "v"))
+    >>> sol = simkit.solve(spring, (0.0, 10.0), events=simkit.Event(lambda t, y, p: y[0], direction=-1, terminal=0))
+    >>> sol.t_events[0].shape
+    (2,)
     """
 
     fn: EventFn

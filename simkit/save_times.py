@@ -22,15 +22,34 @@ DEFAULT_COUNT = 101
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class SaveAt:
-    """Save times of a solve.
+    """Save times of a solve (``saveat=`` of `simkit.solve` and `simkit.ensemble`).
 
-    **Arguments:**
+    ``saveat=n``, ``saveat=array`` and ``saveat="steps"`` are shorthands for this object.
 
-    - `ts`: an int ``n`` (``n >= 1`` evenly spaced times from ``t0`` to ``t1``; ``n = 1``
-      saves ``t1``) or a 1-D array of times inside ``t_span``, ordered from ``t0`` towards
-      ``t1`` (shape ``(n_save,)``, the model's time unit). Default 101 unless `steps`.
-    - `steps`: save every accepted step (``ts`` then must be None).
-    - `dense`: keep the solver's dense output for ``Solution.evaluate(t)``.
+    Parameters
+    ----------
+    ts : int or array_like, optional
+        An int ``n`` (``n >= 1`` evenly spaced times from ``t0`` to ``t1``; ``n = 1``
+        saves ``t1``) or a 1-D array of times inside ``t_span``, ordered from ``t0`` towards
+        ``t1`` (shape ``(n_save,)``, the model's time unit). Default 101 unless `steps`.
+    steps : bool
+        Save every accepted step (``ts`` then must be None); bounded by the memory budget
+        (``SIMKIT_MEMORY_BUDGET``).
+    dense : bool
+        Keep the solver's dense output for ``Solution.evaluate(t)``.
+
+    Raises
+    ------
+    InputError, ShapeError, InputTypeError
+        Both `ts` and `steps`, a count below 1, times that are not a non-empty 1-D array
+        (`simkit.solve` checks that they are finite, inside the span and ordered).
+
+    Examples
+    --------
+    >>> import simkit
+    >>> sol = simkit.solve(simkit.models.get("lorenz"), (0.0, 1.0), saveat=simkit.SaveAt(ts=[0.0, 0.5, 1.0]))
+    >>> sol.ts.shape
+    (3,)
     """
 
     ts: Any = None

@@ -108,7 +108,13 @@ class Solution:
 
     # -- access ---------------------------------------------------------------
     def __getitem__(self, name: str) -> Any:
-        """The trajectory of one state by name, shape ``(n_save,)``."""
+        """The trajectory of one state by name, shape ``(n_save,)``.
+
+        Raises
+        ------
+        ParameterError
+            No state of that name (the message lists the names).
+        """
         return self.ys[..., state_column(self.state_names, name, f"solution of {self.model_name!r}")]
 
     @property
@@ -123,12 +129,31 @@ class Solution:
         return "; ".join(describe(int(c)) for c in codes)
 
     def evaluate(self, t: Any) -> Any:
-        """Dense output: the state at time(s) ``t``; shape ``t.shape + (n_states,)``.
+        """Dense output: the state at time(s) ``t``, from the solver's own interpolant.
 
-        Available when the solve was called with ``dense=True``, on the solved span (from
-        ``t0`` to `t_final`, which is the event time when an event stopped the solve); a
-        ``t`` outside it raises `InputError` (under a JAX transform, where ``t`` is traced,
-        it gives NaN).
+        Parameters
+        ----------
+        t : float or array_like
+            Time(s) on the solved span (from ``t0`` to `t_final`, which is the event time
+            when an event stopped the solve). Each new shape of ``t`` compiles once.
+
+        Returns
+        -------
+        jax.Array
+            Shape ``t.shape + (n_states,)``. Under a JAX transform, where ``t`` is traced, a
+            time outside the span gives NaN.
+
+        Raises
+        ------
+        InputError
+            The solve was not called with ``dense=True``, or a ``t`` lies outside the span.
+
+        Examples
+        --------
+        >>> import simkit
+        >>> sol = simkit.solve(simkit.models.get("lorenz"), (0.0, 1.0), saveat=11, dense=True)
+        >>> sol.evaluate([0.25, 0.5]).shape
+        (2, 3)
         """
         from .errors import InputError
 
@@ -228,7 +253,22 @@ class Solution:
         return io.save(self.to_xarray(), path)
 
     def plot(self, ax: Any = None, *, states: list[str] | None = None, **kwargs: Any) -> Any:
-        """Plot states against time on ``ax`` (a new figure if None); returns the Axes."""
+        """Plot states against time.
+
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes, optional
+            Where to draw (a new figure if None).
+        states : list of str, optional
+            The states to draw (default: all).
+        **kwargs
+            Passed to matplotlib's ``plot``.
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+            The axes drawn on.
+        """
         from .plot import plot_solution
 
         return plot_solution(self, ax=ax, states=states, **kwargs)

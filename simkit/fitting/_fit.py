@@ -71,45 +71,85 @@ def fit(
 ) -> FitResult:
     """Estimate parameters of ``model`` from ``data``.
 
-    **Main arguments:**
+    Parameters
+    ----------
+    model : ODEModel or PDEModel
+        The model (a `PDEModel` is fitted through the method of lines).
+    data : Dataset or sequence of Dataset
+        One experiment, or several sharing the parameters.
+    free : sequence of str, optional
+        Names of the parameters to estimate (default: every scalar parameter); the others
+        stay at the model's values (``model.with_params`` to change them).
+    initial : dict, optional
+        Starting values by name (default: the model's values).
+    bounds : dict or "positive", optional
+        ``{name: (low, high)}`` or ``"positive"`` (every free parameter > 0).
+    initial_state : {"fixed", "fit"}
+        ``"fixed"`` (the model's ``y0``, or each dataset's) or ``"fit"`` (estimate every
+        initial state, named ``"y0:<state>"``, at the data's first time).
+    loss : AbstractLoss, optional
+        `LeastSquares()` (default), `LogNormal()`, `GaussianNLL()`, `Poisson()`,
+        `NegativeBinomial()`.
+    optimizer : AbstractDriver, optional
+        `LevenbergMarquardt()` (default for residual losses), `GaussNewton()`, `BFGS()`
+        (default for likelihoods), `LBFGS()`, `LBFGSB()` (bounds enforced by the optimiser;
+        the others use smooth transforms), or `Optimistix(optimistix solver)`.
+    starts : int
+        Number of starting points (the given start and a Latin hypercube within the
+        bounds), run together under ``jax.vmap``; the best is returned with its own status,
+        every start's final cost and status are kept (`FitResult.start_costs`,
+        `FitResult.start_status`).
+    key : jax.Array, optional
+        For the start design (default ``jax.random.key(0)``).
+    confidence : float
+        Confidence level of the intervals (default 0.95).
+    max_iterations : int, optional
+        Iterations per start (default: the optimizer's own, e.g. 200 for
+        `LevenbergMarquardt`, 512 for `BFGS`).
+    max_evaluations : int
+        Evaluations of the cost (with its derivatives) per start, default 2000, checked
+        between iterations.
+    max_steps : int
+        ODE solver steps per solve, default 20,000: a solve that needs more (parameters that
+        make the model stiff, say) counts as failed, and a failed solve gives an infinite
+        cost, so the optimiser backs off. A fit's run time is at most about
+        ``max_evaluations`` solves of ``max_steps`` steps with their sensitivities (for
+        every start at once with ``starts > 1``: the starts run in lock step).
+    rtol, atol : float
+        Tolerances of the solves.
+    ode_solver : optional
+        The ODE solver of the solves (as `simkit.solve`'s ``solver``).
+    solver : optional
+        The former name of `optimizer` (deprecated, warns).
+    progress : bool, optional
+        For ``starts > 1``, a ``tqdm`` bar of the two stages (the starts, which run together
+        in one compiled program, then the uncertainties): ``None`` (default) follows
+        `simkit.progress` (``SIMKIT_PROGRESS``, else a terminal or notebook once the fit has
+        taken 3 s).
 
-    - `model`: an `ODEModel` (or a `PDEModel`, fitted through the method of lines).
-    - `data`: a `Dataset`, or a list of them (experiments sharing the parameters).
-    - `free`: names of the parameters to estimate (default: every scalar parameter); the
-      others stay at the model's values (``model.with_params`` to change them).
-    - `initial`: starting values by name (default: the model's values); `bounds`:
-      ``{name: (low, high)}`` or ``"positive"`` (every free parameter > 0).
-    - `initial_state`: ``"fixed"`` (the model's ``y0``, or each dataset's) or ``"fit"``
-      (estimate every initial state, named ``"y0:<state>"``, at the data's first time).
-    - `loss`: `LeastSquares()` (default), `LogNormal()`, `GaussianNLL()`, `Poisson()`,
-      `NegativeBinomial()`.
-    - `optimizer`: `LevenbergMarquardt()` (default for residual losses), `GaussNewton()`,
-      `BFGS()` (default for likelihoods), `LBFGS()`, `LBFGSB()` (bounds enforced by the
-      optimiser; the others use smooth transforms), or `Optimistix(optimistix solver)`.
-    - `starts`: number of starting points (the given start and a Latin hypercube within the
-      bounds), run together under ``jax.vmap``; the best is returned with its own status,
-      every start's final cost and status are kept (`FitResult.start_costs`,
-      `FitResult.start_status`).
+    Returns
+    -------
+    FitResult
+        Estimates, standard errors, intervals, covariance, correlation, cost, status and
+        the limits that stopped each start (every fit ends; ``print(result)`` for a
+        summary).
 
-    **Limits** (every fit ends; `FitResult.status` and its summary say which limit stopped
-    it): `max_iterations` per start (default: the optimizer's own, e.g. 200 for
-    `LevenbergMarquardt`, 512 for `BFGS`); `max_evaluations` of the cost (with its
-    derivatives) per start, default 2000, checked between iterations; `max_steps` of the ODE
-    solver per solve, default 20,000: a solve that needs more (parameters that make the model
-    stiff, say) counts as failed, and a failed solve gives an infinite cost, so the optimiser
-    backs off. A fit's run time is at most about ``max_evaluations`` solves of ``max_steps``
-    steps with their sensitivities (for every start at once with ``starts > 1``: the starts
-    run in lock step).
+    Raises
+    ------
+    ParameterError
+        An unknown name in `free`, `initial` or `bounds`.
+    InputError, ShapeError, InputTypeError
+        Data that do not match the model (unknown observed states, times before the
+        model's start), bad bounds or options, before compiling.
 
-    **Other arguments:** `key` for the start design (default ``jax.random.key(0)``);
-    `confidence` of the intervals; `rtol`, `atol`, `ode_solver` for the solves; `solver`:
-    the former name of `optimizer` (deprecated, warns); `progress`: for ``starts > 1``, a
-    ``tqdm`` bar of the two stages (the starts, which run together in one compiled program,
-    then the uncertainties): ``None`` (default) follows `simkit.progress` (``SIMKIT_PROGRESS``,
-    else a terminal or notebook once the fit has taken 3 s).
-
-    **Returns:** a `FitResult` (estimates, standard errors, intervals, covariance,
-    correlation, cost, status, fitted solutions; ``print(result)`` for a summary).
+    Examples
+    --------
+    >>> import simkit
+    >>> from simkit import datasets, models
+    >>> result = simkit.fit(models.get("lotka_volterra"), datasets.lynx_hare(), loss=simkit.LogNormal(),
+    ...                     initial_state="fit", bounds="positive")
+    >>> result.converged, sorted(result.estimates)[:2]
+    (True, ['alpha', 'beta'])
     """
     if solver is not _UNSET:
         warnings.warn("simkit.fit(solver=...) is deprecated and will be removed in the next release: pass the "

@@ -36,8 +36,34 @@ def names(kind: str | None = None) -> list[str]:
 
 
 def get(name: str, **params: float) -> ODEModel | PDEModel:
-    """The library model ``name`` (a new `ODEModel` or `PDEModel`), with optional parameter
-    overrides."""
+    """The library model ``name``, with optional parameter overrides.
+
+    Parameters
+    ----------
+    name : str
+        A library name, one of `names()` (``names("ode")``, ``names("pde")``).
+    **params : float
+        Parameter overrides by name (``model.with_params``: unknown names are refused).
+
+    Returns
+    -------
+    ODEModel or PDEModel
+        A new model (models are immutable): its ``rhs``, default ``params``, ``y0``,
+        ``state_names``, ``t_span``, ``stiff`` hint, ``units`` and ``source`` (the
+        citation of the model and its constants).
+
+    Raises
+    ------
+    ParameterError
+        No model of that name (the message lists the names), or an unknown parameter.
+
+    Examples
+    --------
+    >>> from simkit import models
+    >>> lorenz = models.get("lorenz", rho=35.0)
+    >>> lorenz.state_names, lorenz.params["rho"]
+    (('x', 'y', 'z'), 35.0)
+    """
     try:
         factory = _REGISTRY[name]
     except KeyError:

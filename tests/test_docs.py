@@ -1,0 +1,120 @@
+"""Every ```python block of README.md and docs/ runs as written (issue 15).
+
+Each page's blocks run in order in one namespace (a page reads as one session), in a fresh
+working directory, with progress bars off. A block may be skipped only when it cannot run in
+one test process (e.g. several `jax.distributed` processes); it is then marked in the page by
+an HTML comment right before its fence, ``<!-- skip: the reason -->``, which the site does not
+show. Blocks that include an example script (``--8<-- "examples/....py"``, the gallery) are
+run by tests/test_examples.py and only checked to exist here.
+
+The many-devices page runs in a fresh process on 2 CPU devices, the default of a 2-core
+machine (this suite's conftest simulates 4), where its examples must work as written.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md"] + sorted(p for p in (ROOT / "docs").rglob("*.md") if "hooks" not in p.parts)
+FENCE = re.compile(r"^```python\s*$")
+SKIP = re.compile(r"^<!--\s*skip:\s*(\S.*?)\s*-->$")
+SNIPPET = re.compile(r'^--8<--\s+"([^"]+)"\s*$')
+
+
+def blocks(page: pathlib.Path) -> list[tuple[int, str, str | None]]:
+    """(line number, code, skip reason or None) of each ```python block of `page`."""
+    lines = page.read_text().splitlines()
+    out, i = [], 0
+    while i < len(lines):
+        if FENCE.match(lines[i].strip()):
+            start = i
+            prev = next((lines[j].strip() for j in range(i - 1, -1, -1) if lines[j].strip()), "")
+            skip = SKIP.match(prev)
+            i += 1
+            body = []
+            while not lines[i].strip().startswith("```"):
+                body.append(lines[i])
+                i += 1
+            out.append((start + 1, "\n".join(body), skip.group(1) if skip else None))
+        i += 1
+    return out
+
+
+def run_page(page: pathlib.Path) -> None:
+    namespace: dict = {"__name__": "__docs__"}
+    for line, code, skip in blocks(page):
+        if skip is not None:
+            continue
+        snippets = [SNIPPET.match(s.strip()) for s in code.splitlines() if s.strip()]
+        if snippets and all(snippets):  # the gallery: run by tests/test_examples.py
+            for m in snippets:
+                assert (ROOT / m.group(1)).is_file(), f"{page.name}:{line}: {m.group(1)} not found"
+            continue
+        try:
+            exec(compile(code, f"{page.relative_to(ROOT)}:{line}", "exec"), namespace)
+        except Exception as error:
+            raise AssertionError(f"{page.relative_to(ROOT)}, block at line {line} failed: "
+                                 f"{type(error).__name__}: {error}") from error
+
+
+TWO_DEVICE_PAGES = [ROOT / "docs" / "parallel.md"]  # run by test_many_devices_page_on_two_devices
+PAGES_WITH_CODE = [p for p in PAGES if blocks(p) and p not in TWO_DEVICE_PAGES]
+
+
+@pytest.mark.parametrize("page", PAGES_WITH_CODE, ids=lambda p: str(p.relative_to(ROOT)))
+def test_page_runs(page, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SIMKIT_PROGRESS", "0")
+    run_page(page)
+
+
+def test_skipped_blocks_say_why():
+    """Every skip marker sits right before a ```python fence and gives its reason; only
+    multi-process `jax.distributed` examples may be skipped."""
+    for page in PAGES:
+        reasons = [why for _, _, why in blocks(page) if why]
+        assert len(re.findall(r"<!--\s*skip", page.read_text())) == len(reasons), page
+        assert all("jax.distributed" in why for why in reasons), (page, reasons)
+
+
+def test_many_devices_page_on_two_devices(tmp_path):
+    """docs/parallel.md as a 2-core machine runs it: 2 CPU devices, a fresh process."""
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "SIMKIT_CPU_DEVICES")}
+    env.update(SIMKIT_CPU_DEVICES="2", SIMKIT_PROGRESS="0", MPLBACKEND="agg", SIMKIT_COMPILATION_CACHE="0")
+    script = (f"import sys; sys.path.insert(0, {str(ROOT / 'tests')!r})\n"
+              "import jax, simkit\n"
+              "assert len(jax.devices()) == 2, jax.devices()\n"
+              "from test_docs import run_page, ROOT\n"
+              "run_page(ROOT / 'docs' / 'parallel.md')\n"
+              "print('ok')\n")
+    run = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0 and "ok" in run.stdout, run.stderr[-3000:]
+
+
+def _entry_points():
+    import simkit
+
+    return [simkit.solve, simkit.ensemble, simkit.fit, simkit.Solution.evaluate, simkit.Solution.to_xarray,
+            simkit.Solution.save, simkit.SaveAt, simkit.Event, simkit.models.get, simkit.load]
+
+
+def test_docstring_examples_run(tmp_path, monkeypatch):
+    """The Examples of the main entry points' docstrings run and print what they show."""
+    import doctest
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SIMKIT_PROGRESS", "0")
+    finder, runner = doctest.DocTestFinder(recurse=False), doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    for obj in _entry_points():
+        for test in finder.find(obj, obj.__qualname__, globs={}):
+            assert test.examples, obj
+            runner.run(test)
+    assert runner.failures == 0, f"{runner.failures} docstring example(s) failed (see the output above)"
