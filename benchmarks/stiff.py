@@ -1,0 +1,210 @@
+"""The stiff suite: work-precision of simkit's stiff kernels against SciPy and numbalsoda.
+
+    python benchmarks/stiff.py [--repeats 3] [--rtols 1e-4,1e-6,1e-8,1e-10] [--out FILE]
+
+Problems (Hairer & Wanner II, section IV.10; Mazzia & Magherini's Test Set for IVP Solvers):
+Robertson to 1e5 and to 1e11, HIRES, POLLU, van der Pol mu = 1000 on [0, 3000] and the
+Oregonator on [0, 360]. Each problem's atol is ``rtol * scale`` with ``scale`` its smallest
+significant component (below). The error of a run is the largest over the components of
+``|y - ref| / (|ref| + scale)`` at the final time (a relative error for every significant
+component): ``ref`` is the published test-set value where one exists (ROBER at 1e11,
+HIRES, POLLU), else SciPy's Radau at rtol 1e-13 (van der Pol: the committed
+`VAN_DER_POL_STIFF_REFERENCE`; Robertson to 1e5, the Oregonator: computed here).
+
+Peers, each in its best honest form: SciPy's Radau, BDF and LSODA with a plain NumPy rhs (the
+model's own rhs source run with NumPy in place of jax.numpy) and its finite-difference
+Jacobian, as a SciPy user writes it; numbalsoda's LSODA with numba cfuncs (Robertson, HIRES,
+van der Pol) when installed. simkit: run time is the median over ``repeats`` calls after the
+first, the compile time is the first call's extra time. The defaults (`simkit.solve` without
+``solver=``) are measured as their own row.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("SIMKIT_COMPILATION_CACHE", "0")  # compile times are measured
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+import types
+
+import jax
+import numpy as np
+import scipy
+import scipy.integrate
+
+import simkit
+from simkit import models
+from simkit.models.chemistry import HIRES_REFERENCE_T321, POLLU_REFERENCE_T60, ROBERTSON_REFERENCE_T1E11
+from simkit.models.oscillators import VAN_DER_POL_STIFF_REFERENCE
+
+PROBLEMS = {
+    # name: (model, t1, scale: the smallest significant component, published reference)
+    "robertson_1e5": ("robertson", 1e5, 1e-10, None),
+    "robertson_1e11": ("robertson", 1e11, 1e-13, ROBERTSON_REFERENCE_T1E11),
+    "hires": ("hires", 321.8122, 1e-5, HIRES_REFERENCE_T321),
+    "pollu": ("pollu", 60.0, 1e-8, POLLU_REFERENCE_T60),
+    "van_der_pol_1000": ("van_der_pol_stiff", 3000.0, 1e-3, VAN_DER_POL_STIFF_REFERENCE[-1]),
+    "oregonator": ("oregonator", 360.0, 1e-4, None),
+}
+KERNELS = {"Rodas4": simkit.Rodas4(), "Rodas5P": simkit.Rodas5P(), "RadauIIA5": simkit.RadauIIA5()}
+
+
+def numpy_rhs(model):
+    """The model's rhs source run with NumPy for jax.numpy: a plain NumPy function."""
+    fn = model.rhs
+    plain = types.FunctionType(fn.__code__, {**fn.__globals__, "jnp": np}, fn.__name__, fn.__defaults__,
+                               fn.__closure__)
+    p = {k: float(v) for k, v in model.params.items()}
+    return lambda t, y: plain(t, y, p)
+
+
+def numbalsoda_rhs():
+    try:
+        import numba as nb
+        from numbalsoda import lsoda, lsoda_sig
+    except ImportError:
+        return None, {}
+
+    @nb.cfunc(lsoda_sig)
+    def robertson(t, u, du, p):
+        du[0] = -0.04 * u[0] + 1.0e4 * u[1] * u[2]
+        du[1] = 0.04 * u[0] - 1.0e4 * u[1] * u[2] - 3.0e7 * u[1] * u[1]
+        du[2] = 3.0e7 * u[1] * u[1]
+
+    @nb.cfunc(lsoda_sig)
+    def hires(t, y, dy, p):
+        bind = 280.0 * y[5] * y[7]
+        dy[0] = -1.71 * y[0] + 0.43 * y[1] + 8.32 * y[2] + 0.0007
+        dy[1] = 1.71 * y[0] - 8.75 * y[1]
+        dy[2] = -10.03 * y[2] + 0.43 * y[3] + 0.035 * y[4]
+        dy[3] = 8.32 * y[1] + 1.71 * y[2] - 1.12 * y[3]
+        dy[4] = -1.745 * y[4] + 0.43 * y[5] + 0.43 * y[6]
+        dy[5] = -bind + 0.69 * y[3] + 1.71 * y[4] - 0.43 * y[5] + 0.69 * y[6]
+        dy[6] = bind - 1.81 * y[6]
+        dy[7] = -bind + 1.81 * y[6]
+
+    @nb.cfunc(lsoda_sig)
+    def van_der_pol(t, u, du, p):
+        du[0] = u[1]
+        du[1] = 1000.0 * (1.0 - u[0] * u[0]) * u[1] - u[0]
+
+    return lsoda, {"robertson_1e5": robertson.address, "robertson_1e11": robertson.address,
+                   "hires": hires.address, "van_der_pol_1000": van_der_pol.address}
+
+
+def reference_state(name: str) -> np.ndarray:
+    model_name, t1, scale, published = PROBLEMS[name]
+    if published is not None:
+        return np.asarray(published, float)
+    m = models.get(model_name)
+    out = scipy.integrate.solve_ivp(numpy_rhs(m), (0.0, t1), np.asarray(m.y0, float), method="Radau",
+                                    rtol=1e-13, atol=1e-13 * scale)
+    return out.y[:, -1]
+
+
+def error(y, ref, scale) -> float:
+    return float(np.max(np.abs(np.asarray(y) - ref) / (np.abs(ref) + scale)))
+
+
+def time_simkit(m, t1, rtol, atol, solver, repeats):
+    def call():
+        kw = {} if solver is None else {"solver": solver}
+        return simkit.solve(m, (0.0, t1), saveat=1, rtol=rtol, atol=atol, throw=False, **kw)
+
+    start = time.perf_counter()
+    sol = jax.block_until_ready(call())
+    first = time.perf_counter() - start
+    runs = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(call())
+        runs.append(time.perf_counter() - start)
+    run = statistics.median(runs)
+    return sol, run, max(first - run, 0.0)
+
+
+def time_call(fn, repeats):
+    runs, out = [], None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        out = fn()
+        runs.append(time.perf_counter() - start)
+        if runs[-1] > 5.0:  # slow peers: one run is enough for the median's purpose
+            break
+    return out, statistics.median(runs)
+
+
+def machine() -> dict:
+    cpu = "unknown"
+    try:
+        with open("/proc/cpuinfo") as fh:
+            cpu = next(line.split(":", 1)[1].strip() for line in fh if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return dict(cpu=cpu, cores=os.cpu_count(), python=platform.python_version(), jax=jax.__version__,
+                scipy=scipy.__version__, simkit=simkit.__version__, numpy=np.__version__)
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--rtols", default="1e-4,1e-6,1e-8,1e-10")
+    parser.add_argument("--problems", default=",".join(PROBLEMS))
+    parser.add_argument("--no-scipy", action="store_true")
+    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "stiff.json"))
+    args = parser.parse_args(argv)
+    rtols = [float(r) for r in args.rtols.split(",")]
+    lsoda, nb_rhs = numbalsoda_rhs()
+    rows = []
+    for name in args.problems.split(","):
+        model_name, t1, scale, _ = PROBLEMS[name]
+        m = models.get(model_name)
+        ref = reference_state(name)
+        f_np = numpy_rhs(m)
+        y0 = np.asarray(m.y0, float)
+        for rtol in rtols:
+            atol = rtol * scale
+            row = dict(problem=name, rtol=rtol, atol=atol, results={})
+            for label, solver in [("simkit default", None), *KERNELS.items()]:
+                sol, run, comp = time_simkit(m, t1, rtol, atol, solver, args.repeats)
+                row["results"][label if solver is None else f"simkit {label}"] = dict(
+                    time=run, compile=comp, error=error(sol.ys[-1], ref, scale), status=int(sol.status),
+                    steps=int(sol.stats["num_steps"]), solver=sol.solver_name if hasattr(sol, "solver_name")
+                    else label)
+            if not args.no_scipy:
+                for method in ("Radau", "BDF", "LSODA"):
+                    out, run = time_call(lambda: scipy.integrate.solve_ivp(
+                        f_np, (0.0, t1), y0, method=method, rtol=rtol, atol=atol), args.repeats)
+                    row["results"][f"scipy {method}"] = dict(time=run, error=error(out.y[:, -1], ref, scale),
+                                                             status=int(out.status), steps=len(out.t) - 1)
+            if lsoda is not None and name in nb_rhs:
+                address = nb_rhs[name]
+                t_eval = np.array([0.0, t1])
+                lsoda(address, y0, t_eval, rtol=rtol, atol=atol)  # compile
+                (usol, ok), run = time_call(lambda: lsoda(address, y0, t_eval, rtol=rtol, atol=atol),
+                                            max(args.repeats, 5))
+                row["results"]["numbalsoda LSODA"] = dict(time=run, error=error(usol[-1], ref, scale),
+                                                          status=0 if ok else -1)
+            rows.append(row)
+            print(f"\n{name}  rtol {rtol:g}  atol {atol:g}")
+            for label, r in row["results"].items():
+                comp = f"  compile {r['compile']:.2f} s" if "compile" in r else ""
+                print(f"  {label:22s} {r['time'] * 1e3:10.2f} ms  error {r['error']:9.2e}  "
+                      f"status {r['status']}{comp}")
+            sys.stdout.flush()
+    result = dict(command="python benchmarks/stiff.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+                  machine=machine(), rows=rows)
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out, "w") as fh:
+        json.dump(result, fh, indent=1)
+    return result
+
+
+if __name__ == "__main__":
+    main()
