@@ -9,6 +9,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from . import io
 from .solution import state_column
 from .status import Status, describe
 
@@ -19,7 +20,7 @@ from .status import Status, describe
     meta_fields=["state_names", "model_name", "solver_name", "model_source", "model_units"],
 )
 @dataclasses.dataclass(frozen=True)
-class EnsembleSolution:
+class EnsembleSolution(io.Saveable):
     """Trajectories of an ensemble of solves.
 
     **Fields:** `ts` (member, time) — save times, ``inf`` where a member stopped earlier
@@ -173,36 +174,6 @@ class EnsembleSolution:
         """The members' outcomes in words, e.g. ``"success: 98; max_steps reached before t1: 2"``."""
         codes, counts = np.unique(np.asarray(self.status), return_counts=True)
         return "; ".join(f"{describe(int(c))}: {n}" for c, n in zip(codes, counts))
-
-    def save(self, path: Any) -> str:
-        """Write `to_xarray` to ``path``: NetCDF (``.nc``) or zarr (``.zarr``, when installed).
-
-        Parameters
-        ----------
-        path
-            The file; its suffix chooses the format (`simkit.io.save`).
-
-        Returns
-        -------
-        str
-            ``path``. Read it back with `simkit.load`.
-
-        Raises
-        ------
-        InputError
-            An unknown suffix. `DependencyError`: a ``.zarr`` path without zarr.
-
-        Example
-        -------
-        >>> import numpy as np, simkit
-        >>> ens = simkit.ensemble(simkit.models.get("lorenz"), (0.0, 1.0), saveat=5,
-        ...                       params={"rho": np.linspace(10.0, 30.0, 4)})
-        >>> ens.save("lorenz_ensemble.nc")
-        'lorenz_ensemble.nc'
-        """
-        from . import io
-
-        return io.save(self.to_xarray(), path)
 
     def plot(self, ax: Any = None, *, state: str | None = None, quantiles=(0.05, 0.25), **kwargs: Any) -> Any:
         """Fan chart of one state: the median and the bands between ``q`` and ``1 - q``."""

@@ -398,3 +398,34 @@ def load(path: str | os.PathLike) -> Any:
             return ds.load()
     with xr.open_dataset(os.fspath(path), engine="h5netcdf", **options) as ds:
         return ds.load()
+
+
+class Saveable:
+    """``save(path)`` for a result type with a ``to_xarray()``: one implementation for
+    `Solution`, `EnsembleSolution`, `FieldSolution` and `FitResult`."""
+
+    def save(self, path: Any) -> str:
+        """Write `to_xarray` to ``path``: NetCDF (``.nc``) or zarr (``.zarr``, when installed).
+
+        Parameters
+        ----------
+        path
+            The file; its suffix chooses the format (`simkit.io.save`).
+
+        Returns
+        -------
+        str
+            ``path``. Read it back with `simkit.load`.
+
+        Raises
+        ------
+        InputError
+            An unknown suffix. `DependencyError`: a ``.zarr`` path without zarr.
+
+        Example
+        -------
+        >>> import simkit
+        >>> simkit.solve(simkit.models.get("sir"), saveat=11).save("sir.nc")
+        'sir.nc'
+        """
+        return save(self.to_xarray(), path)

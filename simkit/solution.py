@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import io
 from .errors import InputError, ParameterError
 from .status import Status, describe
 
@@ -34,7 +35,7 @@ def state_column(state_names: tuple[str, ...], name: str, owner: str) -> int:
     meta_fields=["state_names", "model_name", "solver_name", "model_source", "model_units"],
 )
 @dataclasses.dataclass(frozen=True)
-class Solution:
+class Solution(io.Saveable):
     """Trajectory of an ODE solve.
 
     A pytree, so it can be returned from ``jax.jit``/``jax.vmap`` of a function that
@@ -223,34 +224,6 @@ class Solution:
             extra={"state_names": list(self.state_names), "stats": self.stats,
                    "t_final": float(np.asarray(self.t_final).real)})
         return xr.Dataset(data, coords=coords, attrs=attrs)
-
-    def save(self, path: Any) -> str:
-        """Write `to_xarray` to ``path``: NetCDF (``.nc``) or zarr (``.zarr``, when installed).
-
-        Parameters
-        ----------
-        path
-            The file; its suffix chooses the format (`simkit.io.save`).
-
-        Returns
-        -------
-        str
-            ``path``. Read it back with `simkit.load`.
-
-        Raises
-        ------
-        InputError
-            An unknown suffix. `DependencyError`: a ``.zarr`` path without zarr.
-
-        Example
-        -------
-        >>> import simkit
-        >>> simkit.solve(simkit.models.get("sir"), saveat=11).save("sir.nc")
-        'sir.nc'
-        """
-        from . import io
-
-        return io.save(self.to_xarray(), path)
 
     def plot(self, ax: Any = None, *, states: list[str] | None = None, **kwargs: Any) -> Any:
         """Plot states against time.

@@ -9,6 +9,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
+from .. import io
 from ..errors import InputError
 from .drivers import BFGS, FitStatus, describe
 from .program import hessian, profile_costs
@@ -16,7 +17,7 @@ from .uncertainty import inverse
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class FitResult:
+class FitResult(io.Saveable):
     """The outcome of `simkit.fit`.
 
     **Fields:** `names`; `estimates`, `stderr` (name -> value); `intervals` (name -> (low,
@@ -259,38 +260,6 @@ class FitResult:
                    "hints": list(self.hints), "state_names": list(model.state_names),
                    "datasets": ", ".join(d.name for d in problem.datasets)})
         return xr.Dataset(data, coords=coords, attrs=attrs)
-
-    def save(self, path: Any) -> str:
-        """Write `to_xarray` to ``path``: NetCDF (``.nc``) or zarr (``.zarr``, when installed).
-
-        Parameters
-        ----------
-        path
-            The file; its suffix chooses the format (`simkit.io.save`).
-
-        Returns
-        -------
-        str
-            ``path``. Read it back with `simkit.load`.
-
-        Raises
-        ------
-        InputError
-            An unknown suffix. `DependencyError`: a ``.zarr`` path without zarr.
-
-        Example
-        -------
-        >>> import numpy as np, simkit
-        >>> model = simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * y, params={"k": 1.0}, y0=[1.0],
-        ...                         state_names=("y",), name="decay")
-        >>> times = np.linspace(0.0, 2.0, 6)
-        >>> data = simkit.Dataset(times, np.exp(-1.3 * times)[:, None], observed=("y",))
-        >>> simkit.fit(model, data).save("decay_fit.nc")
-        'decay_fit.nc'
-        """
-        from .. import io
-
-        return io.save(self.to_xarray(), path)
 
     # plots -----------------------------------------------------------------------------------
     def plot(self, axes: Any = None) -> Any:

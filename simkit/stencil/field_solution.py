@@ -7,13 +7,14 @@ from typing import Any
 
 import numpy as np
 
+from .. import io
 from ..solution import state_column
 from ..status import describe
 from .grid import Grid
 
 
 @dataclasses.dataclass(frozen=True)
-class FieldSolution:
+class FieldSolution(io.Saveable):
     """Fields saved along a run.
 
     **Fields:** `ts` (saves,); `us` (saves, components) + grid.shape; `grid`;
@@ -120,34 +121,6 @@ class FieldSolution:
                    "component_names": list(self.component_names),
                    "diagnostic_names": list(self.diagnostics)})
         return xr.Dataset(data, coords=coords, attrs=attrs)
-
-    def save(self, path: Any) -> str:
-        """Write `to_xarray` to ``path``: NetCDF (``.nc``) or zarr (``.zarr``, when installed).
-
-        Parameters
-        ----------
-        path
-            The file; its suffix chooses the format (`simkit.io.save`).
-
-        Returns
-        -------
-        str
-            ``path``. Read it back with `simkit.load`.
-
-        Raises
-        ------
-        InputError
-            An unknown suffix. `DependencyError`: a ``.zarr`` path without zarr.
-
-        Example
-        -------
-        >>> from simkit import models, stencil
-        >>> stencil.integrate(models.get("heat_2d"), dt=1e-3, steps=4).save("heat.nc")
-        'heat.nc'
-        """
-        from .. import io
-
-        return io.save(self.to_xarray(), path)
 
     def __repr__(self) -> str:
         return (f"FieldSolution({self.model_name!r}, {self.grid}, saves={len(self.ts)}, "
