@@ -14,6 +14,7 @@ from .events import Event as Event
 from .save_times import SaveAt as SaveAt
 from .save_times import SaveSteps as SaveSteps
 from ._solve import solve as solve
+from ._solve_to_file import solve_to_file as solve_to_file
 from .errors import DependencyError as DependencyError
 from .errors import InputError as InputError
 from .errors import InputTypeError as InputTypeError
@@ -80,5 +81,6 @@ __all__ = [
     "models",
     "sample",
     "solve",
+    "solve_to_file",
     "stencil",
 ]

@@ -350,13 +350,17 @@ def save(dataset: Any, path: str | os.PathLike) -> str:
     return os.fspath(path)
 
 
-def load(path: str | os.PathLike) -> Any:
+def load(path: str | os.PathLike, *, lazy: bool = False) -> Any:
     """Read a result written by ``save`` (of any result type) into memory.
 
     Parameters
     ----------
     path
         A NetCDF file (``.nc``, ``.nc4``, ``.netcdf``) or a zarr store (``.zarr``).
+    lazy
+        Open the file and read values only when they are used (for results larger than
+        memory, such as a long run of `simkit.stencil.integrate_to_file`); close the dataset
+        (``ds.close()`` or ``with simkit.load(path, lazy=True) as ds:``) when done.
 
     Returns
     -------
@@ -394,9 +398,12 @@ def load(path: str | os.PathLike) -> Any:
     options = {"decode_times": False, "decode_timedelta": False}
     if kind == "zarr":
         _require_zarr()
-        with xr.open_zarr(os.fspath(path), consolidated=False, **options) as ds:
-            return ds.load()
-    with xr.open_dataset(os.fspath(path), engine="h5netcdf", **options) as ds:
+        ds = xr.open_zarr(os.fspath(path), consolidated=False, **options)
+    else:
+        ds = xr.open_dataset(os.fspath(path), engine="h5netcdf", **options)
+    if lazy:
+        return ds
+    with ds:
         return ds.load()
 
 

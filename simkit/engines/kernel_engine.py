@@ -9,10 +9,17 @@ import jax.numpy as jnp
 
 from ..kernels.autodiff import KernelLoopProgram, kernel_solve
 from ..kernels.interpolation import KernelInterpolation
+from ..kernels.loop import adaptive_loop, initial_state
 from ..solvers import initial_step
 from ..save_times import save_grid
 from .programs import KernelProgram
 from .record import EngineResult
+
+
+def _first_step(program: KernelProgram, args):
+    auto_dt0 = initial_step(program.rhs, args.t0, args.t1, args.y0, args.params, args.rtol, args.atol,
+                            program.solver.order())
+    return jnp.where(jnp.isnan(args.dt0), auto_dt0, args.dt0)
 
 
 @functools.partial(jax.jit, static_argnames=("program",))
@@ -20,8 +27,7 @@ def run_kernel(program: KernelProgram, args) -> EngineResult:
     """One kernel solve; ``args`` is a `simkit._prepare.SolveArgs`."""
     solver = program.solver
     t0, t1, y0, params = args.t0, args.t1, args.y0, args.params
-    auto_dt0 = initial_step(program.rhs, t0, t1, y0, params, args.rtol, args.atol, solver.order())
-    dt0 = jnp.where(jnp.isnan(args.dt0), auto_dt0, args.dt0)
+    dt0 = _first_step(program, args)
     save_ts = save_grid(t0, t1, program.n_save) if program.save == "linspace" else args.save_ts
     loop = KernelLoopProgram(solver=solver, rhs=program.rhs, events=program.events,
                              max_steps=program.max_steps, save_steps=program.save == "steps",
@@ -38,3 +44,21 @@ def run_kernel(program: KernelProgram, args) -> EngineResult:
             n=out["stats"]["num_accepted_steps"], params=params, rtol=args.rtol, atol=args.atol,
             solver=solver, rhs=program.rhs),
     )
+
+
+# -- a solve in pieces (`simkit.solve_to_file`): the loop state carried from piece to piece ------
+@functools.partial(jax.jit, static_argnames=("program",))
+def kernel_state0(program: KernelProgram, args) -> dict:
+    """The loop state before the first step of the solve ``(program, args)``."""
+    return initial_state(program.solver.method(), program.rhs, args.t0, args.t1, args.y0, args.params,
+                         args.rtol, args.atol, _first_step(program, args), max_steps=program.max_steps)
+
+
+@functools.partial(jax.jit, static_argnames=("program", "final"))
+def run_kernel_piece(program: KernelProgram, args, state: dict, save_ts, final: bool) -> dict:
+    """Continue the solve from ``state`` over the save times ``save_ts`` (and on to ``t1`` if
+    ``final``): the loop's output with the next ``state`` (when not ``final``). Pieces run
+    one after the other take the steps of one whole solve (no events, no dense output)."""
+    return adaptive_loop(program.solver.method(), program.rhs, args.t0, args.t1, args.y0, args.params,
+                         save_ts, args.rtol, args.atol, state["h"], args.max_step, max_steps=program.max_steps,
+                         state=state, final=final)

@@ -29,42 +29,14 @@ from ..status import Status
 RUNNING = -1
 
 
-
-
-def adaptive_loop(
-    method: Any,
-    rhs,
-    t0,
-    t1,
-    y0,
-    params,
-    save_ts,
-    rtol,
-    atol,
-    dt0,
-    max_step,
-    *,
-    max_steps: int,
-    events: tuple = (),
-    save_steps: bool = False,
-    dense_output: bool = False,
-) -> dict[str, Any]:
-    """Solve from ``t0`` to ``t1`` with ``method``; ``dt0`` is the first step's magnitude,
-    ``max_step`` the largest step (``inf``: none).
-
-    Returns ts, ys, status, t_final, y_final, event_index, event_time, the event records
-    (event_ts, event_ys, event_counts) and counters; with `dense_output`, also ``dense``: every
-    accepted step's start, signed size and the method's kept data (``max_steps`` rows, the
-    first ``num_accepted_steps`` filled), from which `KernelInterpolation` evaluates the
-    method's own interpolant anywhere. Recording them changes no computed value.
-    """
+def initial_state(method: Any, rhs, t0, t1, y0, params, rtol, atol, dt0, *, max_steps: int,
+                  events: tuple = (), dense_output: bool = False) -> dict[str, Any]:
+    """The loop's state before the first step (the ``state`` `adaptive_loop` starts from)."""
     dtype = jnp.real(y0).dtype
-    eps = jnp.finfo(dtype).eps
     direction = jnp.where(t1 >= t0, 1.0, -1.0).astype(dtype)
     f0 = method.init(rhs, t0, y0, params)
     n_ev, cap = len(events), capacity(events)
     if events:
-        ev_max = jnp.asarray([ev.max_records for ev in events], jnp.int32)  # per event (cap: the largest)
         g0 = event_values(events, t0, y0, params)
         ev0 = dict(g=g0, sign=jnp.sign(g0), count=jnp.zeros((n_ev,), jnp.int32),
                    ts=jnp.full((n_ev, cap), jnp.inf, dtype), ys=jnp.zeros((n_ev, cap) + y0.shape, y0.dtype))
@@ -89,6 +61,53 @@ def adaptive_loop(
         state0["rec"] = dict(t=jnp.zeros((max_steps,), dtype), hs=jnp.zeros((max_steps,), dtype),
                              kept=jax.tree_util.tree_map(lambda a: jnp.zeros((max_steps,) + a.shape, a.dtype),
                                                          seg0["kept"]))
+    return state0
+
+
+def adaptive_loop(
+    method: Any,
+    rhs,
+    t0,
+    t1,
+    y0,
+    params,
+    save_ts,
+    rtol,
+    atol,
+    dt0,
+    max_step,
+    *,
+    max_steps: int,
+    events: tuple = (),
+    save_steps: bool = False,
+    dense_output: bool = False,
+    state: dict[str, Any] | None = None,
+    final: bool = True,
+) -> dict[str, Any]:
+    """Solve from ``t0`` to ``t1`` with ``method``; ``dt0`` is the first step's magnitude,
+    ``max_step`` the largest step (``inf``: none).
+
+    Resumable in pieces (save times only): ``state`` continues from the ``state`` that an
+    earlier call returned (default: `initial_state`), and ``final=False`` stops once the
+    last of ``save_ts`` is reached instead of going on to ``t1`` (no step is shortened to
+    end there, so the pieces take exactly the steps of one whole solve).
+
+    Returns ts, ys, status, t_final, y_final, event_index, event_time, the event records
+    (event_ts, event_ys, event_counts) and counters; with `dense_output`, also ``dense``: every
+    accepted step's start, signed size and the method's kept data (``max_steps`` rows, the
+    first ``num_accepted_steps`` filled), from which `KernelInterpolation` evaluates the
+    method's own interpolant anywhere. Recording them changes no computed value.
+    """
+    dtype = jnp.real(y0).dtype
+    eps = jnp.finfo(dtype).eps
+    direction = jnp.where(t1 >= t0, 1.0, -1.0).astype(dtype)
+    n_ev, cap = len(events), capacity(events)
+    if events:
+        ev_max = jnp.asarray([ev.max_records for ev in events], jnp.int32)  # per event (cap: the largest)
+    if state is None:
+        state = initial_state(method, rhs, t0, t1, y0, params, rtol, atol, dt0, max_steps=max_steps,
+                              events=events, dense_output=dense_output)
+    state0, seg0 = state, state["seg"]
     per_attempt = method.rhs_per_step + (0 if method.fsal else 1)
 
     def attempt(c):
@@ -204,7 +223,7 @@ def adaptive_loop(
 
         # one pass over the save times and then t1 itself (the solve always ends at t1, an
         # event or a failure): a single copy of the stepping loop in the compiled program
-        targets = jnp.concatenate([save_ts, jnp.reshape(t1, (1,)).astype(save_ts.dtype)])
+        targets = jnp.concatenate([save_ts, jnp.reshape(t1, (1,)).astype(save_ts.dtype)]) if final else save_ts
 
         def save_one(k, carry):
             c, ys, full, key = carry
@@ -220,8 +239,9 @@ def adaptive_loop(
             value = jnp.where(covered, method.interpolate(rhs, params, full, theta), c["y"])
             return c, ys.at[k].set(value), full, key
 
-        ys0 = jnp.zeros((n_save + 1,) + y0.shape, y0.dtype)
-        c, ys_out, _, _ = lax.fori_loop(0, n_save + 1, save_one, (state0, ys0, full0, jnp.asarray(-1)))
+        n_targets = n_save + int(final)
+        ys0 = jnp.zeros((n_targets,) + y0.shape, y0.dtype)
+        c, ys_out, _, _ = lax.fori_loop(0, n_targets, save_one, (state0, ys0, full0, jnp.asarray(-1)))
         ys_out = ys_out[:n_save]
         reached = direction * (save_ts - c["t"]) <= 0
         ts_out = jnp.where(reached, save_ts, jnp.inf)
@@ -241,9 +261,13 @@ def adaptive_loop(
     n_steps = c["n_steps"]
     if dense_output:
         records["dense"] = c["rec"]
+    if not final:
+        # a piece: still running is not a failure; the loop state goes on to the next piece
+        status = jnp.where((c["status"] == RUNNING) & (c["n_steps"] < max_steps), RUNNING, status)
     return dict(
         ts=ts_out, ys=ys_out, status=status.astype(jnp.int32), t_final=c["t"], y_final=c["y"],
         event_index=event_index.astype(jnp.int32), event_time=event_time.astype(dtype), **records,
         stats=dict(num_steps=n_steps, num_accepted_steps=c["n_acc"],
                    num_rejected_steps=n_steps - c["n_acc"], num_rhs=c["n_rhs"]),
+        **({} if final else {"state": c}),
     )

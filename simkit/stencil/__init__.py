@@ -34,10 +34,12 @@ from .stepping import IMEXEuler as IMEXEuler
 from .stepping import integrate as integrate
 from .stepping import rollout as rollout
 from .stepping import spectral_radius as spectral_radius
+from .streamed import integrate_to_file as integrate_to_file
 
 __all__ = [
     "AbstractBoundaryCondition", "AbstractNumericalFlux", "AbstractStepper", "Central", "Dirichlet",
     "FieldSolution", "ForwardEuler", "Grid", "IMEXEuler", "Neumann", "PDEModel", "Padded", "Periodic",
     "RK4", "Robin", "Rusanov", "SSPRK3", "Space", "Stencil", "advection", "biharmonic", "derivative",
-    "divergence", "flux_divergence", "gradient", "integrate", "laplacian", "pad", "rollout", "spectral_radius",
+    "divergence", "flux_divergence", "gradient", "integrate", "integrate_to_file", "laplacian", "pad", "rollout",
+    "spectral_radius",
 ]

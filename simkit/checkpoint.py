@@ -1,0 +1,198 @@
+"""Streaming saved frames to a file in chunks, with a restart state to resume a killed run.
+
+A long run (`simkit.stencil.integrate_to_file`, `simkit.solve_to_file`) computes its saves a
+chunk at a time: each chunk is one compiled call, its frames are appended along ``t`` to a
+NetCDF file (``.nc``, through h5netcdf, ``t`` an unlimited dimension) or a zarr store
+(``.zarr``), and then dropped from memory, so a run holds at most about two chunks of frames.
+
+After each chunk the run's *restart state* (what the next chunk starts from: the field and
+time of a stencil run, the whole loop state of an adaptive ODE solve) is written beside the
+file, to ``<path>.restart.npz``, atomically (a temporary file renamed over the old one), after
+the frames it follows are on disk. A killed run started again with ``resume=True`` (the
+default) finds it, checks that it belongs to the same run (the *fingerprint*: model,
+parameters, initial state, steps, tolerances, chunk size...; a difference is an error that
+names it), drops frames written after the last restart state, and continues: the frames of
+the resumed run are bit for bit those of the uninterrupted run, since every chunk is the same
+compiled program started from the same numbers. When the run completes, the file's
+``checkpoint_complete`` attribute is set and the restart state is removed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from . import io
+from .errors import InputError
+
+RESTART_SUFFIX = ".restart.npz"
+FINGERPRINT_ATTR = "checkpoint_fingerprint"
+COMPLETE_ATTR = "checkpoint_complete"
+
+
+def digest(*arrays: Any) -> str:
+    """A short SHA-256 of arrays' dtypes, shapes and bytes (the fingerprint of inputs)."""
+    h = hashlib.sha256()
+    for a in arrays:
+        a = np.ascontiguousarray(np.asarray(a))
+        h.update(f"{a.dtype.str}{a.shape}".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()[:16]
+
+
+def params_digest(params: Mapping[str, Any] | None) -> dict[str, str]:
+    """Each parameter's `digest` by name."""
+    return {k: digest(v) for k, v in sorted((params or {}).items())}
+
+
+def restart_path(path: str | os.PathLike) -> str:
+    """Where the restart state of the run writing ``path`` lives."""
+    return os.fspath(path).rstrip("/\\") + RESTART_SUFFIX
+
+
+class FrameFile:
+    """A file that frames are appended to along ``t``, with a run's restart state.
+
+    Parameters
+    ----------
+    path
+        ``.nc`` (NetCDF-4 through h5netcdf) or ``.zarr`` (zarr format 2).
+    fingerprint
+        What identifies the run (JSON-serialisable); a restart state of another run is refused.
+    resume
+        Continue from the restart state beside ``path`` if there is one (else start afresh,
+        replacing any file at ``path``).
+
+    Raises
+    ------
+    InputError
+        An unknown suffix, or a restart state whose fingerprint differs (the message names
+        the differing entries).
+    """
+
+    def __init__(self, path: str | os.PathLike, fingerprint: Mapping[str, Any], *, resume: bool = True) -> None:
+        self.path = os.fspath(path)
+        self.kind = io._format(self.path)
+        if self.kind == "zarr":
+            io._require_zarr()
+        self.fingerprint = json.loads(json.dumps(io.to_jsonable(dict(fingerprint))))
+        self.restart: dict[str, np.ndarray] | None = None
+        self.frames = 0  # frames committed (followed by a restart state)
+        self.complete = False
+        if resume:
+            self._find_restart()
+        if self.restart is None and not self.complete:
+            self._remove(self.path)
+            self._remove(restart_path(self.path))
+
+    # -- resuming ----------------------------------------------------------------------------
+    def _find_restart(self) -> None:
+        state_file = restart_path(self.path)
+        if os.path.exists(state_file):
+            with np.load(state_file, allow_pickle=False) as z:
+                state = {k: z[k] for k in z.files}
+            self._check(json.loads(str(state.pop("__fingerprint__"))), state_file)
+            self.frames = int(state.pop("__frames__"))
+            if not os.path.exists(self.path):
+                raise InputError(f"{state_file!r} is the restart state of frames that are missing: "
+                                 f"{self.path!r} does not exist (remove the restart state to start afresh)")
+            self._truncate(self.frames)
+            self.restart = state
+        elif os.path.exists(self.path):
+            attrs = self._attrs()
+            if attrs.get(COMPLETE_ATTR) == 1 and FINGERPRINT_ATTR in attrs:
+                self._check(json.loads(attrs[FINGERPRINT_ATTR]), self.path)
+                self.complete = True
+
+    def _check(self, found: Mapping[str, Any], where: str) -> None:
+        keys = sorted(set(found) | set(self.fingerprint))
+        differ = [k for k in keys  # compared as JSON text: NaN (an automatic dt0) equals NaN
+                  if json.dumps(found.get(k), sort_keys=True) != json.dumps(self.fingerprint.get(k), sort_keys=True)]
+        if differ:
+            detail = "; ".join(f"{k}: {found.get(k)!r} there, {self.fingerprint.get(k)!r} now" for k in differ)
+            raise InputError(f"{where!r} belongs to another run ({detail}); use resume=False to start "
+                             "afresh (it replaces the file), or another path")
+
+    def _attrs(self) -> dict[str, Any]:
+        xr = io.require_xarray("reading a checkpointed run")
+        if self.kind == "zarr":
+            with xr.open_zarr(self.path, consolidated=False, decode_times=False) as ds:
+                return dict(ds.attrs)
+        with xr.open_dataset(self.path, engine="h5netcdf", decode_times=False) as ds:
+            return dict(ds.attrs)
+
+    def _truncate(self, n: int) -> None:
+        """Drop frames after the first ``n`` (written after the last restart state)."""
+        if self.kind == "zarr":
+            import zarr
+
+            group = zarr.open_group(self.path, mode="r+", zarr_format=2)
+            for _, array in group.arrays():
+                dims = array.attrs.get("_ARRAY_DIMENSIONS", [])
+                if dims and dims[0] == "t" and array.shape[0] > n:
+                    array.resize((n,) + array.shape[1:])
+            return
+        import h5netcdf
+
+        with h5netcdf.File(self.path, "a") as f:
+            if f.dimensions["t"].size > n:
+                f.resize_dimension("t", n)
+
+    # -- writing -------------------------------------------------------------------------------
+    def append(self, dataset: Any, restart: Mapping[str, Any], *, complete: bool = False) -> None:
+        """Append ``dataset``'s frames (its variables along ``t``; the rest are written with the
+        first frames), then commit ``restart`` as the state that follows them.
+
+        With ``complete``, mark the file complete and remove the restart state instead."""
+        n_new = int(dataset.sizes["t"])
+        dataset = dataset.assign_attrs({FINGERPRINT_ATTR: json.dumps(self.fingerprint),
+                                        COMPLETE_ATTR: int(complete)})
+        if self.frames == 0:
+            if self.kind == "zarr":
+                dataset.to_zarr(self.path, mode="w", zarr_format=2, consolidated=False)
+            else:
+                dataset.to_netcdf(self.path, engine="h5netcdf", unlimited_dims=["t"])
+        elif self.kind == "zarr":
+            dataset[[v for v in dataset.data_vars if "t" in dataset[v].dims]].drop_vars(
+                [c for c in dataset.coords if c != "t"]).to_zarr(
+                self.path, mode="a", append_dim="t", zarr_format=2, consolidated=False)
+            import zarr
+
+            zarr.open_group(self.path, mode="r+", zarr_format=2).attrs.update(
+                {k: io.to_jsonable(v) for k, v in dataset.attrs.items()})
+        else:
+            import h5netcdf
+
+            with h5netcdf.File(self.path, "a") as f:
+                start = f.dimensions["t"].size
+                f.resize_dimension("t", start + n_new)
+                for name, var in dataset.variables.items():
+                    if var.dims and var.dims[0] == "t":
+                        f.variables[name][start:start + n_new] = np.asarray(var.values)
+                f.attrs.update(dataset.attrs)
+        self.frames += n_new
+        if complete:
+            self._remove(restart_path(self.path))
+            self.complete = True
+        else:
+            self._commit(restart)
+
+    def _commit(self, restart: Mapping[str, Any]) -> None:
+        target = restart_path(self.path)
+        tmp = target + ".tmp.npz"
+        np.savez(tmp, __fingerprint__=np.asarray(json.dumps(self.fingerprint)),
+                 __frames__=np.asarray(self.frames), **{k: np.asarray(v) for k, v in restart.items()})
+        os.replace(tmp, target)
+
+    @staticmethod
+    def _remove(path: str) -> None:
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        elif os.path.exists(path):
+            os.remove(path)
