@@ -14,6 +14,8 @@ from .events import Event as Event
 from .save_times import SaveAt as SaveAt
 from .save_times import SaveSteps as SaveSteps
 from ._solve import solve as solve
+from .inspection import Inspection as Inspection
+from .inspection import inspect as inspect
 from ._solve_to_file import solve_to_file as solve_to_file
 from .errors import DependencyError as DependencyError
 from .errors import InputError as InputError
@@ -60,6 +62,7 @@ __all__ = [
     "Event",
     "InputError",
     "InputTypeError",
+    "Inspection",
     "ODEModel",
     "PDEModel",
     "ParameterError",
@@ -77,6 +80,7 @@ __all__ = [
     "ensemble",
     "fit",
     "fitting",
+    "inspect",
     "load",
     "models",
     "sample",

@@ -19,13 +19,22 @@ from .record import EngineResult as EngineResult
 
 def run(program, args) -> EngineResult:
     """Run the engine that `program` belongs to."""
-    if isinstance(program, KernelProgram):
-        return run_kernel(program, args)
-    if jnp.iscomplexobj(args.y0):  # diffrax's complex support is experimental: solve (re, im)
-        out = run_diffrax(_real_program(program), args._replace(y0=_to_real(args.y0)))
+    engine, call_args = entry(program, args)
+    out = engine(*call_args)
+    if call_args[0] is not program:  # the complex diffrax solve ran on (re, im): back to complex
         return out._replace(ys=_to_complex(out.ys), y_final=_to_complex(out.y_final),
                             event_ys=_to_complex(out.event_ys))
-    return run_diffrax(program, args)
+    return out
+
+
+def entry(program, args) -> tuple:
+    """``(engine, call_args)``: the ``jax.jit`` function `run` calls for ``program`` and the
+    arguments it calls it with (`simkit.inspect` lowers that same call)."""
+    if isinstance(program, KernelProgram):
+        return run_kernel, (program, args)
+    if jnp.iscomplexobj(args.y0):  # diffrax's complex support is experimental: solve (re, im)
+        return run_diffrax, (_real_program(program), args._replace(y0=_to_real(args.y0)))
+    return run_diffrax, (program, args)
 
 
 def _to_real(y):
@@ -51,4 +60,4 @@ def _real_program(program: DiffraxProgram) -> DiffraxProgram:
     return dataclasses.replace(program, rhs=_real_fn(program.rhs, "rhs"), events=events)
 
 
-__all__ = ["DiffraxProgram", "EngineResult", "KernelProgram", "run", "run_diffrax", "run_kernel"]
+__all__ = ["DiffraxProgram", "EngineResult", "KernelProgram", "entry", "run", "run_diffrax", "run_kernel"]
