@@ -17,6 +17,32 @@ def _axes(ax: Any) -> Any:
     return ax
 
 
+def axis_label(quantity: str, unit: str | None, *, unknown: str | None = "model units") -> str:
+    """An axis label that carries its unit: ``"t [days]"``.
+
+    Without a unit: ``"t (model units)"`` (``unknown`` in parentheses), or the bare
+    quantity when ``unknown`` is ``None``; a unit is never guessed.
+    """
+    if unit:
+        return f"{quantity} [{unit}]"
+    return f"{quantity} ({unknown})" if unknown else quantity
+
+
+def model_axis_label(units: Any, name: str, quantity: str | None = None, *,
+                     unknown: str | None = "model units") -> str:
+    """`axis_label` of variable ``name`` (``"t"``: time) with its unit read from a model's
+    ``units`` by `simkit.io.units_for`; ``quantity`` (default ``name``) is the text shown.
+
+    >>> model_axis_label("V in mV, time in ms", "t")
+    't [ms]'
+    >>> model_axis_label("V in mV, time in ms", "m", "|error| of m")
+    '|error| of m (model units)'
+    """
+    from .io import units_for
+
+    return axis_label(name if quantity is None else quantity, units_for(units, name), unknown=unknown)
+
+
 def plot_solution(sol: Any, ax: Any = None, *, states: Sequence[str] | None = None, **kwargs: Any) -> Any:
     """States of a `Solution` (or reference solution) against time."""
     ax = _axes(ax)
@@ -35,9 +61,15 @@ def plot_solution(sol: Any, ax: Any = None, *, states: Sequence[str] | None = No
 
 
 def plot_work_precision(
-    results: Mapping[str, Sequence[tuple[float, float]]], ax: Any = None, *, title: str = ""
+    results: Mapping[str, Sequence[tuple[float, float]]], ax: Any = None, *, title: str = "",
+    xlabel: str = "error vs reference", legend_outside: bool = False,
 ) -> Any:
-    """Work-precision diagram: for each solver a curve of (error, seconds) points."""
+    """Work-precision diagram: for each solver a curve of (error, seconds) points.
+
+    ``xlabel`` should say how the errors were computed (the default only says what they
+    are against); ``legend_outside`` puts the legend to the right of the axes, clear of the
+    curves (make room for it: a wider figure, or ``layout="constrained"``).
+    """
     ax = _axes(ax)
     for label, points in results.items():
         pts = sorted((e, t) for e, t in points if np.isfinite(e) and e > 0)
@@ -45,11 +77,14 @@ def plot_work_precision(
             continue
         err, sec = zip(*pts)
         ax.loglog(err, sec, marker="o", label=label)
-    ax.set_xlabel("max error vs reference (relative to |y| + 1)")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("run time per solve [s]")
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize="small")
+    if legend_outside:
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    else:
+        ax.legend(fontsize="small")
     return ax
 
 

@@ -134,24 +134,28 @@ CASES = (ornstein_uhlenbeck, geometric_brownian_motion, gaussian_decay, against_
 def figure_statistics(results: list[dict[str, Any]], path: str) -> None:
     import matplotlib.pyplot as plt
 
+    from ..plot import model_axis_label
+
     stats = [r for r in results if r["kind"] == "statistics"]
-    fig, axes = plt.subplots(2, len(stats), figsize=(4.2 * len(stats), 5.6), squeeze=False)
+    fig, axes = plt.subplots(2, len(stats), figsize=(4.4 * len(stats), 5.8), squeeze=False, layout="constrained")
     for j, r in enumerate(stats):
         ens, t = r["ens"], r["t"]
+        units, state = ens.model_units, ens.state_names[0]
         m, sd = ens.mean()[:, 0], ens.std()[:, 0]
         se = np.sqrt(r["var"] / ens.n_members)
         ax = axes[0, j]
         ax.plot(t, r["mean"], "k-", lw=1, label="exact mean")
         ax.fill_between(t, r["mean"] - 3 * se, r["mean"] + 3 * se, color="0.8", label="±3 SE")
         ax.plot(t, m, "C0o", ms=3, label="ensemble mean")
-        ax.set_title(r["name"], fontsize=9)
-        ax.legend(fontsize=7)
+        ax.set_title(f"{r['name']} ({ens.n_members} members)", fontsize=9)
+        ax.set_ylabel(model_axis_label(units, state, f"mean of {state}"), fontsize=8)
+        ax.legend(fontsize=7, loc="best")
         ax = axes[1, j]
         ax.plot(t, np.sqrt(r["var"]), "k-", lw=1, label="exact std")
         ax.plot(t, sd, "C1o", ms=3, label="ensemble std")
-        ax.set_xlabel("t")
-        ax.legend(fontsize=7)
-    fig.tight_layout()
+        ax.set_xlabel(model_axis_label(units, "t"), fontsize=8)
+        ax.set_ylabel(model_axis_label(units, state, f"standard deviation of {state}"), fontsize=8)
+        ax.legend(fontsize=7, loc="best")
     fig.savefig(path, dpi=90)
     plt.close(fig)
 
@@ -159,15 +163,18 @@ def figure_statistics(results: list[dict[str, Any]], path: str) -> None:
 def figure_fan(result: dict[str, Any], path: str) -> None:
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 3.6))
-    result["ens"].plot(ax, state="x", quantiles=(0.05, 0.25))
+    from ..plot import model_axis_label
+
+    fig, ax = plt.subplots(figsize=(8, 4.0), layout="constrained")
     ens = result["ens"]
+    ens.plot(ax, state="x", quantiles=(0.05, 0.25))
     middle = np.argsort(np.asarray(ens.params["rho"]))[ens.n_members // 2]
     ax.plot(ens.times, np.asarray(ens.ys)[middle, :, 0], "k-", lw=0.6,
             label=f"one member (rho = {float(ens.params['rho'][middle]):.2f})")
     ax.set_title(result["name"], fontsize=10)
-    ax.set_xlabel("t")
-    ax.legend(fontsize=8, loc="upper center", ncol=4)
-    fig.tight_layout()
+    ax.set_xlabel(model_axis_label(ens.model_units, "t"))
+    ax.set_ylabel(model_axis_label(ens.model_units, "x"))
+    # below the axes: inside, any place covers members' peaks somewhere
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=4, frameon=False)
     fig.savefig(path, dpi=100)
     plt.close(fig)

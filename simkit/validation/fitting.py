@@ -56,16 +56,27 @@ def pde_inverse() -> dict[str, Any]:
                 note=note + "; metric: largest abs(estimate - truth) / standard error")
 
 
+# The lynx-hare records' units, as `simkit.datasets.lynx_hare` documents them (the model's
+# units say "time in years, populations in thousands of pelts" without naming the states).
+LYNX_HARE_UNITS = {"t": "years since 1900", "hare": "thousands of pelts", "lynx": "thousands of pelts"}
+
+
 def figure(result: Any, path: str) -> None:
     import matplotlib.pyplot as plt
 
-    fig = plt.figure(figsize=(13, 7.5))
-    grid = fig.add_gridspec(3, 4, height_ratios=[3, 1, 3])
+    from ..plot import axis_label
+
+    fig = plt.figure(figsize=(13, 8.2), layout="constrained")
+    grid = fig.add_gridspec(3, 4, height_ratios=[3, 1.3, 3])
     axes = np.array([[fig.add_subplot(grid[0, 0:2]), fig.add_subplot(grid[0, 2:4])],
                      [fig.add_subplot(grid[1, 0:2]), fig.add_subplot(grid[1, 2:4])]])
     result.plot(axes)
+    for j, name in enumerate(result.problem.datasets[0].names):
+        axes[0, j].set_ylabel(axis_label(name, LYNX_HARE_UNITS.get(name)), fontsize=8)
+        axes[0, j].set_xlabel(axis_label("t", LYNX_HARE_UNITS["t"]), fontsize=8)
+        axes[1, j].set_xlabel(axis_label("t", LYNX_HARE_UNITS["t"]), fontsize=8)
+        axes[1, j].set_ylabel("log-normal residual", fontsize=8)
     result.plot_correlation(fig.add_subplot(grid[2, 0:2]))
     result.plot_profiles(["alpha", "gamma"], [fig.add_subplot(grid[2, 2]), fig.add_subplot(grid[2, 3])])
-    fig.tight_layout()
     fig.savefig(path, dpi=85)
     plt.close(fig)

@@ -111,14 +111,16 @@ def figure_decomposed(path: str) -> None:
     import matplotlib.pyplot as plt
 
     from .. import models, parallel
+    from .stencils import label_field
 
     m = models.get("gray_scott")
     count = 4 if len(jax.devices()) >= 4 else len(jax.devices())
     shape = (2, 2) if count == 4 else (count, 1)
     mesh = parallel.mesh_for(m.grid, jax.devices()[:count], shape=shape)
     sol = parallel.integrate(m, mesh=mesh, dt=1.0, steps=3000, save_every=3000)
-    fig, ax = plt.subplots(figsize=(5.2, 4.6))
+    fig, ax = plt.subplots(figsize=(5.2, 4.6), layout="constrained")
     sol.plot(ax, component="v")
+    label_field(ax, sol.model_units, "v")
     lo, hi = m.grid.lower, m.grid.upper
     for axis, parts in enumerate(shape):
         for k in range(1, parts):
@@ -127,7 +129,7 @@ def figure_decomposed(path: str) -> None:
                 ax.axhline(edge, color="w", lw=1.2, ls="--")
             else:
                 ax.axvline(edge, color="w", lw=1.2, ls="--")
-    ax.set_title(f"Gray-Scott on a {shape[0]}x{shape[1]} device mesh (dashed: shard edges)", fontsize=9)
-    fig.tight_layout()
+    ax.set_title(f"Gray-Scott v, t = {float(sol.ts[-1]):g}, on a {shape[0]}x{shape[1]} device mesh\n"
+                 "(dashed: shard edges)", fontsize=9)
     fig.savefig(path, dpi=100)
     plt.close(fig)

@@ -16,33 +16,59 @@ from . import ensembles, stencils
 from . import fitting as fitting_cases
 from . import parallel as parallel_cases
 from .cases import MODEL_CASES, run_model_case, solvers_for
-from .work_precision import PROBLEMS, work_precision
+from .work_precision import ERROR_AXIS_LABEL, ERROR_DEFINITION, PROBLEMS, work_precision
 
 FULL_TOLERANCES = [1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10]
 QUICK_TOLERANCES = [1e-3, 1e-5, 1e-7]
 
 
+def _draw_models(results: list[dict[str, Any]]) -> Any:
+    """The figure of `_figure_models`: one panel per model, |simkit - SciPy| of every state
+    against t (log scale) at the save times compared, units from the model's ``units``."""
+    import matplotlib.pyplot as plt
+
+    from ..io import units_for
+    from ..plot import axis_label, model_axis_label
+
+    n = len(results)
+    cols = 3
+    rows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(6.2 * cols, 2.9 * rows), squeeze=False, layout="constrained")
+    for ax, r in zip(axes.flat, results):
+        sol, ref = r["solution"], r["ref"]
+        units = getattr(sol, "model_units", "")
+        ts = np.asarray(sol.ts)
+        err = np.abs(np.asarray(sol.ys) - np.asarray(ref.ys))
+        names = list(sol.state_names)
+        state_units = [units_for(units, state) for state in names]
+        common = state_units[0] if len(set(state_units)) == 1 else None
+        colors = plt.get_cmap("tab20" if len(names) > 10 else "tab10")(np.arange(len(names)))
+        for i, state in enumerate(names):
+            e = np.where(err[:, i] > 0, err[:, i], np.nan)  # exact zeros (t0) have no log
+            label = state if common or not state_units[i] else f"{state} [{state_units[i]}]"
+            if np.isnan(e).all():
+                label += " (error 0)"
+            ax.plot(ts, e, "o-", ms=2, lw=1, color=colors[i], label=label)
+        ax.set_yscale("log")
+        ax.set_xlabel(model_axis_label(units, "t"), fontsize=8)
+        unknown = "model units, see legend" if any(state_units) and common is None else "model units"
+        ax.set_ylabel(axis_label("|simkit − SciPy|", common, unknown=unknown), fontsize=8)
+        ax.set_title(f"{r['name']} ({r['solver']}): max error / tol {r['max_error']:.3g}", fontsize=9)
+        ax.tick_params(labelsize=7)
+        ax.grid(True, which="major", alpha=0.3)
+        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
+                  ncol=1 if len(names) <= 10 else 2, handlelength=1.5, columnspacing=0.8)
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    fig.suptitle("simkit against the SciPy reference: absolute error of every state at the save times "
+                 "(zero errors, e.g. at t0, not drawn)", fontsize=11)
+    return fig
+
+
 def _figure_models(results: list[dict[str, Any]], path: str) -> None:
     import matplotlib.pyplot as plt
 
-    n = len(results)
-    cols = 4
-    rows = (n + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 2.8 * rows), squeeze=False)
-    for ax, r in zip(axes.flat, results):
-        sol, ref = r["solution"], r["ref"]
-        ts = np.asarray(sol.ts)
-        for i, state in enumerate(sol.state_names[:4]):
-            line = ax.plot(ts, np.asarray(sol.ys)[:, i], lw=1.2, label=state)[0]
-            ax.plot(ref.ts, ref.ys[:, i], "o", ms=2.5, color=line.get_color())
-        ax.set_title(f"{r['name']}  e={r['max_error']:.3g}", fontsize=9)
-        if r["name"] == "robertson":
-            ax.set_xscale("symlog", linthresh=1e-3)
-        ax.tick_params(labelsize=7)
-    for ax in list(axes.flat)[n:]:
-        ax.axis("off")
-    fig.suptitle("simkit (lines) vs SciPy reference (dots)")
-    fig.tight_layout()
+    fig = _draw_models(results)
     fig.savefig(path, dpi=90)
     plt.close(fig)
 
@@ -52,9 +78,8 @@ def _figure_wp(name: str, data: dict[str, Any], path: str) -> None:
 
     from ..plot import plot_work_precision
 
-    fig, ax = plt.subplots(figsize=(6, 4.2))
-    plot_work_precision(data, ax, title=f"work-precision: {name}")
-    fig.tight_layout()
+    fig, ax = plt.subplots(figsize=(9.0, 4.4), layout="constrained")
+    plot_work_precision(data, ax, title=f"work-precision: {name}", xlabel=ERROR_AXIS_LABEL, legend_outside=True)
     fig.savefig(path, dpi=100)
     plt.close(fig)
 
@@ -160,6 +185,12 @@ def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True,
     fitting_cases.figure(fit_results[0]["result"], os.path.join(out_dir, "fit_lynx_hare.png"))
 
     passed = all(r["passed"] for r in results + ens_results + stencil_results + parallel_results + fit_results)
+    command = "simkit validate --quick" if quick else "simkit validate"
+
+    def figure(alt: str, filename: str, caption: str) -> list[str]:
+        """An image and its caption, which names the command that drew it."""
+        return [f"![{alt}]({filename})", "", f"*{caption} Produced by `{command}`.*"]
+
     lines = [
         "# simkit validation report",
         "",
@@ -186,7 +217,13 @@ def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True,
             f"{r['max_error']:.3g} | {r['bound']:.3g} | {r['steps']} | "
             f"{'pass' if r['passed'] else '**FAIL**'} | {r['note']} |"
         )
-    lines += ["", "![models vs SciPy](models_vs_scipy.png)", "", "## Ensembles", "",
+    lines += [""] + figure(
+        "models vs SciPy", "models_vs_scipy.png",
+        "Absolute error |simkit − SciPy| of every state against time (log scale) at the 41 save times, "
+        "one panel per model, solved with the first solver of its rows above (simkit.Tsit5, or "
+        "simkit.Rodas4 for stiff models); zero errors (the initial state) are not drawn. Units from the "
+        "model's `units` where it names them, otherwise \"model units\".")
+    lines += ["", "## Ensembles", "",
               "`simkit.ensemble` statistics against closed forms (metric: the largest z-score, "
               "|estimate - exact| / Monte-Carlo standard error, of the mean and the variance over "
               "30 save times; bound 4.5), and members against SciPy DOP853 at rtol 1e-13 run one "
@@ -195,8 +232,15 @@ def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True,
     for r in ens_results:
         lines.append(f"| {r['name']} | {r['metric']:.3g} | {r['bound']:.3g} | "
                      f"{'pass' if r['passed'] else '**FAIL**'} | {r['note']} |")
-    lines += ["", "![ensemble statistics](ensemble_statistics.png)", "",
-              "![Lorenz fan chart](ensemble_fan_lorenz.png)", "", "## Stencils", "",
+    lines += [""] + figure(
+        "ensemble statistics", "ensemble_statistics.png",
+        "Ensemble mean (top) and standard deviation (bottom) of each statistics case against the "
+        "closed form, with ±3 Monte-Carlo standard errors of the mean shaded.")
+    lines += [""] + figure(
+        "Lorenz fan chart", "ensemble_fan_lorenz.png",
+        "Lorenz x over time for rho ~ U[24, 32]: median, 25-75% and 5-95% bands of the members, and "
+        "the member with the median rho.")
+    lines += ["", "## Stencils", "",
               "Observed orders: the fitted log-log slope of the max error against the grid spacing "
               "(exact solutions: heat with sine modes, viscous Burgers by Cole-Hopf, advection of "
               f"a Gaussian) or the time step (exact semi-discrete heat solution), within {stencils.ORDER_BAND} "
@@ -207,11 +251,18 @@ def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True,
     for r in stencil_results:
         lines.append(f"| {r['name']} | {r['metric']:.3g} | {r['bound']:.3g} | "
                      f"{'pass' if r['passed'] else '**FAIL**'} | {r['note']} |")
-    lines += ["", "![observed orders](stencil_orders.png)", "",
-              "Library models on their default grids: Gray-Scott spots (t = 8000), Kuramoto-Sivashinsky "
-              "space-time, FitzHugh-Nagumo Turing pattern, Allen-Cahn coarsening; and the Gray-Scott run "
-              "as an animation.", ""]
-    lines += [f"![{name}]({name})" for name in field_figures]
+    lines += [""] + figure(
+        "observed orders", "stencil_orders.png",
+        "Max error against grid spacing (left) and time step (right), log-log, for the order cases "
+        "above; the legend gives each fitted slope, dotted lines the theoretical slopes.")
+    captions = {
+        "stencil_fields.png": "Library models on their default grids: Gray-Scott spots (v, t = 8000), "
+                              "Kuramoto-Sivashinsky space-time, FitzHugh-Nagumo Turing pattern, "
+                              "Allen-Cahn coarsening.",
+        "gray_scott.gif": "The Gray-Scott run of the first panel as an animation (v).",
+    }
+    for name in field_figures:
+        lines += [""] + figure(name, name, captions.get(name, name))
     lines += ["", "## Domain decomposition", "",
               "Each model run by `simkit.parallel.integrate` on every mesh listed (simulated CPU "
               "devices, `SIMKIT_STRICT_FP=1`) against `simkit.stencil.integrate` on one device: "
@@ -229,7 +280,11 @@ def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True,
         ratio = (strong_base / v) if k.startswith("strong") else (weak_base / v)
         label = "speed-up" if k.startswith("strong") else "efficiency"
         lines.append(f"| {k} | {v * 1e3:.2f} | {label} {ratio:.2f} |")
-    lines += ["", "![decomposed run](decomposed_gray_scott.png)", "", "## Parameter fitting", "",
+    lines += [""] + figure(
+        "decomposed run", "decomposed_gray_scott.png",
+        "Gray-Scott (v) run by `simkit.parallel.integrate` on the devices of this process (its mesh "
+        "in the title), shard edges dashed.")
+    lines += ["", "## Parameter fitting", "",
               "`simkit.fit` against `scipy.optimize.least_squares` (trf) with `solve_ivp` inside on "
               "the Hudson's Bay lynx-hare records (same log-normal loss, same start; metric: the "
               "largest relative parameter difference, bound 1e-5, and the cost within 1e-8), and a "
@@ -238,19 +293,27 @@ def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True,
     for r in fit_results:
         lines.append(f"| {r['name']} | {r['metric']:.3g} | {r['bound']:.3g} | "
                      f"{'pass' if r['passed'] else '**FAIL**'} | {r['note']} |")
-    lines += ["", "```", str(fit_results[0]["result"]), "```", "", "![lynx-hare fit](fit_lynx_hare.png)",
-              "", "## Work-precision", ""]
+    lines += ["", "```", str(fit_results[0]["result"]), "```", ""] + figure(
+        "lynx-hare fit", "fit_lynx_hare.png",
+        "The lynx-hare fit: data (dots) and fitted model (lines) with the residuals of the log-normal "
+        "loss below, the parameter correlation matrix, and profile likelihoods of alpha and gamma "
+        "(dashed: the chi-square threshold of the confidence level; shaded: the Wald interval; "
+        "red: the estimate).")
+    lines += ["", "## Work-precision", ""]
     lines.append(
-        "Error (max over save times and states of |y - y_ref| / max|y_ref|) against run time, "
-        f"tolerances {', '.join(f'{t:g}' for t in tolerances)}. simkit: median of 3 runs after "
-        "compilation (compile excluded); SciPy: one run."
+        f"Error: {ERROR_DEFINITION}, against run time; tolerances "
+        f"{', '.join(f'{t:g}' for t in tolerances)}. simkit: median of 3 runs after "
+        "compilation (compile excluded); SciPy: one run. Table cells: error / run time."
     )
     for name, data in wp.items():
-        lines += ["", f"### {name}", "", f"![{name}](work_precision_{name}.png)", "",
-                  "| solver | " + " | ".join(f"rtol {t:g}" for t in tolerances) + " |",
+        lines += ["", f"### {name}", ""]
+        lines += figure(name, f"work_precision_{name}.png",
+                        f"Work-precision of {name}: run time per solve against the error defined above, "
+                        "one point per tolerance.")
+        lines += ["", "| solver | " + " | ".join(f"rtol {t:g}" for t in tolerances) + " |",
                   "|---|" + "---|" * len(tolerances)]
         for label, points in data.items():
-            cells = [f"{e:.1e} / {s * 1e3:.3g} ms" for e, s in points]
+            cells = [f"{e:.1e} / {s * 1e3:.3g} ms" if np.isfinite(e) else "failed" for e, s in points]
             cells += [""] * (len(tolerances) - len(cells))
             lines.append(f"| {label} | " + " | ".join(cells) + " |")
     with open(os.path.join(out_dir, "report.md"), "w") as fh:

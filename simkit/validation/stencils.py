@@ -181,19 +181,36 @@ def all_cases() -> list[dict[str, Any]]:
 def figure_orders(results: list[dict[str, Any]], path: str) -> None:
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
+    from ..plot import axis_label
+
+    # the order cases' models (heat, Burgers, advection) state no units: model units
+    fig, axes = plt.subplots(1, 2, figsize=(12, 5.6), layout="constrained")
     for ax, kind, xlabel in [(axes[0], "space", "grid spacing h"), (axes[1], "time", "time step dt")]:
         for r in [r for r in results if r["kind"] == kind]:
             line = ax.loglog(r["hs"], r["errors"], "o-", ms=4, label=f"{r['name']}: {r['metric']:.2f}")[0]
             ref = r["errors"][-1] * (np.asarray(r["hs"]) / r["hs"][-1]) ** r["order"]
             ax.loglog(r["hs"], ref, ":", color=line.get_color(), lw=1)
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel("max error")
+        ax.set_xlabel(axis_label(xlabel, None))
+        ax.set_ylabel(axis_label("max |u − u_exact| at the final time", None))
         ax.set_title(f"observed order in {kind} (dotted: theoretical slope)", fontsize=10)
-        ax.legend(fontsize=7)
-    fig.tight_layout()
+        ax.grid(True, which="major", alpha=0.3)
+        # below the axes: inside, the legend covered the curves
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False,
+                  title="case: fitted slope", title_fontsize=7)
     fig.savefig(path, dpi=95)
     plt.close(fig)
+
+
+def label_field(ax: Any, units: Any, component: str, *, xname: str = "y", yname: str = "x") -> None:
+    """Axis labels with units (model units where the model names none) and a colorbar label
+    for an image drawn by `simkit.plot.plot_field` (2-D: ``y`` across, ``x`` up)."""
+    from ..plot import model_axis_label
+
+    ax.set_xlabel(model_axis_label(units, xname), fontsize=8)
+    ax.set_ylabel(model_axis_label(units, yname), fontsize=8)
+    colorbar = ax.images[-1].colorbar if ax.images else None
+    if colorbar is not None:
+        colorbar.set_label(model_axis_label(units, component), fontsize=8)
 
 
 def figure_fields(out_dir: str) -> list[str]:
@@ -202,21 +219,26 @@ def figure_fields(out_dir: str) -> list[str]:
 
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 4, figsize=(17, 3.9))
+    from ..plot import model_axis_label
+
+    fig, axes = plt.subplots(1, 4, figsize=(18, 4.1), layout="constrained")
     gs = integrate(models.get("gray_scott"), dt=1.0, steps=8000, save_every=200)
     gs.plot(axes[0], component="v")
+    label_field(axes[0], gs.model_units, "v")
     ks = models.get("kuramoto_sivashinsky")
     ks_sol = integrate(ks, dt=0.0025, steps=60000, save_every=400)
-    axes[1].imshow(ks_sol["u"], aspect="auto", origin="lower", cmap="RdBu_r",
-                   extent=(0, ks.grid.upper[0], 0, ks_sol.ts[-1]))
-    axes[1].set_xlabel("x")
-    axes[1].set_ylabel("t")
-    axes[1].set_title("Kuramoto-Sivashinsky (space-time)", fontsize=9)
+    image = axes[1].imshow(ks_sol["u"], aspect="auto", origin="lower", cmap="RdBu_r",
+                           extent=(0, ks.grid.upper[0], 0, ks_sol.ts[-1]))
+    fig.colorbar(image, ax=axes[1], shrink=0.8).set_label(model_axis_label(ks.units, "u"), fontsize=8)
+    axes[1].set_xlabel(model_axis_label(ks.units, "x"), fontsize=8)
+    axes[1].set_ylabel(model_axis_label(ks.units, "t"), fontsize=8)
+    axes[1].set_title("Kuramoto-Sivashinsky: u (space-time)", fontsize=9)
     fhn = integrate(models.get("fitzhugh_nagumo_2d"), dt=0.0015, steps=6000)
     fhn.plot(axes[2])
+    label_field(axes[2], fhn.model_units, fhn.component_names[0])
     ac = integrate(models.get("allen_cahn"), dt=0.1, steps=100)
     ac.plot(axes[3], cmap="coolwarm")
-    fig.tight_layout()
+    label_field(axes[3], ac.model_units, "u")
     fig.savefig(os.path.join(out_dir, "stencil_fields.png"), dpi=85)
     plt.close(fig)
     gs.animate(os.path.join(out_dir, "gray_scott.gif"), component="v", fps=8)

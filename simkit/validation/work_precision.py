@@ -25,8 +25,19 @@ PROBLEMS: dict[str, tuple[float | None, float, tuple[str, ...]]] = {
 }
 
 
+# What `scaled_error` computes, in the report's text (markdown) and on the figures' error
+# axis: keep the three in step (issue 15: the axis described a different error).
+ERROR_DEFINITION = ("max relative error vs reference, "
+                    "`max over t, i of |y_i(t) - y_ref,i(t)| / max_t |y_ref,i(t)|` (t: the save times, "
+                    "i: the states; each state's error relative to its largest reference magnitude)")
+ERROR_AXIS_LABEL = ("max relative error vs reference\n"
+                    r"$\mathrm{max}_{t,i}\ |y_i(t) - y_{\mathrm{ref},i}(t)|"
+                    r"\ /\ \mathrm{max}_t\,|y_{\mathrm{ref},i}(t)|$")
+
+
 def scaled_error(ys: Any, ys_ref: Any) -> float:
-    """max over time and states of |y - y_ref| / max_t |y_ref| (per-state scale)."""
+    """Max over save times t and states i of ``|y_i(t) - y_ref,i(t)| / max_t |y_ref,i(t)|``:
+    each state's error relative to that state's largest reference magnitude (`ERROR_DEFINITION`)."""
     ys, ys_ref = np.asarray(ys), np.asarray(ys_ref)
     scale = np.maximum(np.abs(ys_ref).max(axis=0), 1e-300)
     return float((np.abs(ys - ys_ref) / scale).max())
@@ -42,7 +53,8 @@ def _time(fn: Any, repeats: int) -> tuple[Any, float]:
 
 
 def work_precision(name: str, tolerances: list[float], n_save: int = 51, repeats: int = 3) -> dict[str, Any]:
-    """Run one problem at each rtol; returns ``{solver_label: [(error, seconds), ...]}``.
+    """Run one problem at each rtol; returns ``{solver_label: [(error, seconds), ...]}``, one
+    pair per tolerance (``nan`` where a SciPy method failed). The error is `scaled_error`.
 
     simkit's and diffrax's solves are compiled first (excluded) and timed as the median
     of ``repeats`` runs; SciPy methods are timed once per tolerance (they are slow).
@@ -80,6 +92,6 @@ def work_precision(name: str, tolerances: list[float], n_save: int = 51, repeats
                     1,
                 )
                 out.setdefault(f"scipy {method}", []).append((scaled_error(r.ys, ref.ys), sec))
-            except Exception:  # a SciPy failure at one tolerance is a missing point
-                continue
+            except Exception:  # a SciPy failure at one tolerance: no point (nan keeps the columns)
+                out.setdefault(f"scipy {method}", []).append((float("nan"), float("nan")))
     return out
