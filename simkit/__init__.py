@@ -25,6 +25,7 @@ from .errors import ShapeError as ShapeError
 from .errors import SimkitError as SimkitError
 from .errors import SolveError as SolveError
 from .kernels import DOP853 as DOP853
+from .kernels import AutoSwitch as AutoSwitch
 from .kernels import DOPRI5 as DOPRI5
 from .kernels import Rodas4 as Rodas4
 from .kernels import RadauIIA5 as RadauIIA5
@@ -48,6 +49,7 @@ from .status import Status as Status
 __version__ = "0.1.0"
 
 __all__ = [
+    "AutoSwitch",
     "DOP853",
     "Dataset",
     "FitResult",

@@ -34,22 +34,61 @@ class ODEModel(eqx.Module):
     """An ODE system ``dy/dt = rhs(t, y, params)`` with its defaults.
 
     A frozen pytree: ``params`` and ``y0`` are leaves (so ``jax.grad`` with respect to
-    a model's parameters works), everything else is static metadata.
+    a model's parameters works), everything else is static metadata. The fields below are
+    also the model's attributes; `with_params` and `replace` return changed copies.
 
-    **Main fields:**
+    Parameters
+    ----------
+    rhs : callable
+        Pure function ``rhs(t, y, params) -> dy/dt``; ``t`` a scalar (the model's time
+        unit), ``y`` of shape ``(n_states,)``, ``params`` a dict of scalars or arrays; returns
+        an array of shape ``(n_states,)``. Written for one sample; use ``jax.vmap`` or
+        `simkit.ensemble` for batches.
+    params : dict
+        Default parameter values, ``{name: value}`` (scalars or arrays).
+    y0 : array_like
+        Default initial state, shape ``(n_states,)`` (lists become float64 NumPy arrays).
+    state_names : sequence of str
+        One unique name per state component.
+    name : str
+        The model's name (in messages, results and saved files); default ``"model"``.
+    t_span : (float, float), optional
+        Default ``(t0, t1)`` of `simkit.solve` (finite).
+    stiff : bool or None
+        Hint used to choose the default solver: ``False`` (default) a non-stiff method
+        (`simkit.Tsit5`), ``True`` a stiff one (`simkit.Rodas4`), ``None`` unknown:
+        `simkit.AutoSwitch` detects stiffness along the solution and switches between Tsit5
+        and Rodas5P (above 64 states, where diffrax runs, ``None`` is taken as stiff).
+    source : str
+        Citation of the model and its constants.
+    description : str
+        Free text.
+    units : str
+        Free-text units of time, states and parameters (e.g. ``"t: days; S, I, R:
+        people"``), read by `simkit.io.units_for` for saved results.
+    diffusion : callable, optional
+        For a stochastic model, ``diffusion(t, y, params) -> g`` of shape ``(n_states,)``:
+        the Itô SDE ``dy = rhs dt + g * dW`` with independent Brownian motions (diagonal
+        noise); `simkit.solve` then needs a ``key``.
 
-    - `rhs`: pure function ``rhs(t, y, params) -> dy/dt``; ``t`` a scalar, ``y`` of shape
-      ``(n_states,)``, ``params`` a dict of scalars or arrays. Written for one sample; use
-      ``jax.vmap`` or ``simkit.ensemble`` for batches.
-    - `params`: default parameter values, a dict ``name -> value``.
-    - `y0`: default initial state, shape ``(n_states,)``.
-    - `state_names`: one name per state component.
+    Raises
+    ------
+    ShapeError
+        ``y0`` is not 1-D or does not have one component per state name, state names
+        repeat, or ``t_span`` is not two finite numbers.
+    InputTypeError
+        ``params`` is not a mapping of names.
 
-    **Other fields:** `name`; `t_span` (default ``(t0, t1)``); `stiff` (hint used to
-    choose the default solver); `source` (citation of the model and its constants);
-    `description`; `units` (free-text units of time and states); `diffusion`: for a
-    stochastic model, ``diffusion(t, y, params) -> g`` of shape ``(n_states,)`` — the Itô
-    SDE ``dy = rhs dt + g * dW`` with independent Brownian motions (diagonal noise).
+    Examples
+    --------
+    >>> import jax.numpy as jnp, simkit
+    >>> decay = simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * y, params={"k": 0.5}, y0=[1.0, 2.0],
+    ...                         state_names=("a", "b"), name="decay", t_span=(0.0, 2.0))
+    >>> decay
+    ODEModel('decay', states=['a', 'b'], params={k=0.5}, stiff=False)
+    >>> sol = simkit.solve(decay, saveat=3)
+    >>> sol.ys[-1].round(4).tolist()
+    [0.3679, 0.7358]
     """
 
     rhs: RHS = eqx.field(static=True)
@@ -58,7 +97,7 @@ class ODEModel(eqx.Module):
     state_names: tuple[str, ...] = eqx.field(static=True, converter=tuple)
     name: str = eqx.field(static=True, default="model")
     t_span: tuple[float, float] | None = eqx.field(static=True, default=None)
-    stiff: bool = eqx.field(static=True, default=False)
+    stiff: bool | None = eqx.field(static=True, default=False)
     source: str = eqx.field(static=True, default="")
     description: str = eqx.field(static=True, default="")
     units: str = eqx.field(static=True, default="")
@@ -81,33 +120,157 @@ class ODEModel(eqx.Module):
             len(self.t_span) == 2 and math.isfinite(self.t_span[0]) and math.isfinite(self.t_span[1])
         ):
             raise ShapeError(f"model {self.name!r}: t_span must be (t0, t1), got {self.t_span}")
+        if self.stiff not in (True, False, None) or isinstance(self.stiff, (int, float)) and not isinstance(
+                self.stiff, bool):
+            raise InputTypeError(f"model {self.name!r}: stiff must be True, False or None (unknown: detect "
+                                 f"stiffness while solving), got {self.stiff!r}")
 
     @property
     def n_states(self) -> int:
-        """Number of state components."""
+        """Number of state components.
+
+        Returns
+        -------
+        int
+            ``len(state_names)``.
+
+        Examples
+        --------
+        >>> from simkit import models
+        >>> models.get("lorenz").n_states
+        3
+        """
         return len(self.state_names)
 
     @property
     def param_names(self) -> tuple[str, ...]:
-        """Names of the model's parameters, in definition order."""
+        """Names of the model's parameters, in definition order.
+
+        Returns
+        -------
+        tuple of str
+            The keys of ``params``.
+
+        Examples
+        --------
+        >>> from simkit import models
+        >>> models.get("lorenz").param_names
+        ('sigma', 'rho', 'beta')
+        """
         return tuple(self.params)
 
     def merged_params(self, params: Params | None) -> dict[str, Any]:
-        """The defaults overridden by ``params``, checked by simkit's one parameter merge
-        (`simkit.params.merge_params`): unknown names raise `ParameterError`, a value that
-        is not a number or not finite is refused."""
+        """The defaults overridden by ``params``, checked by simkit's one parameter merge.
+
+        Parameters
+        ----------
+        params : dict or None
+            Overrides by name (None: the defaults); a value has at most the dimensions of its
+            default (batches belong to `simkit.ensemble` or ``jax.vmap``).
+
+        Returns
+        -------
+        dict
+            A new dict of every parameter: the defaults with ``params`` applied.
+
+        Raises
+        ------
+        ParameterError
+            An unknown name (the message lists the valid ones), or a value that is not
+            finite.
+        InputTypeError
+            ``params`` is not a mapping, or a value is not a number or an array.
+        ShapeError
+            A value with more dimensions than its default.
+
+        Examples
+        --------
+        >>> from simkit import models
+        >>> models.get("lorenz").merged_params({"rho": 35.0})
+        {'sigma': 10.0, 'rho': 35.0, 'beta': 2.6666666666666665}
+        """
         return merge_params(self.params, params, owner=f"model {self.name!r}")
 
     def with_params(self, **params: Any) -> ODEModel:
-        """A new model whose default parameters are updated by ``params``."""
+        """A new model whose default parameters are updated by ``params``.
+
+        Parameters
+        ----------
+        **params : float or array_like
+            New default values by name (checked as in `merged_params`).
+
+        Returns
+        -------
+        ODEModel
+            A copy with the new defaults (models are immutable).
+
+        Raises
+        ------
+        ParameterError, InputTypeError, ShapeError
+            As `merged_params`: an unknown name, a value that is not a finite number, or
+            one with more dimensions than the default.
+
+        Examples
+        --------
+        >>> from simkit import models
+        >>> models.get("lorenz").with_params(rho=35.0).params["rho"]
+        35.0
+        """
         return dataclasses.replace(self, params=self.merged_params(params))
 
     def replace(self, **fields: Any) -> ODEModel:
-        """A new model with some fields replaced (``y0=``, ``t_span=``, ``stiff=``, ...)."""
+        """A new model with some fields replaced (``y0=``, ``t_span=``, ``stiff=``, ...).
+
+        Parameters
+        ----------
+        **fields
+            New values of any constructor fields (`params` replaces the whole dict, unchecked
+            against the old names; use `with_params` to change values).
+
+        Returns
+        -------
+        ODEModel
+            A copy with those fields replaced, checked as a new model.
+
+        Raises
+        ------
+        ShapeError, InputTypeError
+            The new fields make an invalid model (as the constructor).
+        TypeError
+            An unknown field name.
+
+        Examples
+        --------
+        >>> from simkit import models
+        >>> models.get("lorenz").replace(y0=[1.0, 1.0, 1.0], t_span=(0.0, 5.0)).t_span
+        (0.0, 5.0)
+        """
         return dataclasses.replace(self, **fields)
 
     def state_index(self, name: str) -> int:
-        """Index of the state called ``name``."""
+        """Index of the state called ``name``.
+
+        Parameters
+        ----------
+        name : str
+            A state name, one of `state_names`.
+
+        Returns
+        -------
+        int
+            Its column in ``y0`` and in a `Solution`'s ``ys``.
+
+        Raises
+        ------
+        ParameterError
+            No state of that name (the message lists the names).
+
+        Examples
+        --------
+        >>> from simkit import models
+        >>> models.get("sir").state_index("I")
+        1
+        """
         try:
             return self.state_names.index(name)
         except ValueError:

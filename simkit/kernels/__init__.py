@@ -6,6 +6,7 @@ One ``lax.while_loop`` per solve with the tableau unrolled: explicit pairs `Tsit
 """
 
 from .solvers import DOP853 as DOP853
+from .solvers import AutoSwitch as AutoSwitch
 from .solvers import DOPRI5 as DOPRI5
 from .solvers import AbstractKernel as AbstractKernel
 from .solvers import RadauIIA5 as RadauIIA5
@@ -13,4 +14,4 @@ from .solvers import Rodas4 as Rodas4
 from .solvers import Rodas5P as Rodas5P
 from .solvers import Tsit5 as Tsit5
 
-__all__ = ["DOP853", "DOPRI5", "AbstractKernel", "RadauIIA5", "Rodas4", "Rodas5P", "Tsit5"]
+__all__ = ["AutoSwitch", "DOP853", "DOPRI5", "AbstractKernel", "RadauIIA5", "Rodas4", "Rodas5P", "Tsit5"]

@@ -47,7 +47,7 @@ def initial_state(method: Any, rhs, t0, t1, y0, params, rtol, atol, dt0, *, max_
     _, _, dense_probe, _, _ = jax.eval_shape(
         lambda: method.attempt(rhs, t0, y0, f0, direction, params, rtol, atol, ctrl0)
     )
-    dense0 = jnp.zeros(dense_probe.shape, dense_probe.dtype)
+    dense0 = jax.tree_util.tree_map(lambda a: jnp.zeros(a.shape, a.dtype), dense_probe)
     # before any step: the first step (size dt0) from t0; a save time at t0 reads it at theta=0
     seg0 = dict(t=t0, hs=direction * jnp.abs(dt0).astype(dtype), kept=method.keep(y0, f0, y0, dense0, f0))
 
@@ -268,6 +268,7 @@ def adaptive_loop(
         ts=ts_out, ys=ys_out, status=status.astype(jnp.int32), t_final=c["t"], y_final=c["y"],
         event_index=event_index.astype(jnp.int32), event_time=event_time.astype(dtype), **records,
         stats=dict(num_steps=n_steps, num_accepted_steps=c["n_acc"],
-                   num_rejected_steps=n_steps - c["n_acc"], num_rhs=c["n_rhs"]),
+                   num_rejected_steps=n_steps - c["n_acc"], num_rhs=c["n_rhs"],
+                   **(method.extra_stats(c["ctrl"]) if hasattr(method, "extra_stats") else {})),
         **({} if final else {"state": c}),
     )

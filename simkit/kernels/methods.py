@@ -203,6 +203,10 @@ class Rosenbrock(_Stateless):
         return rhs(t0, y0, params)
 
     def step(self, rhs, t, y, f, hs, params, rtol, atol):
+        return (*self.step_with_jacobian(rhs, t, y, f, hs, params, rtol, atol)[:3], None)
+
+    def step_with_jacobian(self, rhs, t, y, f, hs, params, rtol, atol):
+        """`step`, returning the Jacobian ``df/dy`` at ``(t, y)`` in place of ``f_new``."""
         tab = self.tableau
         n = y.shape[0]
         jac_y, jac_t = jax.jacfwd(lambda tt, yy: rhs(tt, yy, params), argnums=(1, 0))(t, y)
@@ -225,7 +229,7 @@ class Rosenbrock(_Stateless):
         y_new = y + _combine(tab.m, ks)
         err_norm = _rms(ks[-1] / _scale(y, y_new, rtol, atol))
         dense = jnp.stack([_combine(row, ks) for row in tab.dense])
-        return y_new, err_norm, dense, None
+        return y_new, err_norm, dense, jac_y
 
     def keep(self, y, f, y_new, dense, f_new):
         return dict(y=y, y_new=y_new, dense=dense)  # two or three vectors: cheaper than a new LU

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .methods import DOP853Method, ExplicitRK, Rosenbrock
 from .radau import RadauIIA5Method
+from .switching import AutoSwitchMethod
 from .tableaus import DOP853 as _DOP853_TABLEAU
 from .tableaus import DOPRI5 as _DOPRI5_TABLEAU
 from .tableaus import RODAS4 as _RODAS4_TABLEAU
@@ -13,15 +14,65 @@ from .tableaus import TSIT5 as _TSIT5_TABLEAU
 
 class AbstractKernel:
     """A fused simkit solver. Concrete kernels are final; they hold no parameters, so
-    every instance of a class is equal (and selects the same compiled program)."""
+    every instance of a class is equal (and selects the same compiled program).
+
+    Pass an instance as ``solver=`` to `simkit.solve`, `simkit.ensemble` or `simkit.fit`
+    (``ode_solver=``); tolerances and step limits are arguments of those calls.
+
+    Attributes
+    ----------
+    tableau : object or None
+        The method's Butcher or Rosenbrock tableau (`simkit.kernels.tableaus`); None for
+        `RadauIIA5`, whose coefficients are computed.
+    stiff : bool
+        True for the implicit (Rosenbrock, Radau) kernels, which build the Jacobian.
+
+    Examples
+    --------
+    >>> import simkit
+    >>> simkit.Tsit5() == simkit.Tsit5(), isinstance(simkit.Rodas4(), simkit.kernels.AbstractKernel)
+    (True, True)
+    """
 
     tableau = None
     stiff = False
 
     def method(self):
+        """The step method that the kernel loop runs (internal: `simkit.kernels.methods`).
+
+        Returns
+        -------
+        object
+            A method object (stages, error estimate, dense output) for
+            `simkit.kernels.loop`.
+
+        Raises
+        ------
+        NotImplementedError
+            On the abstract class.
+
+        Examples
+        --------
+        >>> import simkit
+        >>> type(simkit.Tsit5().method()).__name__
+        'ExplicitRK'
+        """
         raise NotImplementedError
 
     def order(self) -> int:
+        """Order of the method's propagated solution.
+
+        Returns
+        -------
+        int
+            The classical order (e.g. 5 for `Tsit5`, 8 for `DOP853`, 4 for `Rodas4`).
+
+        Examples
+        --------
+        >>> import simkit
+        >>> simkit.Tsit5().order(), simkit.DOP853().order(), simkit.Rodas4().order()
+        (5, 8, 4)
+        """
         return self.tableau.order
 
     def __eq__(self, other: object) -> bool:
@@ -35,7 +86,17 @@ class AbstractKernel:
 
 
 class DOPRI5(AbstractKernel):
-    """Dormand–Prince 5(4) with Shampine's 4th-order dense output (non-stiff)."""
+    """Dormand–Prince 5(4) with Shampine's 4th-order dense output (non-stiff).
+
+    SciPy's ``RK45`` pair. Takes no arguments.
+
+    Examples
+    --------
+    >>> import simkit
+    >>> sol = simkit.solve(simkit.models.get("lorenz"), (0.0, 1.0), saveat=11, solver=simkit.DOPRI5())
+    >>> sol.solver_name, sol.ys.shape
+    ('simkit.DOPRI5()', (11, 3))
+    """
 
     tableau = _DOPRI5_TABLEAU
 
@@ -44,7 +105,18 @@ class DOPRI5(AbstractKernel):
 
 
 class Tsit5(AbstractKernel):
-    """Tsitouras 5(4) with its 4th-order continuous extension (non-stiff; the default)."""
+    """Tsitouras 5(4) with its 4th-order continuous extension (non-stiff; the default).
+
+    The default of `simkit.solve` for non-stiff models of up to 64 states. Takes no
+    arguments.
+
+    Examples
+    --------
+    >>> import simkit
+    >>> sol = simkit.solve(simkit.models.get("lorenz"), (0.0, 1.0), saveat=11, solver=simkit.Tsit5())
+    >>> sol.solver_name, sol.ys.shape
+    ('simkit.Tsit5()', (11, 3))
+    """
 
     tableau = _TSIT5_TABLEAU
 
@@ -54,7 +126,17 @@ class Tsit5(AbstractKernel):
 
 class DOP853(AbstractKernel):
     """Dormand–Prince 8(5,3) as in Hairer's DOP853, with 7th-order dense output
-    (non-stiff, tight tolerances: fewer, larger steps than the 5th-order pairs)."""
+    (non-stiff, tight tolerances: fewer, larger steps than the 5th-order pairs).
+
+    Takes no arguments.
+
+    Examples
+    --------
+    >>> import simkit
+    >>> sol = simkit.solve(simkit.models.get("lorenz"), (0.0, 1.0), saveat=11, solver=simkit.DOP853())
+    >>> sol.solver_name, sol.ys.shape
+    ('simkit.DOP853()', (11, 3))
+    """
 
     tableau = _DOP853_TABLEAU
 
@@ -66,7 +148,18 @@ class Rodas4(AbstractKernel):
     """Hairer–Wanner RODAS 4(3), L-stable Rosenbrock with dense output (stiff; default).
 
     Jacobian by ``jax.jacfwd`` of the rhs and one dense LU factorisation per step: for
-    small systems (up to a few dozen states)."""
+    small systems (up to a few dozen states). The default of `simkit.solve` for models
+    marked ``stiff``. Takes no arguments.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, simkit
+    >>> stiff = simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * (y - jnp.cos(t)), params={"k": 1e3},
+    ...                         y0=[0.0], state_names=("y",), stiff=True)
+    >>> sol = simkit.solve(stiff, (0.0, 1.0), saveat=3, solver=simkit.Rodas4())
+    >>> sol.solver_name, round(float(sol.ys[-1, 0]), 3)
+    ('simkit.Rodas4()', 0.541)
+    """
 
     tableau = _RODAS4_TABLEAU
     stiff = True
@@ -82,7 +175,17 @@ class Rodas5P(AbstractKernel):
 
     Eight stages (seven rhs evaluations and one more for ``f(t+h, y1)``), the same
     ``jax.jacfwd`` Jacobian and one dense LU per step as `Rodas4`; the step-size
-    controller's exponent is 1/5 (Rodas4: 1/4)."""
+    controller's exponent is 1/5 (Rodas4: 1/4). Takes no arguments.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, simkit
+    >>> stiff = simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * (y - jnp.cos(t)), params={"k": 1e3},
+    ...                         y0=[0.0], state_names=("y",), stiff=True)
+    >>> sol = simkit.solve(stiff, (0.0, 1.0), saveat=3, solver=simkit.Rodas5P())
+    >>> sol.solver_name, round(float(sol.ys[-1, 0]), 3)
+    ('simkit.Rodas5P()', 0.541)
+    """
 
     tableau = _RODAS5P_TABLEAU
     stiff = True
@@ -99,12 +202,53 @@ class RadauIIA5(AbstractKernel):
     size), the Jacobian (``jax.jacfwd``) and the LU factors kept across steps while Newton
     converges fast, Gustafsson's predictive step-size controller, dense output from the
     collocation polynomial. Real states only; for systems of up to a few dozen states, as
-    `Rodas4`. See `simkit.kernels.radau`."""
+    `Rodas4`. See `simkit.kernels.radau`. Takes no arguments.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, simkit
+    >>> stiff = simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * (y - jnp.cos(t)), params={"k": 1e3},
+    ...                         y0=[0.0], state_names=("y",), stiff=True)
+    >>> sol = simkit.solve(stiff, (0.0, 1.0), saveat=3, solver=simkit.RadauIIA5())
+    >>> sol.solver_name, round(float(sol.ys[-1, 0]), 3)
+    ('simkit.RadauIIA5()', 0.541)
+    """
 
     stiff = True
 
     def method(self):
         return RadauIIA5Method()
+
+    def order(self) -> int:
+        """Order of the method: 5 (three Radau IIA stages).
+
+        Returns
+        -------
+        int
+            5.
+
+        Examples
+        --------
+        >>> import simkit
+        >>> simkit.RadauIIA5().order()
+        5
+        """
+        return 5
+
+
+class AutoSwitch(AbstractKernel):
+    """Tsit5 with automatic stiffness detection, switching to Rodas5P where the problem is
+    stiff and back where it is not (`simkit.kernels.switching`).
+
+    For a model whose stiffness is unknown, or changes along the solution. The accepted
+    steps taken by Rodas5P and the number of switches are in ``Solution.stats``
+    (``num_stiff_steps``, ``num_switches``). Real states only; one ``lax.cond`` per step
+    chooses the method (under ``jax.vmap`` both methods run every step)."""
+
+    stiff = True  # it may build Jacobians: complex states are refused
+
+    def method(self):
+        return AutoSwitchMethod(ExplicitRK(_TSIT5_TABLEAU), Rosenbrock(_RODAS5P_TABLEAU))
 
     def order(self) -> int:
         return 5

@@ -1,0 +1,168 @@
+"""Automatic stiffness detection and switching: an explicit pair and a Rosenbrock method in
+one fused loop (`simkit.AutoSwitch`).
+
+The loop starts with the explicit method (Tsit5). After every accepted explicit step it
+estimates ``h * rho`` (``rho`` the dominant eigenvalue's magnitude of the Jacobian) from the
+two stages evaluated at ``t + h`` — ``|h| * ||k_7 - k_6|| / ||y_1 - y_6||``, Hairer's test
+in DOPRI5 (Hairer & Wanner, *Solving ODEs II*, section IV.2; Shampine 1977) — and compares
+it with the explicit method's stability boundary on the negative real axis. Fifteen stiff
+indications (reset by six non-stiff ones in a row) switch to the stiff method (Rodas5P);
+there ``h * ||J||_inf`` (an upper bound of ``h * rho`` from the Jacobian it computes
+anyway) below half the boundary for fifteen accepted steps in a row switches back, the
+step capped to where the explicit method is stable (LSODA switches on the same kind of
+evidence: Petzold 1983, SIAM J. Sci. Stat. Comput. 4:136-148).
+
+Only the active method's step runs (a ``lax.cond``; under ``jax.vmap`` both run, so
+ensembles of mixed stiffness do better with a fixed stiff method). The counts of stiff
+steps and switches are in ``Solution.stats`` (``num_stiff_steps``, ``num_switches``).
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from .methods import ExplicitRK, Rosenbrock, _combine, _sum_squares
+
+STIFF_HITS = 15  # stiff indications that switch to the stiff method (Hairer's DOPRI5: 15)
+CALM_RESET = 6  # non-stiff indications in a row that forget earlier stiff ones (DOPRI5: 6)
+CALM_STEPS = 15  # accepted stiff steps in a row, stable for the explicit method, to switch back
+BACK_MARGIN = 0.5  # switch back only where the explicit method is stable with this margin
+
+
+def real_stability_boundary(a: np.ndarray, b: np.ndarray) -> float:
+    """The largest ``x`` such that ``|R(-s)| <= 1`` for all ``0 <= s <= x`` (``R`` the
+    stability function of the explicit Runge-Kutta method ``(a, b)``)."""
+    n = len(b)
+    one = np.ones(n)
+
+    def growth(z: float) -> float:
+        return abs(1.0 + z * b @ np.linalg.solve(np.eye(n) - z * a, one))
+
+    xs = np.linspace(1e-3, 10.0, 20001)
+    bad = next(x for x in xs if growth(-x) > 1.0 + 1e-12)
+    lo, hi = bad - (xs[1] - xs[0]), bad
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if growth(-mid) <= 1.0 + 1e-12 else (lo, mid)
+    return lo
+
+
+class AutoSwitchMethod:
+    """The loop's method interface over an explicit pair and a Rosenbrock method."""
+
+    implicit = True
+    fsal = False
+
+    def __init__(self, explicit: ExplicitRK, stiff: Rosenbrock):
+        tab = explicit.tableau
+        if not (float(tab.c[-1]) == float(tab.c[-2]) == 1.0):
+            raise ValueError("stiffness detection needs an explicit pair whose last two stages are at t + h")
+        self.e, self.s = explicit, stiff
+        self.order = min(explicit.order, stiff.order)
+        self.error_order = explicit.error_order
+        self.rhs_per_step = explicit.rhs_per_step
+        self.boundary = real_stability_boundary(np.asarray(tab.a, float), np.asarray(tab.b, float))
+        self._n_stages = len(tab.c)
+        self._n_dense_s = len(stiff.tableau.dense)
+
+    # -- state ---------------------------------------------------------------------------------
+    def init(self, rhs, t0, y0, params):
+        return rhs(t0, y0, params)
+
+    def controller_init(self, y0):
+        zero = jnp.asarray(0, jnp.int32)
+        return dict(stiff=jnp.asarray(False), e=self.e.controller_init(y0), s=self.s.controller_init(y0),
+                    hits=zero, calm=zero, run=zero, switches=zero, stiff_steps=zero)
+
+    def extra_stats(self, ctrl) -> dict:
+        """Counters for ``Solution.stats``: accepted stiff steps and switches either way."""
+        return dict(num_stiff_steps=ctrl["stiff_steps"], num_switches=ctrl["switches"])
+
+    # -- one attempt ---------------------------------------------------------------------------
+    def attempt(self, rhs, t, y, f, hs, params, rtol, atol, ctrl):
+        n = y.shape[0]
+        zeros_e = jnp.zeros((self._n_stages, n), y.dtype)
+        zeros_s = jnp.zeros((self._n_dense_s, n), y.dtype)
+        a = self.e.tableau.a
+
+        def explicit(_):
+            y_new, err, ks, f_new = self.e.step(rhs, t, y, f, hs, params, rtol, atol)
+            stages = list(ks)
+            y_penult = y + hs * _combine(a[-2, :-2], stages[:-2])  # the stage before the last, at t + h
+            num, den = _sum_squares(stages[-1] - stages[-2]), _sum_squares(y_new - y_penult)
+            hrho = jnp.where(den > 0, jnp.abs(hs) * jnp.sqrt(num / jnp.where(den > 0, den, 1.0)), 0.0)
+            work = dict(num_rhs=jnp.asarray(self.e.rhs_per_step, jnp.int32), hrho=hrho)
+            return y_new, err, dict(e=ks, s=zeros_s, stiff=jnp.asarray(False)), f_new, work
+
+        def stiff(_):
+            y_new, err, dense, jac = self.s.step_with_jacobian(rhs, t, y, f, hs, params, rtol, atol)
+            f_new = rhs(t + hs, y_new, params)
+            hrho = jnp.abs(hs) * jnp.max(jnp.sum(jnp.abs(jac), axis=1))
+            work = dict(num_rhs=jnp.asarray(self.s.rhs_per_step + 1, jnp.int32), hrho=hrho)
+            return y_new, err, dict(e=zeros_e, s=dense, stiff=jnp.asarray(True)), f_new, work
+
+        return lax.cond(ctrl["stiff"], stiff, explicit, None)
+
+    def propose(self, err_norm, h, ctrl, accepted, last_rejected, work):
+        stiff = ctrl["stiff"]
+        h_e, c_e = self.e.propose(err_norm, h, ctrl["e"], accepted, last_rejected)
+        h_s, c_s = self.s.propose(err_norm, h, ctrl["s"], accepted, last_rejected)
+        h_new = jnp.where(stiff, h_s, h_e)
+        hrho, one = work["hrho"], jnp.asarray(1, jnp.int32)
+        # explicit: Hairer's test after accepted steps
+        judged = accepted & ~stiff
+        stiffish = hrho > 0.98 * self.boundary
+        run = jnp.where(judged, jnp.where(stiffish, 0, ctrl["run"] + one), ctrl["run"])
+        hits = jnp.where(judged & stiffish, ctrl["hits"] + one, ctrl["hits"])
+        hits = jnp.where(run >= CALM_RESET, 0, hits)
+        to_stiff = judged & (hits >= STIFF_HITS)
+        # stiff: would the explicit method be stable at this step size, with a margin?
+        watched = accepted & stiff
+        calm = jnp.where(watched, jnp.where(hrho < BACK_MARGIN * self.boundary, ctrl["calm"] + one, 0),
+                         ctrl["calm"])
+        to_explicit = watched & (calm >= CALM_STEPS)
+        switch = to_stiff | to_explicit
+        # leaving the stiff method: a step where the explicit one is stable (rho = hrho / h)
+        h_stable = BACK_MARGIN * self.boundary * h / jnp.where(hrho > 0, hrho, 1.0)
+        h_new = jnp.where(to_explicit & (hrho > 0), jnp.minimum(h_new, h_stable), h_new)
+        e_init, s_init = self.e.controller_init(h), self.s.controller_init(h)
+        new = dict(
+            stiff=jnp.where(switch, ~stiff, stiff),
+            # each method's controller moves only while it runs, and starts afresh on a switch
+            e=jnp.where(stiff, jnp.where(to_explicit, e_init, ctrl["e"]), c_e),
+            s=jnp.where(stiff, c_s, jnp.where(to_stiff, s_init, ctrl["s"])),
+            hits=jnp.where(switch, 0, hits), calm=jnp.where(switch, 0, calm), run=jnp.where(switch, 0, run),
+            switches=ctrl["switches"] + switch.astype(jnp.int32),
+            stiff_steps=ctrl["stiff_steps"] + watched.astype(jnp.int32),
+        )
+        return h_new, new
+
+    # -- dense output --------------------------------------------------------------------------
+    def keep(self, y, f, y_new, dense, f_new):
+        return dict(y=y, f=f, y_new=y_new, s=dense["s"], stiff=dense["stiff"])
+
+    def expand(self, rhs, params, t, hs, kept, rtol, atol):
+        def explicit(_):
+            full = self.e.expand(rhs, params, t, hs, dict(y=kept["y"], f=kept["f"]), rtol, atol)
+            return dict(t=t, hs=hs, y=kept["y"], y_new=full["y_new"], f_new=full["f_new"],
+                        dense=dict(e=full["dense"], s=kept["s"], stiff=kept["stiff"]))
+
+        def stiff(_):
+            zeros_e = jnp.zeros((self._n_stages,) + kept["y"].shape, kept["y"].dtype)
+            return dict(t=t, hs=hs, y=kept["y"], y_new=kept["y_new"], f_new=kept["f"],
+                        dense=dict(e=zeros_e, s=kept["s"], stiff=kept["stiff"]))
+
+        return lax.cond(kept["stiff"], stiff, explicit, None)
+
+    def interpolate(self, rhs, params, seg, theta):
+        dense = seg["dense"]
+
+        def explicit(_):
+            return self.e.interpolate(rhs, params, dict(seg, dense=dense["e"]), theta)
+
+        def stiff(_):
+            return self.s.interpolate(rhs, params, dict(seg, dense=dense["s"]), theta)
+
+        return lax.cond(dense["stiff"], stiff, explicit, None)

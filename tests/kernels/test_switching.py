@@ -1,0 +1,110 @@
+"""simkit.AutoSwitch: stiffness detection (Hairer's h*rho test) and switching between Tsit5
+and Rodas5P. On a non-stiff problem it is Tsit5 step for step; on stiff ones it switches (and
+back, on van der Pol's fast transitions) and meets the references; dense output across a
+switch, gradients, ensembles and the `stiff=None` model hint.
+
+The van der Pol solves share one program (11 save times, rtol/atol change only numbers).
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import simkit
+from simkit import models, reference
+from simkit.errors import InputTypeError
+from simkit.kernels.switching import real_stability_boundary
+from simkit.kernels.tableaus import DOPRI5, TSIT5
+from simkit.models.oscillators import VAN_DER_POL_STIFF_REFERENCE
+
+AUTO = simkit.AutoSwitch()
+VDP = models.get("van_der_pol_stiff")
+
+
+def _stats(sol):
+    return {k: int(v) for k, v in sol.stats.items()}
+
+
+def test_stability_boundaries():
+    # the real-axis stability intervals: DOPRI5's 3.3066 (Hairer & Wanner I, Fig. II.4.2,
+    # where DOPRI5's stiffness test uses 3.25); Tsit5's 3.5068
+    assert real_stability_boundary(np.asarray(DOPRI5.a, float), np.asarray(DOPRI5.b, float)) == pytest.approx(
+        3.3066, abs=1e-4)
+    assert real_stability_boundary(np.asarray(TSIT5.a, float), np.asarray(TSIT5.b, float)) == pytest.approx(
+        3.5068, abs=1e-4)
+
+
+def test_non_stiff_problem_is_tsit5_step_for_step():
+    lorenz = models.get("lorenz")
+    auto = simkit.solve(lorenz, (0.0, 10.0), saveat=11, rtol=1e-8, atol=1e-8, solver=AUTO)
+    tsit5 = simkit.solve(lorenz, (0.0, 10.0), saveat=11, rtol=1e-8, atol=1e-8, solver=simkit.Tsit5())
+    stats = _stats(auto)
+    assert stats.pop("num_switches") == 0 and stats.pop("num_stiff_steps") == 0
+    assert stats == _stats(tsit5)
+    np.testing.assert_allclose(auto.ys, tsit5.ys, rtol=1e-13, atol=1e-13)
+
+
+def test_van_der_pol_switches_both_ways_and_meets_the_reference():
+    sol = simkit.solve(VDP, saveat=11, rtol=1e-8, atol=1e-8, solver=AUTO)
+    stats = _stats(sol)
+    # stiff on the slow branches, explicit through the fast transitions: several switches
+    assert stats["num_switches"] >= 3 and 0 < stats["num_stiff_steps"] < stats["num_accepted_steps"]
+    ref = np.asarray(VAN_DER_POL_STIFF_REFERENCE)
+    err = np.abs(np.asarray(sol.ys) - ref) / (1e-8 + 1e-8 * np.abs(ref))
+    assert err.max() < 50, err.max(axis=0)  # global error within a few tens of tolerances
+    # far fewer steps than the explicit method alone, which is stability-bound on the slow branches
+    tsit5 = simkit.solve(VDP, saveat=11, rtol=1e-8, atol=1e-8, solver=simkit.Tsit5(), max_steps=20_000,
+                         throw=False)
+    assert tsit5.status == simkit.Status.MAX_STEPS
+
+
+def test_dense_output_across_switches_matches_scipy():
+    ts = np.linspace(0.0, 3000.0, 301)  # save times inside stiff and non-stiff stretches
+    sol = simkit.solve(VDP, saveat=ts, rtol=1e-9, atol=1e-9, solver=AUTO)
+    ref = reference.solve_ivp(VDP, saveat=ts, method="Radau", rtol=1e-12, atol=1e-12)
+    x, x_ref = np.asarray(sol.ys[:, 0]), np.asarray(ref.ys[:, 0])
+    # away from the fast transitions (where a time error of the spike is amplified), the
+    # interpolated states are accurate to the tolerance's order
+    slow = np.abs(np.asarray(ref.ys[:, 1])) < 0.01
+    assert slow.sum() > 250
+    assert np.max(np.abs(x - x_ref)[slow]) < 1e-5
+
+
+def test_robertson_switches_once_and_matches_scipy():
+    rob = models.get("robertson")
+    ts = np.geomspace(1e-5, 1e5, 21)
+    sol = simkit.solve(rob, saveat=ts, rtol=1e-8, atol=1e-12, solver=AUTO)
+    ref = reference.solve_ivp(rob, saveat=ts, method="Radau", rtol=1e-12, atol=1e-16)
+    assert _stats(sol)["num_switches"] >= 1 and _stats(sol)["num_stiff_steps"] > 0
+    scale = np.array([1.0, 1e-5, 1.0])  # y2 peaks near 3.6e-5
+    assert np.max(np.abs(np.asarray(sol.ys) - np.asarray(ref.ys)) / scale) < 1e-6
+
+
+def test_gradient_matches_finite_differences():
+    def final_x(mu):
+        return simkit.solve(VDP, (0.0, 300.0), saveat=2, params={"mu": mu}, rtol=1e-10, atol=1e-10,
+                            solver=AUTO).ys[-1, 0]
+
+    g = jax.grad(final_x)(1000.0)
+    h = 1e-3
+    fd = (final_x(1000.0 + h) - final_x(1000.0 - h)) / (2 * h)
+    assert np.isfinite(g) and float(g) == pytest.approx(float(fd), rel=1e-4, abs=1e-8)
+
+
+def test_ensemble_members_equal_single_solves():
+    mus = jnp.asarray([10.0, 300.0, 1000.0])
+    ens = simkit.ensemble(VDP, (0.0, 300.0), params={"mu": mus}, saveat=5, rtol=1e-6, atol=1e-6,
+                          solver=AUTO)
+    for i, mu in enumerate(mus):
+        one = simkit.solve(VDP, (0.0, 300.0), params={"mu": mu}, saveat=5, rtol=1e-6, atol=1e-6, solver=AUTO)
+        np.testing.assert_allclose(ens.ys[i], one.ys, rtol=1e-12, atol=1e-12)
+
+
+def test_unknown_stiffness_hint_chooses_autoswitch():
+    model = simkit.ODEModel(rhs=VDP.rhs, params=VDP.params, y0=VDP.y0, state_names=VDP.state_names,
+                            name="vdp unknown", stiff=None)
+    sol = simkit.solve(model, (0.0, 300.0), saveat=5, rtol=1e-6, atol=1e-6)
+    assert sol.solver_name == "simkit.AutoSwitch()" and int(sol.stats["num_stiff_steps"]) > 0
+    with pytest.raises(InputTypeError, match="stiff must be True, False or None"):
+        model.replace(stiff="maybe")
