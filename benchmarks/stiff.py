@@ -52,7 +52,8 @@ PROBLEMS = {
     "van_der_pol_1000": ("van_der_pol_stiff", 3000.0, 1e-3, VAN_DER_POL_STIFF_REFERENCE[-1]),
     "oregonator": ("oregonator", 360.0, 1e-4, None),
 }
-KERNELS = {"Rodas4": simkit.Rodas4(), "Rodas5P": simkit.Rodas5P(), "RadauIIA5": simkit.RadauIIA5()}
+KERNELS = {"Rodas4": simkit.Rodas4(), "Rodas5P": simkit.Rodas5P(), "RadauIIA5": simkit.RadauIIA5(),
+           "AutoSwitch": simkit.AutoSwitch()}
 
 
 def numpy_rhs(model):

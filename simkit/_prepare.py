@@ -32,7 +32,7 @@ from . import _config
 from .engines.programs import DiffraxProgram, KernelProgram
 from .errors import InputError, InputTypeError, ParameterError, ShapeError
 from .events import Event, as_events
-from .kernels import AbstractKernel, AutoSwitch, Rodas4, Tsit5
+from .kernels import AbstractKernel, AutoSwitch, Rodas5P, Tsit5
 from .model import ODEModel
 from .params import _HOST, concrete, is_traced, merge_params  # noqa: F401 (re-exported)
 from .save_times import SaveAt, as_saveat
@@ -226,7 +226,7 @@ def choose_solver(model: ODEModel, solver: Any, saveat: SaveAt, n_states: int, c
         return dfx.Euler() if solver is None else solver
     if solver is None:
         if n_states <= KERNEL_MAX_STATES:
-            return AutoSwitch() if model.stiff is None else Rodas4() if model.stiff else Tsit5()
+            return AutoSwitch() if model.stiff is None else Rodas5P() if model.stiff else Tsit5()
         if model.stiff is not False:  # stiff, or unknown (no switching in diffrax: the safe side)
             return _KVAERNO5 if n_states <= DENSE_JACOBIAN_MAX_STATES else _KVAERNO5_KRYLOV
         return _TSIT5

@@ -78,7 +78,7 @@ def solve(
         A simkit kernel (`simkit.Tsit5()`, `simkit.DOPRI5()`, `simkit.DOP853()`,
         `simkit.Rodas4()`, `simkit.Rodas5P()`, `simkit.RadauIIA5()`) or any diffrax solver
         object (forces the diffrax engine). Default: up to 64 states, `simkit.Tsit5()` or,
-        when ``model.stiff``, `simkit.Rodas4()`; otherwise ``diffrax.Tsit5()`` or
+        when ``model.stiff``, `simkit.Rodas5P()` (``stiff=None``: `simkit.AutoSwitch()`); otherwise ``diffrax.Tsit5()`` or
         ``diffrax.Kvaerno5()`` with simkit's Newton tolerances, its linear solves
         matrix-free (GMRES on Jacobian-vector products) above 2048 states, so large PDE
         systems never build a dense Jacobian.
@@ -230,7 +230,7 @@ def _failure_message(model: ODEModel, sol: Solution, t0: Any, t1: Any, solver: A
         if not implicit and mean_dt < 1e-4 * span:
             msg += (
                 " The step size collapsed, as it does for a stiff problem solved with an "
-                "explicit method: try solver=simkit.Rodas4() or diffrax.Kvaerno5() (or "
+                "explicit method: try solver=simkit.Rodas5P() or diffrax.Kvaerno5() (or "
                 "model.replace(stiff=True))."
             )
         msg += " Raising max_steps allows more steps."

@@ -56,7 +56,7 @@ class ODEModel(eqx.Module):
         Default ``(t0, t1)`` of `simkit.solve` (finite).
     stiff : bool or None
         Hint used to choose the default solver: ``False`` (default) a non-stiff method
-        (`simkit.Tsit5`), ``True`` a stiff one (`simkit.Rodas4`), ``None`` unknown:
+        (`simkit.Tsit5`), ``True`` a stiff one (`simkit.Rodas5P`), ``None`` unknown:
         `simkit.AutoSwitch` detects stiffness along the solution and switches between Tsit5
         and Rodas5P (above 64 states, where diffrax runs, ``None`` is taken as stiff).
     source : str
@@ -77,7 +77,7 @@ class ODEModel(eqx.Module):
         ``y0`` is not 1-D or does not have one component per state name, state names
         repeat, or ``t_span`` is not two finite numbers.
     InputTypeError
-        ``params`` is not a mapping of names.
+        ``params`` is not a mapping of names, or ``stiff`` is not True, False or None.
 
     Examples
     --------

@@ -145,11 +145,12 @@ class DOP853(AbstractKernel):
 
 
 class Rodas4(AbstractKernel):
-    """Hairer–Wanner RODAS 4(3), L-stable Rosenbrock with dense output (stiff; default).
+    """Hairer–Wanner RODAS 4(3), L-stable Rosenbrock with dense output (stiff).
 
     Jacobian by ``jax.jacfwd`` of the rhs and one dense LU factorisation per step: for
-    small systems (up to a few dozen states). The default of `simkit.solve` for models
-    marked ``stiff``. Takes no arguments.
+    small systems (up to a few dozen states). The default for models marked ``stiff`` until
+    0.2 (now `Rodas5P`, as fast at rtol 1e-4 and faster at tighter tolerances). Takes no
+    arguments.
 
     Examples
     --------
@@ -170,8 +171,12 @@ class Rodas4(AbstractKernel):
 
 class Rodas5P(AbstractKernel):
     """Steinebach's Rodas5P 5(4), L-stable and stiffly accurate, with 4th-order dense
-    output (stiff; for tight tolerances: measured on Robertson and van der Pol mu = 1000,
-    as fast as Rodas4 at rtol 1e-3 to 1e-4, 1.2-1.3x faster at 1e-6, 2-3x at 1e-10).
+    output: the default of `simkit.solve` for models marked ``stiff`` (up to 64 states).
+
+    Measured on Robertson (to 1e5 and 1e11), HIRES, POLLU, van der Pol mu = 1000 and the
+    Oregonator (``python benchmarks/stiff.py``, `benchmarks/results/stiff.json`): as fast
+    as `Rodas4` at rtol 1e-4 (within 10 %), 1.2-1.5x faster at 1e-6, 1.5-2.3x at 1e-8,
+    2-5x at 1e-10.
 
     Eight stages (seven rhs evaluations and one more for ``f(t+h, y1)``), the same
     ``jax.jacfwd`` Jacobian and one dense LU per step as `Rodas4`; the step-size
@@ -243,7 +248,17 @@ class AutoSwitch(AbstractKernel):
     For a model whose stiffness is unknown, or changes along the solution. The accepted
     steps taken by Rodas5P and the number of switches are in ``Solution.stats``
     (``num_stiff_steps``, ``num_switches``). Real states only; one ``lax.cond`` per step
-    chooses the method (under ``jax.vmap`` both methods run every step)."""
+    chooses the method (under ``jax.vmap`` both methods run every step). The default of
+    `simkit.solve` for a model with ``stiff=None``. Takes no arguments.
+
+    Examples
+    --------
+    >>> import simkit
+    >>> sol = simkit.solve(simkit.models.get("van_der_pol_stiff"), (0.0, 100.0), saveat=3,
+    ...                    solver=simkit.AutoSwitch())
+    >>> sol.solver_name, int(sol.stats["num_switches"]) > 0, int(sol.stats["num_stiff_steps"]) > 0
+    ('simkit.AutoSwitch()', True, True)
+    """
 
     stiff = True  # it may build Jacobians: complex states are refused
 
@@ -251,4 +266,17 @@ class AutoSwitch(AbstractKernel):
         return AutoSwitchMethod(ExplicitRK(_TSIT5_TABLEAU), Rosenbrock(_RODAS5P_TABLEAU))
 
     def order(self) -> int:
+        """Order of the method: 5 (both Tsit5 and Rodas5P).
+
+        Returns
+        -------
+        int
+            5.
+
+        Examples
+        --------
+        >>> import simkit
+        >>> simkit.AutoSwitch().order()
+        5
+        """
         return 5

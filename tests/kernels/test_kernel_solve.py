@@ -35,7 +35,7 @@ PARAMS = {k: jnp.asarray(v) for k, v in LORENZ.params.items()}
 
 def test_solver_choice():
     assert simkit.solve(LORENZ, (0.0, 1.0)).solver_name == "simkit.Tsit5()"
-    assert simkit.solve(models.get("hires"), (0.0, 1.0)).solver_name == "simkit.Rodas4()"
+    assert simkit.solve(models.get("hires"), (0.0, 1.0)).solver_name == "simkit.Rodas5P()"
     assert simkit.solve(LORENZ, (0.0, 1.0), dense=True).solver_name == "simkit.Tsit5()"  # dense: same engine
     assert simkit.solve(LORENZ, (0.0, 1.0), solver=diffrax.Dopri5()).solver_name == "diffrax.Dopri5"
     big = simkit.ODEModel(rhs=lambda t, y, p: -y, params={}, y0=np.ones(65),
@@ -123,7 +123,7 @@ def test_events_locate_the_root_and_differentiate(kernel):
 
 def test_status_codes():
     rob = models.get("robertson")
-    with pytest.raises(simkit.SolveError, match="max_steps reached.*simkit.Rodas4"):
+    with pytest.raises(simkit.SolveError, match="max_steps reached.*simkit.Rodas5P"):
         simkit.solve(rob, solver=simkit.Tsit5(), max_steps=500)
     sol = simkit.solve(rob, solver=simkit.Tsit5(), max_steps=500, throw=False)
     assert sol.status == simkit.Status.MAX_STEPS and float(sol.t_final) < 1e5
