@@ -23,14 +23,45 @@ from .status import Status, describe
 class EnsembleSolution(io.Saveable):
     """Trajectories of an ensemble of solves.
 
-    **Fields:** `ts` (member, time) — save times, ``inf`` where a member stopped earlier
-    (event or failure); `ys` (member, time, state); `status` (member,) `simkit.Status`
-    codes; `stats` dict of (member,) counters; `params` dict of (member, ...) parameter
-    values; `y0` (member, state); `t_final`, `y_final`; `rtol`, `atol` (the tolerances of
-    every member); `model_source`, `model_units` (the model's citation and units).
+    Returned by `simkit.ensemble`, not built by hand. ``ens["x"]`` is state ``x`` of every
+    member, shape ``(member, time)`` (`ParameterError` for an unknown name).
 
     Statistics (`mean`, `std`, `quantile`) run over the members that succeeded and reached
     each save time; failed members are listed by `failures`, never averaged in.
+
+    Attributes
+    ----------
+    ts : numpy.ndarray or jax.Array
+        Save times, ``(member, time)``; ``inf`` where a member stopped earlier (event or
+        failure). `times` gives the common ones.
+    ys : numpy.ndarray or jax.Array
+        States, ``(member, time, state)``.
+    status : numpy.ndarray or jax.Array
+        `simkit.Status` code of each member, ``(member,)``.
+    stats : dict
+        Solver counters (as `Solution.stats`), each ``(member,)``.
+    params : dict
+        Parameter values of each member, ``(member, ...)``.
+    y0 : numpy.ndarray or jax.Array
+        Initial states, ``(member, state)``.
+    t_final, y_final : numpy.ndarray or jax.Array
+        Where each member stopped: ``(member,)`` and ``(member, state)``.
+    state_names : tuple of str
+        Names of the state columns.
+    model_name, solver_name : str
+        The model's name and the solver's.
+    rtol, atol : float
+        The tolerances of every member.
+    model_source, model_units : str
+        The model's citation and units.
+
+    Examples
+    --------
+    >>> import numpy as np, simkit
+    >>> ens = simkit.ensemble(simkit.models.get("lorenz"), (0.0, 1.0), saveat=5,
+    ...                       params={"rho": np.linspace(10.0, 30.0, 4)})
+    >>> ens.ys.shape, ens.n_members, ens["x"].shape
+    ((4, 5, 3), 4, (4, 5))
     """
 
     ts: Any
@@ -51,22 +82,82 @@ class EnsembleSolution(io.Saveable):
 
     @property
     def n_members(self) -> int:
+        """Number of members.
+
+        Returns
+        -------
+        int
+            The length of the member axis.
+
+        Examples
+        --------
+        >>> import numpy as np, simkit
+        >>> ens = simkit.ensemble(simkit.models.get("lorenz"), (0.0, 1.0), saveat=5,
+        ...                       params={"rho": np.linspace(10.0, 30.0, 4)})
+        >>> ens.n_members
+        4
+        """
         return int(np.shape(self.status)[0])
 
     @property
     def ok(self) -> np.ndarray:
-        """(member,) True where the member reached t1 or stopped at an event."""
+        """Which members succeeded: reached t1 or stopped at an event.
+
+        Returns
+        -------
+        numpy.ndarray
+            Booleans, shape ``(member,)``.
+
+        Examples
+        --------
+        >>> import numpy as np, simkit
+        >>> ens = simkit.ensemble(simkit.models.get("lorenz"), (0.0, 1.0), saveat=5,
+        ...                       params={"rho": np.array([10.0, 50.0])}, max_steps=50)
+        >>> ens.ok.tolist()
+        [True, False]
+        """
         return np.asarray(self.status) <= int(Status.EVENT)
 
     @property
     def failures(self) -> dict[int, str]:
-        """Failed members: index -> reason."""
+        """Failed members and why they failed.
+
+        Returns
+        -------
+        dict of int to str
+            ``{member index: the status in words}``; empty when every member succeeded.
+
+        Examples
+        --------
+        >>> import numpy as np, simkit
+        >>> ens = simkit.ensemble(simkit.models.get("lorenz"), (0.0, 1.0), saveat=5,
+        ...                       params={"rho": np.array([10.0, 50.0])}, max_steps=50)
+        >>> ens.failures
+        {1: 'max_steps reached before t1'}
+        """
         status = np.asarray(self.status)
         return {int(i): describe(int(status[i])) for i in np.flatnonzero(~self.ok)}
 
     @property
     def times(self) -> np.ndarray:
-        """The save times common to all members (the first member's where they differ)."""
+        """The save times common to all members.
+
+        Where members' times differ (a member stopped early: its later times are ``inf``), the
+        largest finite time at each save index.
+
+        Returns
+        -------
+        numpy.ndarray
+            Shape ``(time,)``; ``inf`` where no member reached that save.
+
+        Examples
+        --------
+        >>> import numpy as np, simkit
+        >>> ens = simkit.ensemble(simkit.models.get("lorenz"), (0.0, 1.0), saveat=5,
+        ...                       params={"rho": np.linspace(10.0, 30.0, 4)})
+        >>> ens.times.tolist()
+        [0.0, 0.25, 0.5, 0.75, 1.0]
+        """
         ts = np.asarray(self.ts)
         finite = np.isfinite(ts)
         return np.where(finite.any(axis=0), np.nanmax(np.where(finite, ts, np.nan), axis=0), np.inf)
@@ -81,15 +172,76 @@ class EnsembleSolution(io.Saveable):
         return np.ma.masked_array(ys, mask=np.broadcast_to(~reached[..., None], ys.shape))
 
     def mean(self) -> np.ndarray:
-        """(time, state) mean over the valid members."""
+        """Mean over the valid members at each save time.
+
+        Valid: the member succeeded and reached that save time.
+
+        Returns
+        -------
+        numpy.ndarray
+            Shape ``(time, state)``; NaN where no member is valid.
+
+        Examples
+        --------
+        >>> import numpy as np, simkit
+        >>> ens = simkit.ensemble(simkit.models.get("lorenz"), (0.0, 1.0), saveat=5,
+        ...                       params={"rho": np.linspace(10.0, 30.0, 4)})
+        >>> ens.mean().shape
+        (5, 3)
+        """
         return self._valid().mean(axis=0).filled(np.nan)
 
     def std(self, ddof: int = 1) -> np.ndarray:
-        """(time, state) standard deviation over the valid members."""
+        """Standard deviation over the valid members at each save time.
+
+        Parameters
+        ----------
+        ddof : int
+            Delta degrees of freedom: the divisor is ``n - ddof`` (default 1, the sample
+            standard deviation).
+
+        Returns
+        -------
+        numpy.ndarray
+            Shape ``(time, state)``; NaN where fewer than ``ddof + 1`` members are valid.
+
+        Examples
+        --------
+        >>> import numpy as np, simkit
+        >>> ens = simkit.ensemble(simkit.models.get("lorenz"), (0.0, 1.0), saveat=5,
+        ...                       params={"rho": np.linspace(10.0, 30.0, 4)})
+        >>> ens.std().shape, float(ens.std()[0, 0])  # every member starts at the same y0
+        ((5, 3), 0.0)
+        """
         return self._valid().std(axis=0, ddof=ddof).filled(np.nan)
 
     def quantile(self, q: float | Any) -> np.ndarray:
-        """Quantile(s) over the valid members: (time, state), or (q, time, state)."""
+        """Quantile(s) over the valid members at each save time.
+
+        Parameters
+        ----------
+        q : float or array_like
+            Quantile(s) in ``[0, 1]``.
+
+        Returns
+        -------
+        numpy.ndarray
+            Shape ``(time, state)`` for a scalar ``q``, ``(len(q), time, state)`` otherwise;
+            NaN where no member is valid.
+
+        Raises
+        ------
+        ValueError
+            A quantile outside ``[0, 1]`` (NumPy's).
+
+        Examples
+        --------
+        >>> import numpy as np, simkit
+        >>> ens = simkit.ensemble(simkit.models.get("lorenz"), (0.0, 1.0), saveat=5,
+        ...                       params={"rho": np.linspace(10.0, 30.0, 4)})
+        >>> ens.quantile(0.5).shape, ens.quantile([0.05, 0.95]).shape
+        ((5, 3), (2, 5, 3))
+        """
         data = self._valid().filled(np.nan)
         return np.nanquantile(data, q, axis=0)
 
@@ -118,8 +270,8 @@ class EnsembleSolution(io.Saveable):
         InputError
             A state named like a coordinate or another variable (``t``, ``y0``, ...).
 
-        Example
-        -------
+        Examples
+        --------
         >>> import numpy as np, simkit
         >>> ens = simkit.ensemble(simkit.models.get("lorenz"), (0.0, 1.0), saveat=5,
         ...                       params={"rho": np.linspace(10.0, 30.0, 4)})
@@ -171,12 +323,60 @@ class EnsembleSolution(io.Saveable):
 
     @property
     def message(self) -> str:
-        """The members' outcomes in words, e.g. ``"success: 98; max_steps reached before t1: 2"``."""
+        """The members' outcomes in words, with how many members had each.
+
+        Returns
+        -------
+        str
+            e.g. ``"success: 98; max_steps reached before t1: 2"``.
+
+        Examples
+        --------
+        >>> import numpy as np, simkit
+        >>> ens = simkit.ensemble(simkit.models.get("lorenz"), (0.0, 1.0), saveat=5,
+        ...                       params={"rho": np.array([10.0, 50.0])}, max_steps=50)
+        >>> ens.message
+        'success: 1; max_steps reached before t1: 1'
+        """
         codes, counts = np.unique(np.asarray(self.status), return_counts=True)
         return "; ".join(f"{describe(int(c))}: {n}" for c, n in zip(codes, counts))
 
     def plot(self, ax: Any = None, *, state: str | None = None, quantiles=(0.05, 0.25), **kwargs: Any) -> Any:
-        """Fan chart of one state: the median and the bands between ``q`` and ``1 - q``."""
+        """Fan chart of one state: the median and the bands between ``q`` and ``1 - q``.
+
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes, optional
+            Where to draw (a new figure if None).
+        state : str, optional
+            The state to draw (default: the first).
+        quantiles : sequence of float
+            For each ``q``, a band from quantile ``q`` to ``1 - q`` over the valid members
+            (default ``(0.05, 0.25)``).
+        **kwargs
+            Passed to matplotlib's ``plot`` of the median.
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+            The axes drawn on.
+
+        Raises
+        ------
+        ValueError
+            `state` is not a state name.
+        ImportError
+            matplotlib is not installed.
+
+        Examples
+        --------
+        >>> import numpy as np, simkit
+        >>> ens = simkit.ensemble(simkit.models.get("lorenz"), (0.0, 1.0), saveat=5,
+        ...                       params={"rho": np.linspace(10.0, 30.0, 4)})
+        >>> ax = ens.plot(state="z")
+        >>> ax.get_ylabel()
+        'z'
+        """
         from .plot import plot_fan
 
         return plot_fan(self, ax=ax, state=state or self.state_names[0], quantiles=quantiles, **kwargs)

@@ -70,6 +70,14 @@ class LoopAnatomy:
     in_branch : bool
         Whether the loop sits in a branch of a conditional of its parent's iteration (it runs
         only when that branch is taken), not in every iteration.
+
+    Examples
+    --------
+    >>> import simkit
+    >>> info = simkit.inspect(simkit.models.get("lorenz"), (0.0, 1.0), saveat=11)
+    >>> loop = info.stepping_loop  # a LoopAnatomy
+    >>> loop.trip_count is None, loop.fusions <= loop.thunks
+    (True, True)
     """
 
     name: str
@@ -87,7 +95,20 @@ class LoopAnatomy:
     in_branch: bool = False
 
     def describe(self) -> str:
-        """One line: where the loop is, how often it runs and what one iteration runs."""
+        """One line: where the loop is, how often it runs and what one iteration runs.
+
+        Returns
+        -------
+        str
+            ``"<name> at <source> (depth d, <trip count>): n thunks per iteration: ..."``.
+
+        Examples
+        --------
+        >>> import simkit
+        >>> info = simkit.inspect(simkit.models.get("lorenz"), (0.0, 1.0), saveat=11)
+        >>> "thunks per iteration" in info.stepping_loop.describe()
+        True
+        """
         runs = f"{self.trip_count} iterations" if self.trip_count is not None else "data-dependent trip count"
         where = f" at {self.source}" if self.source else ""
         if self.parent is not None:
@@ -138,6 +159,13 @@ class Inspection:
     loops : tuple of LoopAnatomy
         Every while loop, outermost first (each loop followed by the loops inside it), with what
         one iteration runs; a loop in a computation called from two places is listed twice.
+
+    Examples
+    --------
+    >>> import simkit
+    >>> info = simkit.inspect(simkit.models.get("lorenz"), (0.0, 1.0), saveat=11)
+    >>> info.engine, info.method, info.while_loops == len(info.loops)
+    ('kernel', 'simkit.Tsit5()', True)
     """
 
     model: str
@@ -158,7 +186,20 @@ class Inspection:
     _hlo_text: str = dataclasses.field(repr=False, compare=False)
 
     def hlo(self) -> str:
-        """The optimised HLO text of the compiled program (``compiled.as_text()``)."""
+        """The optimised HLO text of the compiled program (``compiled.as_text()``).
+
+        Returns
+        -------
+        str
+            XLA's text of the optimised module.
+
+        Examples
+        --------
+        >>> import simkit
+        >>> info = simkit.inspect(simkit.models.get("lorenz"), (0.0, 1.0), saveat=11)
+        >>> info.hlo().startswith("HloModule")
+        True
+        """
         return self._hlo_text
 
     @property
@@ -167,7 +208,21 @@ class Inspection:
 
         Read from the HLO, not from simkit's code: of the loops whose trip count depends on
         the data, the one that runs the most thunks per iteration counting its nested loops
-        once (an implicit method's Newton loop sits inside the stepping loop)."""
+        once (an implicit method's Newton loop sits inside the stepping loop).
+
+        Returns
+        -------
+        LoopAnatomy or None
+            That loop; None when no loop's trip count depends on the data.
+
+        Examples
+        --------
+        >>> import simkit
+        >>> info = simkit.inspect(simkit.models.get("lorenz"), (0.0, 1.0), saveat=11)
+        >>> step = info.stepping_loop
+        >>> step.trip_count is None and step.fusions > 0
+        True
+        """
         data = [lp for lp in self.loops if lp.trip_count is None]
         if not data:
             return None
@@ -184,7 +239,21 @@ class Inspection:
         return max(data, key=lambda lp: (inside(lp), -lp.depth))
 
     def summary(self) -> str:
-        """A few lines for a person: times, costs, counts and each loop's anatomy."""
+        """A few lines for a person: times, costs, counts and each loop's anatomy.
+
+        Returns
+        -------
+        str
+            The report, one loop per line (the stepping loop marked).
+
+        Examples
+        --------
+        >>> import simkit
+        >>> info = simkit.inspect(simkit.models.get("lorenz"), (0.0, 1.0), saveat=11)
+        >>> print(info.summary())  # doctest: +ELLIPSIS
+        simkit.inspect: model 'lorenz', simkit.Tsit5() (kernel engine)
+        ...
+        """
 
         def num(x: float | None) -> str:
             return "n/a" if x is None else f"{x:,.0f}"

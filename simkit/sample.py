@@ -31,7 +31,36 @@ def _check(ranges: Mapping[str, tuple[float, float]], n: int, what: str) -> None
 
 
 def uniform(key: jax.Array, ranges: Mapping[str, tuple[float, float]], n: int) -> dict[str, jax.Array]:
-    """Independent uniform draws on ``[low, high)`` for each parameter."""
+    """Independent uniform draws on ``[low, high)`` for each parameter.
+
+    Parameters
+    ----------
+    key : jax.Array
+        A ``jax.random`` key (the draws are a deterministic function of it).
+    ranges : dict
+        ``{name: (low, high)}``, in the parameters' units.
+    n : int
+        Number of members.
+
+    Returns
+    -------
+    dict of str to jax.Array
+        ``{name: (n,) array}``, for ``params=`` of `simkit.ensemble`.
+
+    Raises
+    ------
+    InputTypeError
+        ``ranges`` is not a dict, or ``n`` is not an int.
+    InputError
+        ``n < 1``, or a range that is not two finite numbers, or ``low > high``.
+
+    Examples
+    --------
+    >>> import jax, simkit
+    >>> draws = simkit.sample.uniform(jax.random.key(0), {"rho": (10.0, 50.0), "beta": (1.0, 3.0)}, 8)
+    >>> draws["rho"].shape, bool(((draws["rho"] >= 10.0) & (draws["rho"] < 50.0)).all())
+    ((8,), True)
+    """
     _check(ranges, n, "uniform")
     keys = jax.random.split(key, len(ranges))
     dtype = _config.float_dtype()
@@ -40,7 +69,36 @@ def uniform(key: jax.Array, ranges: Mapping[str, tuple[float, float]], n: int) -
 
 
 def normal(key: jax.Array, ranges: Mapping[str, tuple[float, float]], n: int) -> dict[str, jax.Array]:
-    """Independent normal draws with the given ``(mean, std)`` for each parameter."""
+    """Independent normal draws with the given ``(mean, std)`` for each parameter.
+
+    Parameters
+    ----------
+    key : jax.Array
+        A ``jax.random`` key (the draws are a deterministic function of it).
+    ranges : dict
+        ``{name: (mean, std)}``, in the parameters' units (``std >= 0``).
+    n : int
+        Number of members.
+
+    Returns
+    -------
+    dict of str to jax.Array
+        ``{name: (n,) array}``, for ``params=`` of `simkit.ensemble`.
+
+    Raises
+    ------
+    InputTypeError
+        ``ranges`` is not a dict, or ``n`` is not an int.
+    InputError
+        ``n < 1``, or a range that is not two finite numbers, or a negative standard deviation.
+
+    Examples
+    --------
+    >>> import jax, simkit
+    >>> draws = simkit.sample.normal(jax.random.key(0), {"rho": (28.0, 2.0)}, 1000)
+    >>> draws["rho"].shape, abs(float(draws["rho"].mean()) - 28.0) < 0.5
+    ((1000,), True)
+    """
     _check(ranges, n, "normal")
     if any(std < 0 for _, std in ranges.values()):
         raise InputError("sample.normal: standard deviations must be non-negative")
@@ -52,7 +110,36 @@ def normal(key: jax.Array, ranges: Mapping[str, tuple[float, float]], n: int) ->
 
 def latin_hypercube(key: jax.Array, ranges: Mapping[str, tuple[float, float]], n: int) -> dict[str, jax.Array]:
     """Latin hypercube on the box ``ranges``: each parameter's range is cut into ``n`` equal
-    strata and every stratum holds exactly one member (McKay, Beckman & Conover 1979)."""
+    strata and every stratum holds exactly one member (McKay, Beckman & Conover 1979).
+
+    Parameters
+    ----------
+    key : jax.Array
+        A ``jax.random`` key (the design is a deterministic function of it).
+    ranges : dict
+        ``{name: (low, high)}``, in the parameters' units.
+    n : int
+        Number of members (and of strata per parameter).
+
+    Returns
+    -------
+    dict of str to jax.Array
+        ``{name: (n,) array}``, for ``params=`` of `simkit.ensemble`.
+
+    Raises
+    ------
+    InputTypeError
+        ``ranges`` is not a dict, or ``n`` is not an int.
+    InputError
+        ``n < 1``, or a range that is not two finite numbers, or ``low > high``.
+
+    Examples
+    --------
+    >>> import jax, numpy as np, simkit
+    >>> design = simkit.sample.latin_hypercube(jax.random.key(0), {"rho": (10.0, 50.0)}, 4)
+    >>> sorted(np.floor((np.asarray(design["rho"]) - 10.0) / 10.0).astype(int).tolist())  # one per stratum
+    [0, 1, 2, 3]
+    """
     _check(ranges, n, "latin_hypercube")
     dtype = _config.float_dtype()
     out = {}

@@ -82,14 +82,40 @@ class SaveAt:
 
     @property
     def count(self) -> int | None:
-        """Number of save times when known from the structure alone (None for `steps`)."""
+        """Number of save times when known from the structure alone (None for `steps`).
+
+        Returns
+        -------
+        int or None
+            The count ``n`` of ``SaveAt(ts=n)``, the length of given times, or None for
+            ``steps=True`` (known only after the solve).
+
+        Examples
+        --------
+        >>> import simkit
+        >>> simkit.SaveAt(ts=[0.0, 0.5, 1.0]).count, simkit.SaveAt(steps=True).count
+        (3, None)
+        """
         if self.steps:
             return None
         return self.ts if isinstance(self.ts, int) else int(np.shape(self.ts)[0])
 
     @property
     def kind(self) -> str:
-        """``"linspace"`` (a count), ``"ts"`` (given times) or ``"steps"``."""
+        """How the save times are given: ``"linspace"`` (a count), ``"ts"`` (given times) or
+        ``"steps"``.
+
+        Returns
+        -------
+        str
+            One of ``"linspace"``, ``"ts"``, ``"steps"``.
+
+        Examples
+        --------
+        >>> import simkit
+        >>> simkit.SaveAt(ts=11).kind, simkit.SaveAt(ts=[0.0, 1.0]).kind, simkit.SaveSteps().kind
+        ('linspace', 'ts', 'steps')
+        """
         return "steps" if self.steps else ("linspace" if isinstance(self.ts, int) else "ts")
 
     def __repr__(self) -> str:
@@ -98,7 +124,18 @@ class SaveAt:
 
 
 class SaveSteps(SaveAt):
-    """``SaveAt(steps=True)``, kept under its 0.1 name: save every accepted step."""
+    """``SaveAt(steps=True)``, kept under its 0.1 name: save every accepted step.
+
+    Takes no arguments; ``saveat="steps"`` is the same. The number of saves is known only
+    after the solve (bounded by the memory budget, ``SIMKIT_MEMORY_BUDGET``).
+
+    Examples
+    --------
+    >>> import simkit
+    >>> sol = simkit.solve(simkit.models.get("lorenz"), (0.0, 1.0), saveat=simkit.SaveSteps())
+    >>> len(sol.ts) == int(sol.stats["num_accepted_steps"]) + 1  # t0 and every step
+    True
+    """
 
     def __init__(self) -> None:
         super().__init__(steps=True)

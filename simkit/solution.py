@@ -38,31 +38,63 @@ def state_column(state_names: tuple[str, ...], name: str, owner: str) -> int:
 class Solution(io.Saveable):
     """Trajectory of an ODE solve.
 
-    A pytree, so it can be returned from ``jax.jit``/``jax.vmap`` of a function that
-    calls `simkit.solve`; under ``jax.vmap`` every array field gains a leading member axis.
-
-    **Fields:**
-
-    - `ts`: save times, shape ``(n_save,)``.
-    - `ys`: states at `ts`, shape ``(n_save, n_states)`` (row = time, column = state).
-    - `state_names`: names of the state columns.
-    - `stats`: dict of solver counters: ``num_steps`` (attempted), ``num_accepted_steps``,
-      ``num_rejected_steps`` and, for explicit Runge–Kutta solvers, ``num_rhs`` (right-hand
-      side evaluations, including the two of the initial-step estimate).
-    - `status`: integer `simkit.Status` code (0 = success, 1 = terminated by an event).
-    - `t_final`, `y_final`: time and state where the integration stopped.
-    - `event_index`: index of the terminal event that stopped the solve (``-1`` if none);
-      `event_time` its time.
-    - `t_events`, `y_events`: every recorded crossing, as SciPy's ``solve_ivp`` gives them: a
-      list with one array per event, of shape ``(crossings,)`` and ``(crossings, n_states)``.
-      The raw fixed-size records are `event_ts` ``(n_events, capacity)`` (``inf`` beyond the
-      count), `event_ys` and `event_counts` ``(n_events,)``.
-    - `y0`: the initial state; `model_source`, `model_units`: the model's citation and units
-      (written by `to_xarray`/`save`).
+    Returned by `simkit.solve`, not built by hand. A pytree, so it can be returned from
+    ``jax.jit``/``jax.vmap`` of a function that calls `simkit.solve`; under ``jax.vmap``
+    every array field gains a leading member axis. ``sol["x"]`` is the trajectory of state
+    ``x``, shape ``(n_save,)`` (`ParameterError` for an unknown name).
 
     Save times after a terminal event are dropped when the solve is called outside of
     a JAX transform; under a transform (shapes must be static) they are kept and filled
     with ``inf`` (times) and the state at the event.
+
+    Attributes
+    ----------
+    ts : jax.Array
+        Save times, shape ``(n_save,)`` (the model's time unit).
+    ys : jax.Array
+        States at `ts`, shape ``(n_save, n_states)`` (row = time, column = state).
+    state_names : tuple of str
+        Names of the state columns.
+    stats : dict
+        Solver counters: ``num_steps`` (attempted), ``num_accepted_steps``,
+        ``num_rejected_steps`` and, for explicit Runge–Kutta solvers, ``num_rhs`` (right-hand
+        side evaluations, including the two of the initial-step estimate).
+    status : int or jax.Array
+        `simkit.Status` code (0 = success, 1 = terminated by an event).
+    t_final, y_final : jax.Array
+        Time and state (``(n_states,)``) where the integration stopped.
+    event_index : jax.Array
+        Index of the terminal event that stopped the solve (``-1`` if none).
+    event_time : jax.Array
+        Its time.
+    params : dict
+        The parameter values of the solve.
+    rtol, atol : float
+        The tolerances of the solve.
+    model_name, solver_name : str
+        The model's name and the solver's (e.g. ``"simkit.Tsit5()"``).
+    interpolation : object or None
+        The dense interpolant (``dense=True``), read by `evaluate`.
+    event_ts : jax.Array or None
+        The raw fixed-size event records, ``(n_events, capacity)`` (``inf`` beyond the count);
+        `t_events` and `y_events` give them as SciPy does.
+    event_ys : jax.Array or None
+        States at the recorded crossings, ``(n_events, capacity, n_states)``.
+    event_counts : jax.Array or None
+        Crossings per event, ``(n_events,)``.
+    y0 : jax.Array
+        The initial state, ``(n_states,)``.
+    model_source, model_units : str
+        The model's citation and units (written by `to_xarray`/`save`).
+
+    Examples
+    --------
+    >>> import simkit
+    >>> sol = simkit.solve(simkit.models.get("lorenz"), (0.0, 1.0), saveat=11)
+    >>> sol.ts.shape, sol.ys.shape, sol.state_names
+    ((11,), (11, 3), ('x', 'y', 'z'))
+    >>> sol["x"].shape, sol.ok, sol.message
+    ((11,), True, 'success')
     """
 
     ts: Any
@@ -89,7 +121,22 @@ class Solution(io.Saveable):
 
     @property
     def t_events(self) -> list:
-        """Times of every recorded crossing, one array per event (SciPy's ``t_events``)."""
+        """Times of every recorded crossing, one array per event (SciPy's ``t_events``).
+
+        Returns
+        -------
+        list of jax.Array
+            One array of shape ``(crossings,)`` per event, in the order of ``events=``; an
+            empty list for a solve without events.
+
+        Examples
+        --------
+        >>> import simkit
+        >>> sol = simkit.solve(simkit.models.get("van_der_pol"), (0.0, 10.0),
+        ...                    events=simkit.Event(lambda t, y, p: y[0], terminal=0))
+        >>> [ts.shape for ts in sol.t_events]
+        [(3,)]
+        """
         if self.event_ts is None:
             return []
         return [self.event_ts[i][: n] for i, n in enumerate(self._recorded())]
@@ -102,7 +149,22 @@ class Solution(io.Saveable):
 
     @property
     def y_events(self) -> list:
-        """States at every recorded crossing, one ``(crossings, n_states)`` array per event."""
+        """States at every recorded crossing, one ``(crossings, n_states)`` array per event.
+
+        Returns
+        -------
+        list of jax.Array
+            One array of shape ``(crossings, n_states)`` per event (SciPy's ``y_events``);
+            an empty list for a solve without events.
+
+        Examples
+        --------
+        >>> import simkit
+        >>> sol = simkit.solve(simkit.models.get("van_der_pol"), (0.0, 10.0),
+        ...                    events=simkit.Event(lambda t, y, p: y[0], terminal=0))
+        >>> abs(float(sol.y_events[0][0, 0])) < 1e-8  # x = 0 at the crossing
+        True
+        """
         if self.event_ys is None:
             return []
         return [self.event_ys[i][: n] for i, n in enumerate(self._recorded())]
@@ -120,12 +182,38 @@ class Solution(io.Saveable):
 
     @property
     def ok(self) -> bool:
-        """True when the solve reached ``t1`` or stopped at an event."""
+        """True when the solve reached ``t1`` or stopped at an event.
+
+        Returns
+        -------
+        bool
+            ``status <= Status.EVENT`` (for a batched solution: for every member).
+
+        Examples
+        --------
+        >>> import simkit
+        >>> simkit.solve(simkit.models.get("lorenz"), (0.0, 1.0), saveat=11).ok
+        True
+        """
         return bool(np.all(np.asarray(self.status) <= int(Status.EVENT)))
 
     @property
     def message(self) -> str:
-        """Human-readable status."""
+        """Human-readable status.
+
+        Returns
+        -------
+        str
+            The `Status` in words (for a batched solution, each distinct one, joined by
+            ``"; "``).
+
+        Examples
+        --------
+        >>> import simkit
+        >>> sol = simkit.solve(simkit.models.get("lorenz"), (0.0, 1.0), saveat=11, max_steps=5, throw=False)
+        >>> sol.message
+        'max_steps reached before t1'
+        """
         codes = np.unique(np.asarray(self.status))
         return "; ".join(describe(int(c)) for c in codes)
 
@@ -196,8 +284,8 @@ class Solution(io.Saveable):
             A batched solution (from ``jax.vmap``: export its members one by one), or a state
             named ``t``.
 
-        Example
-        -------
+        Examples
+        --------
         >>> import simkit
         >>> sol = simkit.solve(simkit.models.get("sir"), saveat=11)
         >>> ds = sol.to_xarray()
@@ -241,6 +329,21 @@ class Solution(io.Saveable):
         -------
         matplotlib.axes.Axes
             The axes drawn on.
+
+        Raises
+        ------
+        ParameterError
+            A name in `states` that is not a state.
+        ImportError
+            matplotlib is not installed.
+
+        Examples
+        --------
+        >>> import simkit
+        >>> sol = simkit.solve(simkit.models.get("lorenz"), (0.0, 1.0), saveat=11)
+        >>> ax = sol.plot(states=["x", "z"])
+        >>> [line.get_label() for line in ax.get_lines()]
+        ['x', 'z']
         """
         from .plot import plot_solution
 

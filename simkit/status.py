@@ -6,7 +6,37 @@ import enum
 
 
 class Status(enum.IntEnum):
-    """Outcome of one solve. Codes <= EVENT are successes."""
+    """Outcome of one solve. Codes <= EVENT are successes.
+
+    An ``enum.IntEnum``: a result's ``status`` holds the integer (an array under
+    ``jax.vmap`` or in an `EnsembleSolution`); ``Status(code)`` gives the name.
+
+    Attributes
+    ----------
+    SUCCESS : int
+        0: reached ``t1``.
+    EVENT : int
+        1: stopped by a terminal event.
+    MAX_STEPS : int
+        2: the step budget ``max_steps`` ran out before ``t1``.
+    NONFINITE : int
+        3: the state became non-finite (NaN or inf).
+    NONLINEAR_FAILURE : int
+        4: the implicit solver's Newton iteration failed.
+    STEP_SIZE_UNDERFLOW : int
+        5: the step size underflowed.
+    TOO_MANY_EVENTS : int
+        6: an event crossed zero more often than its ``max_records`` allows.
+    FAILURE : int
+        9: any other solver failure.
+
+    Examples
+    --------
+    >>> import simkit
+    >>> sol = simkit.solve(simkit.models.get("lorenz"), (0.0, 1.0), saveat=11, max_steps=5, throw=False)
+    >>> simkit.Status(int(sol.status)).name, sol.ok
+    ('MAX_STEPS', False)
+    """
 
     SUCCESS = 0
     EVENT = 1

@@ -15,20 +15,50 @@ from ..errors import InputError, ShapeError
 class Dataset:
     """Observations of one experiment.
 
-    **Fields:**
-
-    - `times` (n_times,): observation times, increasing (the model's time unit).
-    - `values` (n_times, n_observed): observed values; NaN marks a missing value.
-    - `observed`: the model state observed in each column (names), or a function
-      ``h(y, params) -> (n_observed,)`` of the state (e.g. a sum of compartments).
-    - `names`: a label per column (default: `observed` when those are names).
-    - `sigma`: per-point standard deviations (same shape as `values`, or one per column, or
-      a number), for weighted least squares; ``None``: unweighted.
-    - `y0`: this experiment's initial state by name (others: the model's, or fitted);
-      `params`: this experiment's fixed inputs (parameters that differ between experiments).
-    - `t0`: the time the initial state refers to (default ``times[0]``).
-
     Several experiments that share parameters: pass a list of datasets to `simkit.fit`.
+    `from_csv` reads one from a file. The fields are also attributes (stored normalised:
+    float arrays, ``values`` 2-D, ``sigma`` broadcast to ``values``' shape, ``t0`` a float).
+
+    Parameters
+    ----------
+    times : array_like
+        Observation times, shape ``(n_times,)``, strictly increasing (the model's time unit).
+    values : array_like
+        Observed values, shape ``(n_times, n_observed)`` (or ``(n_times,)`` for one
+        column); NaN marks a missing value.
+    observed : sequence of str or callable
+        The model state observed in each column (names), or a function
+        ``h(y, params) -> (n_observed,)`` of the state (e.g. a sum of compartments).
+    names : sequence of str, optional
+        A label per column (default: `observed` when those are names, else ``h0, h1, ...``).
+    sigma : float or array_like, optional
+        Per-point standard deviations (same shape as `values`, or one per column, or a
+        number), for weighted least squares; ``None``: unweighted.
+    y0 : dict, optional
+        This experiment's initial state by name (others: the model's, or fitted).
+    params : dict, optional
+        This experiment's fixed inputs (parameters that differ between experiments).
+    t0 : float, optional
+        The time the initial state refers to (default ``times[0]``).
+    name : str
+        A label for messages and plots (default ``"data"``).
+
+    Raises
+    ------
+    ShapeError
+        ``times`` not 1-D or not as long as ``values``, a number of `observed` names other
+        than the number of columns, or a `sigma` that does not broadcast to ``values``.
+    InputError
+        Times not strictly increasing, a `sigma` that is not positive where values are
+        given, or no finite value at all.
+
+    Examples
+    --------
+    >>> import numpy as np, simkit
+    >>> data = simkit.Dataset(times=[0.0, 1.0, 2.0], values=[[10.0, np.nan], [8.0, 1.5], [6.5, 2.5]],
+    ...                       observed=("S", "I"), sigma=0.1)
+    >>> data.values.shape, data.n_points, data.t0
+    ((3, 2), 5, 0.0)
     """
 
     times: Any
@@ -80,11 +110,36 @@ class Dataset:
 
     @property
     def mask(self) -> np.ndarray:
-        """(n_times, n_observed) True where a value is given."""
+        """Where a value is given (not NaN).
+
+        Returns
+        -------
+        numpy.ndarray
+            Booleans, shape ``(n_times, n_observed)``.
+
+        Examples
+        --------
+        >>> import numpy as np, simkit
+        >>> simkit.Dataset([0.0, 1.0], [[1.0, np.nan], [2.0, 3.0]], observed=("S", "I")).mask.tolist()
+        [[True, False], [True, True]]
+        """
         return np.isfinite(self.values)
 
     @property
     def n_points(self) -> int:
+        """Number of observed values (missing ones not counted).
+
+        Returns
+        -------
+        int
+            ``mask.sum()``.
+
+        Examples
+        --------
+        >>> import numpy as np, simkit
+        >>> simkit.Dataset([0.0, 1.0], [[1.0, np.nan], [2.0, 3.0]], observed=("S", "I")).n_points
+        3
+        """
         return int(self.mask.sum())
 
     @classmethod
@@ -93,27 +148,63 @@ class Dataset:
                  delimiter: str | None = None, **kwargs: Any) -> Dataset:
         """Read a dataset from the named columns of a CSV file (other columns are ignored).
 
-        **Main arguments:**
-
-        - `time`: the column of observation times: numbers (the model's time unit) or dates
-          and times (ISO 8601, ``2020-03-01`` or ``2020-03-01 12:00``, or ``time_format``),
-          which become days since the first one (``time_unit`` to choose another unit).
-        - `columns`: ``{CSV column: model state it observes}``.
-        - `sigma`: ``{CSV column of standard deviations: state}``.
-
-        **Other arguments:** `time_offset`: subtracted from numeric times (default: the first
-        time, so the data start at t = 0); for dates, the date of t = 0 (a ``datetime`` or an
-        ISO string; default: the first date). `time_format`: a ``datetime.strptime`` format
-        for dates that are not ISO 8601 (e.g. ``"%d/%m/%Y"``). `time_unit`: ``"days"``
-        (default), ``"weeks"``, ``"hours"``, ``"minutes"`` or ``"seconds"``, for dates.
-        `delimiter`: the field separator (default: sniffed among ``,`` ``;`` tab and ``|``).
-        Other keyword arguments go to `Dataset` (`name` defaults to the file's name).
-
         The file is UTF-8, with or without a byte-order mark; lines starting with ``#`` are
         comments; the first other line names the columns. Empty cells and ``NA``, ``N/A``,
         ``NaN``, ``null`` are missing values (NaN). In a file separated by ``;`` (or tab or
         ``|``), a decimal comma (``1,5``) reads as a decimal point. Errors name the file, the
         column and the line.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The CSV file.
+        time : str
+            The column of observation times: numbers (the model's time unit) or dates and
+            times (ISO 8601, ``2020-03-01`` or ``2020-03-01 12:00``, or ``time_format``),
+            which become days since the first one (``time_unit`` to choose another unit).
+        columns : dict
+            ``{CSV column: model state it observes}``.
+        sigma : dict, optional
+            ``{CSV column of standard deviations: state}``.
+        time_offset : float, str or datetime, optional
+            Subtracted from numeric times (default: the first time, so the data start at
+            t = 0); for dates, the date of t = 0 (a ``datetime`` or an ISO string; default:
+            the first date).
+        time_format : str, optional
+            A ``datetime.strptime`` format for dates that are not ISO 8601 (e.g.
+            ``"%d/%m/%Y"``).
+        time_unit : {"days", "weeks", "hours", "minutes", "seconds"}
+            The unit of times read from dates (default ``"days"``).
+        delimiter : str, optional
+            The field separator (default: sniffed among ``,`` ``;`` tab and ``|``).
+        **kwargs
+            Passed to `Dataset` (``name`` defaults to the file's name).
+
+        Returns
+        -------
+        Dataset
+            One column per entry of `columns`, in that order, named by the CSV columns.
+
+        Raises
+        ------
+        InputError
+            The file is not UTF-8, has no header or no data, lacks a named column or repeats
+            one, has a row longer than the header, a cell that is not a number, a missing
+            or non-increasing time, a date that does not parse, a `time_offset` of the
+            wrong kind, an unknown `time_unit`, or sigma columns for unobserved states; and
+            `Dataset`'s own checks.
+        OSError
+            The file cannot be opened.
+
+        Examples
+        --------
+        >>> import os, tempfile, simkit
+        >>> path = os.path.join(tempfile.mkdtemp(), "cases.csv")
+        >>> with open(path, "w") as f:
+        ...     _ = f.write("# daily cases\\nday,cases\\n2020-03-01,1\\n2020-03-03,4\\n2020-03-04,NA\\n")
+        >>> data = simkit.Dataset.from_csv(path, time="day", columns={"cases": "I"})
+        >>> data.times.tolist(), data.values[:, 0].tolist(), data.name
+        ([0.0, 2.0, 3.0], [1.0, 4.0, nan], 'cases.csv')
         """
         import csv
         import os

@@ -35,7 +35,29 @@ def _jaxopt():
 
 
 class FitStatus(enum.IntEnum):
-    """How one start of a fit ended. Only `CONVERGED` is a success."""
+    """How one start of a fit ended. Only `CONVERGED` is a success.
+
+    An ``enum.IntEnum``: `FitResult.status` and `FitResult.start_status` hold its members.
+
+    Attributes
+    ----------
+    CONVERGED : int
+        0: the optimiser's convergence test passed.
+    MAX_ITERATIONS : int
+        1: stopped at ``max_iterations``.
+    MAX_EVALUATIONS : int
+        2: stopped at ``max_evaluations`` evaluations of the cost.
+    OPTIMIZER_FAILED : int
+        3: the optimiser reported a failure (e.g. a failed line search).
+    NONFINITE : int
+        4: the cost or the point is not finite at the end (a failed ODE solve, NaN).
+
+    Examples
+    --------
+    >>> from simkit.fitting import FitStatus
+    >>> FitStatus(2).name, FitStatus.CONVERGED == 0
+    ('MAX_EVALUATIONS', True)
+    """
 
     CONVERGED = 0
     MAX_ITERATIONS = 1
@@ -114,39 +136,294 @@ def value_and_grad(fn: Callable, n_params: int) -> Callable:
 
 
 class AbstractDriver(eqx.Module):
-    """An optimiser: see the module's docstring for the contract. ``residual``: ``fn``
-    returns residuals (else a scalar loss); ``bounded``: the optimiser enforces box bounds
-    on the natural parameters itself (else simkit's smooth transforms do)."""
+    """An optimiser for `simkit.fit` (``optimizer=``), and the contract a new one implements.
+
+    ``init(fn, x0, lower, upper) -> state``, ``step(fn, state, lower, upper) -> state`` (one
+    iteration), ``params(state)``, ``converged(state)``, ``failed(state)``,
+    ``iterations(state)``, ``evaluations(state)`` (of ``fn``) and
+    ``default_max_iterations()``; everything jittable and vmappable (multi-start fits run
+    under ``jax.vmap``). simkit runs the steps in one ``lax.while_loop`` until the
+    optimiser converges or fails, or a limit on iterations or evaluations is reached.
+
+    Attributes
+    ----------
+    residual : bool
+        ``fn`` returns residuals (cost ``0.5 * sum(r**2)``); else a scalar loss.
+    bounded : bool
+        The optimiser enforces box bounds on the natural parameters itself (else simkit's
+        smooth transforms do).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> residuals = lambda x: x - jnp.array([1.0, 2.0])
+    >>> from simkit.fitting import LevenbergMarquardt
+    >>> x, iterations, converged = LevenbergMarquardt().run(residuals, jnp.zeros(2))
+    >>> x.round(6).tolist(), bool(converged)
+    ([1.0, 2.0], True)
+    """
 
     residual: ClassVar[bool]
     bounded: ClassVar[bool] = False
 
     def default_max_iterations(self) -> int:
+        """The iteration limit of a fit that gives no ``max_iterations``.
+
+        Returns
+        -------
+        int
+            The optimiser's own limit (e.g. ``maxiter``, ``max_steps``).
+
+        Raises
+        ------
+        NotImplementedError
+            On the abstract class.
+
+        Examples
+        --------
+        >>> from simkit.fitting import BFGS, LevenbergMarquardt
+        >>> LevenbergMarquardt().default_max_iterations(), BFGS().default_max_iterations()
+        (200, 512)
+        """
         raise NotImplementedError
 
     def init(self, fn: Callable, x0: Any, lower: Any, upper: Any) -> Any:
+        """The optimiser's state at the start (evaluates ``fn`` once).
+
+        Parameters
+        ----------
+        fn : callable
+            ``fn(x)``: residuals (`residual`) or a scalar loss, of ``x`` of shape
+            ``(n_params,)``.
+        x0 : jax.Array
+            The start, ``(n_params,)``.
+        lower, upper : jax.Array or None
+            Box bounds on ``x`` (used by `bounded` optimisers only).
+
+        Returns
+        -------
+        pytree
+            The state; its array leaves are the ``while_loop`` carry.
+
+        Raises
+        ------
+        NotImplementedError
+            On the abstract class.
+
+        Examples
+        --------
+        >>> import jax.numpy as jnp
+        >>> from simkit.fitting import LevenbergMarquardt
+        >>> opt, fn = LevenbergMarquardt(), lambda x: x - jnp.array([1.0, 2.0])  # residuals
+        >>> state = opt.init(fn, jnp.zeros(2), None, None)
+        >>> int(opt.iterations(state)), bool(opt.converged(state))
+        (0, False)
+        """
         raise NotImplementedError
 
     def step(self, fn: Callable, state: Any, lower: Any, upper: Any) -> Any:
+        """One iteration.
+
+        Parameters
+        ----------
+        fn : callable
+            As for `init`.
+        state : pytree
+            The current state.
+        lower, upper : jax.Array or None
+            Box bounds, as for `init`.
+
+        Returns
+        -------
+        pytree
+            The next state (the same structure and dtypes).
+
+        Raises
+        ------
+        NotImplementedError
+            On the abstract class.
+
+        Examples
+        --------
+        >>> import jax.numpy as jnp
+        >>> from simkit.fitting import LevenbergMarquardt
+        >>> opt, fn = LevenbergMarquardt(), lambda x: x - jnp.array([1.0, 2.0])  # residuals
+        >>> state = opt.init(fn, jnp.zeros(2), None, None)
+        >>> state = opt.step(fn, state, None, None)
+        >>> opt.params(state).round(3).tolist(), int(opt.iterations(state))
+        ([1.0, 2.0], 1)
+        """
         raise NotImplementedError
 
     def params(self, state: Any) -> Any:
+        """The current point.
+
+        Parameters
+        ----------
+        state : pytree
+            A state of `init`/`step`.
+
+        Returns
+        -------
+        jax.Array
+            ``x``, shape ``(n_params,)``.
+
+        Raises
+        ------
+        NotImplementedError
+            On the abstract class.
+
+        Examples
+        --------
+        >>> import jax.numpy as jnp
+        >>> from simkit.fitting import LevenbergMarquardt
+        >>> opt, fn = LevenbergMarquardt(), lambda x: x - jnp.array([1.0, 2.0])  # residuals
+        >>> state = opt.init(fn, jnp.zeros(2), None, None)
+        >>> opt.params(state).tolist()
+        [0.0, 0.0]
+        """
         raise NotImplementedError
 
     def converged(self, state: Any) -> Any:
+        """Whether the optimiser's convergence test passes.
+
+        Parameters
+        ----------
+        state : pytree
+            A state of `init`/`step`.
+
+        Returns
+        -------
+        jax.Array
+            A boolean scalar.
+
+        Raises
+        ------
+        NotImplementedError
+            On the abstract class.
+
+        Examples
+        --------
+        >>> import jax.numpy as jnp
+        >>> from simkit.fitting import LevenbergMarquardt
+        >>> opt, fn = LevenbergMarquardt(), lambda x: x - jnp.array([1.0, 2.0])  # residuals
+        >>> state = opt.init(fn, jnp.zeros(2), None, None)
+        >>> for _ in range(3):
+        ...     state = opt.step(fn, state, None, None)
+        >>> bool(opt.converged(state))
+        True
+        """
         raise NotImplementedError
 
     def failed(self, state: Any) -> Any:
+        """Whether the optimiser reported a failure (default: never).
+
+        Parameters
+        ----------
+        state : pytree
+            A state of `init`/`step`.
+
+        Returns
+        -------
+        jax.Array
+            A boolean scalar.
+
+        Examples
+        --------
+        >>> import jax.numpy as jnp
+        >>> from simkit.fitting import LevenbergMarquardt
+        >>> opt, fn = LevenbergMarquardt(), lambda x: x - jnp.array([1.0, 2.0])  # residuals
+        >>> state = opt.init(fn, jnp.zeros(2), None, None)
+        >>> bool(opt.failed(state))
+        False
+        """
         return jnp.asarray(False)
 
     def iterations(self, state: Any) -> Any:
+        """Iterations done so far.
+
+        Parameters
+        ----------
+        state : pytree
+            A state of `init`/`step`.
+
+        Returns
+        -------
+        jax.Array
+            An integer scalar.
+
+        Raises
+        ------
+        NotImplementedError
+            On the abstract class.
+
+        Examples
+        --------
+        >>> import jax.numpy as jnp
+        >>> from simkit.fitting import LevenbergMarquardt
+        >>> opt, fn = LevenbergMarquardt(), lambda x: x - jnp.array([1.0, 2.0])  # residuals
+        >>> state = opt.init(fn, jnp.zeros(2), None, None)
+        >>> int(opt.iterations(opt.step(fn, state, None, None)))
+        1
+        """
         raise NotImplementedError
 
     def evaluations(self, state: Any) -> Any:
+        """Evaluations of ``fn`` (with its derivatives) so far, for ``max_evaluations``.
+
+        Parameters
+        ----------
+        state : pytree
+            A state of `init`/`step`.
+
+        Returns
+        -------
+        jax.Array
+            An integer scalar.
+
+        Raises
+        ------
+        NotImplementedError
+            On the abstract class.
+
+        Examples
+        --------
+        >>> import jax.numpy as jnp
+        >>> from simkit.fitting import LevenbergMarquardt
+        >>> opt, fn = LevenbergMarquardt(), lambda x: x - jnp.array([1.0, 2.0])  # residuals
+        >>> state = opt.init(fn, jnp.zeros(2), None, None)
+        >>> int(opt.evaluations(state))  # the one of init
+        1
+        """
         raise NotImplementedError
 
     def run(self, fn: Callable, x0: Any, lower: Any = None, upper: Any = None) -> tuple[Any, Any, Any]:
-        """``(x, iterations, converged)`` within the default iteration limit."""
+        """Minimise ``fn`` from ``x0`` within the default iteration limit.
+
+        Parameters
+        ----------
+        fn : callable
+            Residuals (`residual`) or a scalar loss of ``x`` of shape ``(n_params,)``.
+        x0 : jax.Array
+            The start (floating point).
+        lower, upper : jax.Array, optional
+            Box bounds (for `bounded` optimisers: required by `LBFGSB`).
+
+        Returns
+        -------
+        tuple
+            ``(x, iterations, converged)``: the final point, the iterations done and
+            whether it converged (JAX scalars).
+
+        Examples
+        --------
+        >>> import jax.numpy as jnp
+        >>> loss = lambda x: jnp.sum((x - jnp.array([1.0, 2.0])) ** 2)
+        >>> from simkit.fitting import BFGS
+        >>> x, iterations, converged = BFGS().run(loss, jnp.zeros(2))
+        >>> x.round(6).tolist(), bool(converged)
+        ([1.0, 2.0], True)
+        """
         out = minimise(self, fn, x0, lower, upper, max_iterations=self.default_max_iterations(),
                        max_evaluations=2**31 - 1)
         return out.x, out.iterations, out.status == int(FitStatus.CONVERGED)
@@ -190,7 +467,28 @@ class LevenbergMarquardt(_JaxoptDriver):
     (``0.5 g^T (J^T J)^+ g <= ftol F``, MINPACK's relative-reduction test, scale-free: it
     stops once the optimum is reached to the accuracy the solves allow), or Madsen-Nielsen's
     tests, a step below ``xtol (|x| + xtol)`` or a gradient below ``gtol`` (largest
-    component)."""
+    component). The default optimiser of `simkit.fit` for residual losses.
+
+    Parameters
+    ----------
+    maxiter : int
+        Iteration limit when the fit gives no ``max_iterations`` (default 200).
+    xtol : float
+        Relative step tolerance (default 1e-12).
+    gtol : float
+        Gradient tolerance, largest component (default 1e-10).
+    ftol : float
+        Relative predicted-reduction tolerance (default 1e-10).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> residuals = lambda x: x - jnp.array([1.0, 2.0])
+    >>> from simkit.fitting import LevenbergMarquardt
+    >>> x, iterations, converged = LevenbergMarquardt().run(residuals, jnp.zeros(2))
+    >>> x.round(6).tolist(), bool(converged)
+    ([1.0, 2.0], True)
+    """
 
     maxiter: int = 200
     xtol: float = 1e-12
@@ -219,7 +517,24 @@ class LevenbergMarquardt(_JaxoptDriver):
 
 class GaussNewton(_JaxoptDriver):
     """jaxopt's Gauss-Newton on residuals (no damping: from a poor start, prefer
-    `LevenbergMarquardt`). Converged: a step of norm below ``tol``."""
+    `LevenbergMarquardt`). Converged: a step of norm below ``tol``.
+
+    Parameters
+    ----------
+    maxiter : int
+        Iteration limit when the fit gives no ``max_iterations`` (default 100).
+    tol : float
+        Step-norm tolerance (default 1e-12).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> residuals = lambda x: x - jnp.array([1.0, 2.0])
+    >>> from simkit.fitting import GaussNewton
+    >>> x, iterations, converged = GaussNewton().run(residuals, jnp.zeros(2))
+    >>> x.round(6).tolist(), bool(converged)
+    ([1.0, 2.0], True)
+    """
 
     maxiter: int = 100
     tol: float = 1e-12
@@ -239,7 +554,24 @@ class LBFGS(_JaxoptDriver):
     """jaxopt's L-BFGS (zoom line search) on a scalar loss. Converged: a gradient of norm
     below ``tol``. Its first step is the unscaled negative gradient, and it keeps curvature
     pairs with ``s.y <= 0`` (then a search direction can point uphill and the line search
-    spends its 30 evaluations): `BFGS` is the default for likelihoods."""
+    spends its 30 evaluations): `BFGS` is the default for likelihoods.
+
+    Parameters
+    ----------
+    maxiter : int
+        Iteration limit when the fit gives no ``max_iterations`` (default 300).
+    tol : float
+        Gradient-norm tolerance (default 1e-7).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> loss = lambda x: jnp.sum((x - jnp.array([1.0, 2.0])) ** 2)
+    >>> from simkit.fitting import LBFGS
+    >>> x, iterations, converged = LBFGS().run(loss, jnp.zeros(2))
+    >>> x.round(6).tolist(), bool(converged)
+    ([1.0, 2.0], True)
+    """
 
     maxiter: int = 300
     tol: float = 1e-7
@@ -261,7 +593,27 @@ class LBFGS(_JaxoptDriver):
 
 class LBFGSB(_JaxoptDriver):
     """jaxopt's L-BFGS-B: a scalar loss with box bounds on the natural parameters.
-    Converged: a projected gradient of norm below ``tol``."""
+    Converged: a projected gradient of norm below ``tol``.
+
+    The bounds of `simkit.fit` (``bounds=``) are enforced by the optimiser itself instead
+    of smooth transforms.
+
+    Parameters
+    ----------
+    maxiter : int
+        Iteration limit when the fit gives no ``max_iterations`` (default 300).
+    tol : float
+        Projected-gradient-norm tolerance (default 1e-7).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> loss = lambda x: jnp.sum((x - jnp.array([1.0, 2.0])) ** 2)
+    >>> from simkit.fitting import LBFGSB
+    >>> x, iterations, converged = LBFGSB().run(loss, jnp.zeros(2), jnp.zeros(2), jnp.full(2, 1.5))
+    >>> x.round(6).tolist(), bool(converged)  # the second coordinate stops at its bound
+    ([1.0, 1.5], True)
+    """
 
     maxiter: int = 300
     tol: float = 1e-7
@@ -365,7 +717,24 @@ class BFGS(_OptimistixDriver):
     no update from a curvature pair with ``s.y <= 0``. Converged: successive accepted
     points and losses agree to ``rtol``/``atol`` (optimistix's Cauchy test). An iteration is
     one step of optimistix (one evaluation of the loss and its gradient; a rejected trial
-    point counts)."""
+    point counts).
+
+    Parameters
+    ----------
+    rtol, atol : float
+        Relative and absolute tolerances of the Cauchy test (default 1e-8).
+    max_steps : int
+        Iteration limit when the fit gives no ``max_iterations`` (default 512).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> loss = lambda x: jnp.sum((x - jnp.array([1.0, 2.0])) ** 2)
+    >>> from simkit.fitting import BFGS
+    >>> x, iterations, converged = BFGS().run(loss, jnp.zeros(2))
+    >>> x.round(6).tolist(), bool(converged)
+    ([1.0, 2.0], True)
+    """
 
     rtol: float = 1e-8
     atol: float = 1e-8
@@ -384,13 +753,47 @@ class BFGS(_OptimistixDriver):
 class Optimistix(_OptimistixDriver):
     """Any optimistix solver: a least-squares one (``optimistix.LevenbergMarquardt(rtol,
     atol)``, residuals) or a minimiser (``optimistix.BFGS(rtol, atol)``, scalar loss). An
-    iteration is one optimistix step (one evaluation of ``fn``)."""
+    iteration is one optimistix step (one evaluation of ``fn``).
+
+    Parameters
+    ----------
+    solver : optimistix solver
+        An ``optimistix.AbstractLeastSquaresSolver`` (gets residuals) or an
+        ``optimistix.AbstractMinimiser`` (gets a scalar loss), with its tolerances.
+    max_steps : int
+        Iteration limit when the fit gives no ``max_iterations`` (default 256).
+
+    Examples
+    --------
+    >>> import optimistix as optx
+    >>> import jax.numpy as jnp
+    >>> residuals = lambda x: x - jnp.array([1.0, 2.0])
+    >>> from simkit.fitting import Optimistix
+    >>> opt = Optimistix(optx.LevenbergMarquardt(rtol=1e-8, atol=1e-8))
+    >>> x, iterations, converged = opt.run(residuals, jnp.zeros(2))
+    >>> opt.residual, x.round(6).tolist(), bool(converged)
+    (True, [1.0, 2.0], True)
+    """
 
     solver: Any
     max_steps: int = 256
 
     @property
     def residual(self) -> bool:  # type: ignore[override]
+        """Whether `solver` is a least-squares solver (then ``fn`` returns residuals).
+
+        Returns
+        -------
+        bool
+            ``isinstance(solver, optimistix.AbstractLeastSquaresSolver)``.
+
+        Examples
+        --------
+        >>> import optimistix as optx
+        >>> from simkit.fitting import Optimistix
+        >>> Optimistix(optx.BFGS(rtol=1e-8, atol=1e-8)).residual
+        False
+        """
         import optimistix as optx
 
         return isinstance(self.solver, optx.AbstractLeastSquaresSolver)

@@ -22,26 +22,141 @@ TINY = 1e-300
 
 
 class AbstractLoss(eqx.Module):
-    """``residual_form``: has `residuals`; ``nuisance``: name of an extra estimated
-    parameter (its log is optimised), or ``None``."""
+    """A loss of `simkit.fit`: how the model's prediction ``mu`` is compared with data ``y``.
+
+    Subclass it for another likelihood: implement `nll` (and `residuals` with
+    ``residual_form = True`` for Levenberg-Marquardt / Gauss-Newton), and `check` to refuse
+    data the loss cannot take.
+
+    Attributes
+    ----------
+    residual_form : bool
+        The loss has `residuals` (cost ``0.5 * sum(r**2)``), for residual optimisers (a
+        class variable).
+    nuisance : str or None
+        Name of an extra estimated parameter (its log is optimised, passed as ``extra``),
+        or ``None`` (a class variable).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from simkit.fitting import AbstractLoss
+    >>> class Laplace(AbstractLoss):  # absolute deviations, unit scale
+    ...     def nll(self, mu, y, sigma, mask, extra):
+    ...         return jnp.sum(jnp.where(mask, jnp.abs(mu - y) / sigma, 0.0))
+    >>> Laplace().nll(jnp.array([1.0, 2.0]), jnp.array([1.5, 3.0]), 1.0, jnp.array([True, True]), None).item()
+    1.5
+    """
 
     residual_form: ClassVar[bool] = False
     nuisance: ClassVar[str | None] = None
 
     def residuals(self, mu, y, sigma):
+        """Residuals ``r``, whose cost is ``0.5 * sum(r**2)`` (residual losses only).
+
+        Parameters
+        ----------
+        mu : jax.Array
+            Model predictions at the observed points.
+        y : jax.Array
+            Observations, same shape.
+        sigma : jax.Array or float
+            Standard deviations (1 without per-point sigmas).
+
+        Returns
+        -------
+        jax.Array
+            Same shape as ``mu``.
+
+        Raises
+        ------
+        TypeError
+            A likelihood loss (``residual_form = False``): use a scalar optimiser.
+
+        Examples
+        --------
+        >>> import jax.numpy as jnp
+        >>> from simkit import LeastSquares
+        >>> LeastSquares().residuals(jnp.array([1.0, 2.0]), jnp.array([1.5, 2.0]), 0.5).tolist()
+        [-1.0, 0.0]
+        """
         raise TypeError(f"{type(self).__name__} is a likelihood, not a residual loss: use a scalar "
                         "solver (LBFGS, LBFGSB)")
 
     def nll(self, mu, y, sigma, mask, extra):
-        """Negative log-likelihood summed over the points in ``mask``."""
+        """Negative log-likelihood summed over the points in ``mask``.
+
+        Parameters
+        ----------
+        mu : jax.Array
+            Model predictions, shape ``(n_times, n_observed)`` (or any, as ``y``).
+        y : jax.Array
+            Observations, same shape (anything where ``mask`` is False).
+        sigma : jax.Array or float
+            Standard deviations (1 without per-point sigmas).
+        mask : jax.Array
+            Booleans, same shape: the points that count.
+        extra : jax.Array or None
+            The log of the `nuisance` parameter, for losses that have one.
+
+        Returns
+        -------
+        jax.Array
+            A scalar.
+
+        Raises
+        ------
+        NotImplementedError
+            On the abstract class.
+
+        Examples
+        --------
+        >>> import jax.numpy as jnp
+        >>> from simkit import LeastSquares
+        >>> mu, y, mask = jnp.array([1.0, 2.0]), jnp.array([1.5, 2.0]), jnp.array([True, True])
+        >>> LeastSquares().nll(mu, y, 0.5, mask, None).item()  # 0.5 * sum(r**2)
+        0.5
+        """
         raise NotImplementedError
 
     def check(self, values) -> None:
-        """Raise for data the loss cannot take."""
+        """Raise for data the loss cannot take (called by `simkit.fit` before compiling).
+
+        Parameters
+        ----------
+        values : numpy.ndarray
+            The observed values (NaN where missing).
+
+        Raises
+        ------
+        InputError
+            Data outside the loss's domain (e.g. non-positive values for `LogNormal`,
+            non-integer counts for `Poisson`).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from simkit import Poisson
+        >>> Poisson().check(np.array([0.0, 3.0, np.nan]))  # counts: accepted
+        >>> Poisson().check(np.array([1.5]))
+        Traceback (most recent call last):
+        ...
+        simkit.errors.InputError: Poisson loss needs non-negative integer counts
+        """
 
 
 class LeastSquares(AbstractLoss):
-    """``r = (mu - y) / sigma`` (sigma = 1 without per-point sigmas)."""
+    """Least squares: ``r = (mu - y) / sigma`` (sigma = 1 without per-point sigmas).
+
+    The default loss of `simkit.fit` (with `LevenbergMarquardt`). Takes no arguments.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from simkit import LeastSquares
+    >>> LeastSquares().residuals(jnp.array([1.0, 2.0]), jnp.array([1.5, 2.0]), 0.5).tolist()
+    [-1.0, 0.0]
+    """
 
     residual_form = True
 
@@ -55,7 +170,17 @@ class LeastSquares(AbstractLoss):
 
 class LogNormal(AbstractLoss):
     """Least squares on logarithms: ``r = (log mu - log y) / sigma``, for positive data with
-    multiplicative noise (e.g. population counts over orders of magnitude)."""
+    multiplicative noise (e.g. population counts over orders of magnitude).
+
+    Takes no arguments. `simkit.fit` refuses data with values ``<= 0``.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from simkit import LogNormal
+    >>> LogNormal().residuals(jnp.array([1.0, jnp.e]), jnp.array([1.0, 1.0]), 1.0).tolist()
+    [0.0, 1.0]
+    """
 
     residual_form = True
 
@@ -76,7 +201,20 @@ class LogNormal(AbstractLoss):
 
 class GaussianNLL(AbstractLoss):
     """Gaussian likelihood with one noise scale ``noise`` estimated from the data:
-    ``sum(0.5 ((mu - y) / noise)^2 + log noise + 0.5 log 2 pi)``."""
+    ``sum(0.5 ((mu - y) / noise)^2 + log noise + 0.5 log 2 pi)``.
+
+    Takes no arguments. The fit estimates ``log noise`` with the model parameters (the
+    ``extra`` argument of `nll`); a likelihood: use `BFGS` (the default for it), `LBFGS` or
+    `LBFGSB`.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from simkit import GaussianNLL
+    >>> mu, y, mask = jnp.array([1.0, 2.0]), jnp.array([1.5, 2.0]), jnp.array([True, True])
+    >>> round(GaussianNLL().nll(mu, y, 1.0, mask, jnp.log(0.5)).item(), 6)  # noise = 0.5
+    0.951583
+    """
 
     nuisance = "noise"
 
@@ -88,7 +226,18 @@ class GaussianNLL(AbstractLoss):
 
 
 class Poisson(AbstractLoss):
-    """Counts: ``sum(mu - y log mu + log y!)``."""
+    """Counts: ``sum(mu - y log mu + log y!)``.
+
+    Takes no arguments. `simkit.fit` refuses data that are not non-negative integers.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from simkit import Poisson
+    >>> mu, y, mask = jnp.array([2.0, 3.0]), jnp.array([1.0, 4.0]), jnp.array([True, True])
+    >>> round(Poisson().nll(mu, y, 1.0, mask, None).item(), 6)
+    3.090457
+    """
 
     def nll(self, mu, y, sigma, mask, extra):
         mu = jnp.maximum(mu, TINY)
@@ -104,7 +253,20 @@ class Poisson(AbstractLoss):
 
 
 class NegativeBinomial(AbstractLoss):
-    """Over-dispersed counts, variance ``mu + mu^2 / dispersion``, the dispersion estimated."""
+    """Over-dispersed counts, variance ``mu + mu^2 / dispersion``, the dispersion estimated.
+
+    Takes no arguments. The fit estimates ``log dispersion`` with the model parameters
+    (the ``extra`` argument of `nll`); `simkit.fit` refuses data that are not non-negative
+    integers.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from simkit import NegativeBinomial
+    >>> mu, y, mask = jnp.array([2.0, 3.0]), jnp.array([1.0, 4.0]), jnp.array([True, True])
+    >>> round(NegativeBinomial().nll(mu, y, 1.0, mask, jnp.log(10.0)).item(), 6)  # dispersion 10
+    3.229098
+    """
 
     nuisance = "dispersion"
 

@@ -20,15 +20,62 @@ from .uncertainty import inverse
 class FitResult(io.Saveable):
     """The outcome of `simkit.fit`.
 
-    **Fields:** `names`; `estimates`, `stderr` (name -> value); `intervals` (name -> (low,
-    high), Wald, at `confidence`); `cov` (Jacobian-based for residual losses, Hessian-based
-    for likelihoods), `cov_hessian`, `corr` (arrays in `names` order); `cost` (0.5 sum r^2
-    or the negative log-likelihood); `status` (a `FitStatus`: converged, or which limit
-    stopped the returned start), `converged`, `message`, `iterations` and `evaluations` (of
-    the cost, by the returned start); `start_costs`, `start_status` (every start's final
-    cost and status) and `starts`; `limits` (``max_iterations``, ``max_evaluations``,
-    ``max_steps``); `hints` (identifiability); `solutions` (the fitted model on a fine grid,
-    one per dataset); `residuals`.
+    Returned by `simkit.fit`, not built by hand. ``print(result)`` gives a summary table;
+    `converged`, `cov_hessian` and `solutions` are properties.
+
+    Attributes
+    ----------
+    names : tuple of str
+        The free parameters (initial states fitted as ``"y0:<state>"``).
+    estimates, stderr : dict
+        ``{name: value}``: estimates and standard errors.
+    intervals : dict
+        ``{name: (low, high)}``: Wald intervals at `confidence`.
+    cov, corr : numpy.ndarray
+        Covariance (Jacobian-based for residual losses, Hessian-based for likelihoods) and
+        correlation, ``(n_params, n_params)`` in `names` order.
+    cost : float
+        ``0.5 * sum(r**2)``, or the negative log-likelihood.
+    iterations, evaluations : int
+        Iterations, and evaluations of the cost, of the returned start.
+    status : FitStatus
+        Converged, or which limit stopped the returned start.
+    message : str
+        The status in words (with the limit that was reached).
+    start_costs : numpy.ndarray
+        Every start's final cost, ``(starts,)``.
+    start_status : tuple of FitStatus
+        Every start's status.
+    starts : numpy.ndarray
+        The starting points, ``(starts, n_params)``.
+    limits : dict
+        ``max_iterations``, ``max_evaluations``, ``max_steps`` of the fit.
+    hints : tuple of str
+        Identifiability hints (e.g. strongly correlated or undetermined parameters).
+    residuals : numpy.ndarray or None
+        Residuals at the observed points, datasets in order (residual losses).
+    confidence : float
+        The level of the intervals.
+    loss_name, optimizer_name : str
+        The loss and the optimiser, by class name.
+    n_points : int
+        Number of observed values.
+    problem : object
+        The fit's internal problem (model, datasets, compiled objective).
+    optimizer : AbstractDriver
+        The optimiser used.
+
+    Examples
+    --------
+    >>> import simkit
+    >>> from simkit import datasets, models
+    >>> result = simkit.fit(models.get("lotka_volterra"), datasets.lynx_hare(), loss=simkit.LogNormal(),
+    ...                     initial_state="fit", bounds="positive")
+    >>> result.names[:2], result.converged, result.loss_name, result.optimizer_name
+    (('alpha', 'beta'), True, 'LogNormal', 'LevenbergMarquardt')
+    >>> print(result)  # doctest: +ELLIPSIS
+    fit of 'lotka_volterra': LogNormal loss, LevenbergMarquardt, 42 points, 1 start(s)
+    ...
     """
 
     names: tuple[str, ...]
@@ -59,18 +106,66 @@ class FitResult(io.Saveable):
 
     @property
     def converged(self) -> bool:
-        """Whether the returned start converged (its own status)."""
+        """Whether the returned start converged (its own status).
+
+        Returns
+        -------
+        bool
+            ``status == FitStatus.CONVERGED``.
+
+        Examples
+        --------
+        >>> import simkit
+        >>> from simkit import datasets, models
+        >>> result = simkit.fit(models.get("lotka_volterra"), datasets.lynx_hare(), loss=simkit.LogNormal(),
+        ...                     initial_state="fit", bounds="positive")
+        >>> result.converged, result.status.name
+        (True, 'CONVERGED')
+        """
         return self.status == FitStatus.CONVERGED
 
     @property
     def solver_name(self) -> str:
-        """Deprecated alias of `optimizer_name`."""
+        """Deprecated alias of `optimizer_name`.
+
+        Returns
+        -------
+        str
+            `optimizer_name`.
+
+        Examples
+        --------
+        >>> import simkit
+        >>> from simkit import datasets, models
+        >>> result = simkit.fit(models.get("lotka_volterra"), datasets.lynx_hare(), loss=simkit.LogNormal(),
+        ...                     initial_state="fit", bounds="positive")
+        >>> result.solver_name == result.optimizer_name
+        True
+        """
         return self.optimizer_name
 
     @property
     def cov_hessian(self) -> np.ndarray:
         """Covariance from the Hessian of the objective (``jax.hessian``; scaled by the
-        residual variance for residual losses), computed on first use."""
+        residual variance for residual losses), computed on first use.
+
+        For residual losses, a check of `cov` (from the Jacobian, Gauss-Newton): the two agree
+        when the model fits well.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(n_params, n_params)`` in `names` order.
+
+        Examples
+        --------
+        >>> import simkit
+        >>> from simkit import datasets, models
+        >>> result = simkit.fit(models.get("lotka_volterra"), datasets.lynx_hare(), loss=simkit.LogNormal(),
+        ...                     initial_state="fit", bounds="positive")
+        >>> result.cov_hessian.shape
+        (6, 6)
+        """
         if self._hessian_cov is not None:
             return self._hessian_cov
         if "cov_hessian" not in self._cache:
@@ -83,7 +178,22 @@ class FitResult(io.Saveable):
 
     @property
     def solutions(self) -> tuple[Any, ...]:
-        """The fitted model on 201 points over each dataset's span (computed on first use)."""
+        """The fitted model on 201 points over each dataset's span (computed on first use).
+
+        Returns
+        -------
+        tuple of Solution
+            One per dataset, from its ``t0`` to its last time.
+
+        Examples
+        --------
+        >>> import simkit
+        >>> from simkit import datasets, models
+        >>> result = simkit.fit(models.get("lotka_volterra"), datasets.lynx_hare(), loss=simkit.LogNormal(),
+        ...                     initial_state="fit", bounds="positive")
+        >>> [sol.ts.shape for sol in result.solutions]
+        [(201,)]
+        """
         if "solutions" not in self._cache:
             sols = []
             for k, d in enumerate(self.problem.datasets):
@@ -95,7 +205,48 @@ class FitResult(io.Saveable):
     @classmethod
     def build(cls, problem, theta, cost, best, outcome, points, stats, optimizer, confidence, limits):
         """The result for start ``best`` of the starts' ``outcome`` (iterations, evaluations,
-        status codes and costs, one per start)."""
+        status codes and costs, one per start).
+
+        Internal: `simkit.fit` builds its result with it.
+
+        Parameters
+        ----------
+        problem : object
+            The fit's problem (model, datasets, parameter space, compiled objective).
+        theta : array_like
+            The estimates, in the problem's parameter order.
+        cost : float
+            The final cost of start ``best``.
+        best : int
+            The returned start.
+        outcome : tuple
+            ``(iterations, evaluations, status codes, costs)``, one entry per start.
+        points : array_like
+            The starting points, ``(starts, n_params)``.
+        stats : dict
+            Uncertainties: ``stderr``, ``intervals``, ``cov``, ``corr``, ``cov_hessian``,
+            ``hints``, ``n_points``.
+        optimizer : AbstractDriver
+            The optimiser.
+        confidence : float
+            The level of the intervals.
+        limits : dict
+            ``max_iterations``, ``max_evaluations``, ``max_steps``.
+
+        Returns
+        -------
+        FitResult
+            The result.
+
+        Examples
+        --------
+        >>> import simkit
+        >>> from simkit import datasets, models
+        >>> result = simkit.fit(models.get("lotka_volterra"), datasets.lynx_hare(), loss=simkit.LogNormal(),
+        ...                     initial_state="fit", bounds="positive")
+        >>> isinstance(result, simkit.FitResult)  # built by FitResult.build
+        True
+        """
         names = problem.space.names
         iterations, evaluations, codes, costs = (np.asarray(a) for a in outcome)
         start_status = tuple(FitStatus(int(c)) if np.isfinite(v) else FitStatus.NONFINITE
@@ -118,6 +269,22 @@ class FitResult(io.Saveable):
 
     @property
     def theta(self) -> np.ndarray:
+        """The estimates as an array, in `names` order.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(n_params,)``.
+
+        Examples
+        --------
+        >>> import simkit
+        >>> from simkit import datasets, models
+        >>> result = simkit.fit(models.get("lotka_volterra"), datasets.lynx_hare(), loss=simkit.LogNormal(),
+        ...                     initial_state="fit", bounds="positive")
+        >>> result.theta.shape, float(result.theta[0]) == result.estimates["alpha"]
+        ((6,), True)
+        """
         return np.array([self.estimates[n] for n in self.names])
 
     def __str__(self) -> str:
@@ -149,9 +316,44 @@ class FitResult(io.Saveable):
     def profile(self, name: str, values: Any = None, *, n: int = 15, width: float = 3.0) -> dict[str, Any]:
         """Profile likelihood of ``name``: for each fixed value (default: the estimate +-
         ``width`` standard errors, ``n`` points, inside the bounds) the other parameters are
-        re-fitted (all values at once, ``jax.vmap``). Returns ``values``, ``delta`` (the
-        likelihood-ratio statistic, chi-square with 1 dof) and ``interval`` (where ``delta``
-        is below its `confidence` quantile; ``nan`` where the grid does not reach it)."""
+        re-fitted (all values at once, ``jax.vmap``).
+
+        Parameters
+        ----------
+        name : str
+            A free parameter, one of `names`.
+        values : array_like, optional
+            The fixed values (default: ``n`` points from ``estimate - width * stderr`` to
+            ``estimate + width * stderr``, inside the bounds).
+        n : int
+            Number of default values (default 15).
+        width : float
+            Half-width of the default grid in standard errors (default 3).
+
+        Returns
+        -------
+        dict
+            ``values`` (the fixed values), ``delta`` (the likelihood-ratio statistic,
+            chi-square with 1 dof, at each value), ``interval`` (``(low, high)``: where
+            ``delta`` is below its `confidence` quantile; ``nan`` where the grid does not
+            reach it) and ``threshold`` (that quantile).
+
+        Raises
+        ------
+        InputError
+            ``name`` is not a free parameter.
+
+        Examples
+        --------
+        >>> import simkit
+        >>> from simkit import datasets, models
+        >>> result = simkit.fit(models.get("lotka_volterra"), datasets.lynx_hare(), loss=simkit.LogNormal(),
+        ...                     initial_state="fit", bounds="positive")
+        >>> profile = result.profile("alpha")
+        >>> low, high = profile["interval"]
+        >>> profile["values"].shape, bool(low < result.estimates["alpha"] < high)
+        ((15,), True)
+        """
         from scipy import stats as scipy_stats
 
         if name not in self.names:
@@ -203,16 +405,15 @@ class FitResult(io.Saveable):
         DependencyError
             xarray is not installed.
 
-        Example
-        -------
-        >>> import numpy as np, simkit
-        >>> model = simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * y, params={"k": 1.0}, y0=[1.0],
-        ...                         state_names=("y",), name="decay")
-        >>> times = np.linspace(0.0, 2.0, 6)
-        >>> data = simkit.Dataset(times, np.exp(-1.3 * times)[:, None], observed=("y",))
-        >>> ds = simkit.fit(model, data).to_xarray()
-        >>> round(ds["estimate"].sel(parameter="k").item(), 6), ds["cov"].dims
-        (1.3, ('parameter', 'parameter_j'))
+        Examples
+        --------
+        >>> import simkit
+        >>> from simkit import datasets, models
+        >>> result = simkit.fit(models.get("lotka_volterra"), datasets.lynx_hare(), loss=simkit.LogNormal(),
+        ...                     initial_state="fit", bounds="positive")
+        >>> ds = result.to_xarray()
+        >>> round(ds["estimate"].sel(parameter="alpha").item(), 2), ds["cov"].dims
+        (0.54, ('parameter', 'parameter_j'))
         """
         from .. import io
 
@@ -263,7 +464,33 @@ class FitResult(io.Saveable):
 
     # plots -----------------------------------------------------------------------------------
     def plot(self, axes: Any = None) -> Any:
-        """Data and fit per observed quantity (top) and residuals (bottom); returns the axes."""
+        """Data and fit per observed quantity (top) and residuals (bottom); returns the axes.
+
+        Parameters
+        ----------
+        axes : numpy.ndarray of matplotlib.axes.Axes, optional
+            A ``(2, columns)`` grid (columns: the observed quantities of every dataset); a new
+            figure if None.
+
+        Returns
+        -------
+        numpy.ndarray of matplotlib.axes.Axes
+            The ``(2, columns)`` axes.
+
+        Raises
+        ------
+        ImportError
+            matplotlib is not installed.
+
+        Examples
+        --------
+        >>> import simkit
+        >>> from simkit import datasets, models
+        >>> result = simkit.fit(models.get("lotka_volterra"), datasets.lynx_hare(), loss=simkit.LogNormal(),
+        ...                     initial_state="fit", bounds="positive")
+        >>> result.plot().shape  # hare and lynx
+        (2, 2)
+        """
         import matplotlib.pyplot as plt
 
         from ..plot import plot_fit
@@ -277,17 +504,101 @@ class FitResult(io.Saveable):
         return axes
 
     def plot_correlation(self, ax: Any = None) -> Any:
+        """Heat map of the parameters' correlation matrix, the values written in the cells.
+
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes, optional
+            Where to draw (a new figure if None).
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+            The axes drawn on.
+
+        Raises
+        ------
+        ImportError
+            matplotlib is not installed.
+
+        Examples
+        --------
+        >>> import simkit
+        >>> from simkit import datasets, models
+        >>> result = simkit.fit(models.get("lotka_volterra"), datasets.lynx_hare(), loss=simkit.LogNormal(),
+        ...                     initial_state="fit", bounds="positive")
+        >>> result.plot_correlation().get_title()
+        'parameter correlation'
+        """
         from ..plot import plot_correlation
 
         return plot_correlation(self.names, self.corr, ax)
 
     def plot_profiles(self, names: Any = None, axes: Any = None) -> Any:
+        """Profile likelihoods (`profile`, default grid) of some parameters, one panel each,
+        with the threshold of the interval and the Wald interval.
+
+        Parameters
+        ----------
+        names : sequence of str, optional
+            The parameters (default all: one re-fit per parameter and grid point).
+        axes : sequence of matplotlib.axes.Axes, optional
+            One per name (a new figure if None).
+
+        Returns
+        -------
+        sequence of matplotlib.axes.Axes
+            The axes drawn on.
+
+        Raises
+        ------
+        InputError
+            A name that is not a free parameter.
+        ImportError
+            matplotlib is not installed.
+
+        Examples
+        --------
+        >>> import simkit
+        >>> from simkit import datasets, models
+        >>> result = simkit.fit(models.get("lotka_volterra"), datasets.lynx_hare(), loss=simkit.LogNormal(),
+        ...                     initial_state="fit", bounds="positive")
+        >>> axes = result.plot_profiles(["alpha"])
+        >>> axes[0].get_xlabel()
+        'alpha'
+        """
         from ..plot import plot_profiles
 
         names = list(self.names if names is None else names)
         return plot_profiles(self, {n: self.profile(n) for n in names}, axes)
 
     def plot_waterfall(self, ax: Any = None) -> Any:
+        """Final costs of every start, sorted (plateaus are local optima): for ``starts > 1``.
+
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes, optional
+            Where to draw (a new figure if None).
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+            The axes drawn on.
+
+        Raises
+        ------
+        ImportError
+            matplotlib is not installed.
+
+        Examples
+        --------
+        >>> import simkit
+        >>> from simkit import datasets, models
+        >>> result = simkit.fit(models.get("lotka_volterra"), datasets.lynx_hare(), loss=simkit.LogNormal(),
+        ...                     initial_state="fit", bounds="positive")
+        >>> result.plot_waterfall().get_title()
+        'multi-start waterfall'
+        """
         from ..plot import plot_waterfall
 
         return plot_waterfall(self.start_costs, ax)

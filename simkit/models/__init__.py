@@ -27,7 +27,29 @@ _KINDS = {"ode": {n for f in _FAMILIES if f not in _PDE_FAMILIES for n in f.MODE
 
 
 def names(kind: str | None = None) -> list[str]:
-    """Names of the models in the library, sorted: all, or of one kind (``"ode"``, ``"pde"``)."""
+    """Names of the models in the library, sorted: all, or of one kind (``"ode"``, ``"pde"``).
+
+    Parameters
+    ----------
+    kind : {"ode", "pde"}, optional
+        Only `ODEModel` (``"ode"``) or `PDEModel` (``"pde"``) names; default all.
+
+    Returns
+    -------
+    list of str
+        Names for `get`, sorted.
+
+    Raises
+    ------
+    ParameterError
+        Another `kind`.
+
+    Examples
+    --------
+    >>> from simkit import models
+    >>> "lorenz" in models.names("ode"), models.names("pde")[:3]
+    (True, ['advection', 'advection_diffusion', 'allen_cahn'])
+    """
     if kind is None:
         return sorted(_REGISTRY)
     if kind not in _KINDS:

@@ -32,7 +32,32 @@ TRANSFORMS = ("shard_map", "pmap")
 def local_grid(grid: Grid, mesh_shape: tuple[int, ...]) -> Grid:
     """The block of ``grid`` one shard holds: ``grid.shape[a] // mesh_shape[a]`` points per
     axis, the same spacing (length units) and `lower` as ``grid`` (one static grid for every
-    shard; where a block lies is its `Space`'s ``offset``, see `sharded_space`)."""
+    shard; where a block lies is its `Space`'s ``offset``, see `sharded_space`).
+
+    Parameters
+    ----------
+    grid : Grid
+        The whole grid.
+    mesh_shape : tuple of int
+        Devices along each grid axis (``mesh.devices.shape``).
+
+    Returns
+    -------
+    Grid
+        The block's grid.
+
+    Raises
+    ------
+    ShapeError
+        An axis that does not split evenly (the message lists the device counts that work).
+
+    Examples
+    --------
+    >>> from simkit.parallel import local_grid
+    >>> from simkit.stencil import Grid
+    >>> local_grid(Grid((8, 8)), (2, 1))
+    Grid(4x8 on [0, 0.5] x [0, 1], cell)
+    """
     bad = [a for a, (s, d) in enumerate(zip(grid.shape, mesh_shape)) if s % d]
     if bad:
         from .mesh import working_counts
@@ -49,7 +74,44 @@ def sharded_space(grid: Grid, bcs: Any, axes: tuple[tuple[str, int], ...], domai
     ghosts, global reductions, and its position in the whole grid ``domain``: the offset of
     its first point, ``lax.axis_index(name) * grid.shape[a]`` per split axis ``a``, so
     ``space.coordinates()`` are the block's own. Call it inside ``shard_map``/``pmap`` (the
-    mesh axis names of ``axes``, ``(name, size)`` per grid axis, bound)."""
+    mesh axis names of ``axes``, ``(name, size)`` per grid axis, bound).
+
+    Parameters
+    ----------
+    grid : Grid
+        The shard's block, ``local_grid(domain, sizes)``.
+    bcs : AbstractBoundaryCondition or sequence
+        The boundary conditions of the whole domain.
+    axes : tuple of (str, int)
+        Per grid axis, the mesh axis name and its size.
+    domain : Grid
+        The whole grid.
+
+    Returns
+    -------
+    Space
+        Ghosts by `halo_pad`, sums and maxima over every shard (``psum``/``pmax``).
+
+    Raises
+    ------
+    ShapeError
+        ``grid`` is not the block of ``domain`` on a mesh of those sizes.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from jax.sharding import PartitionSpec as P
+    >>> from simkit.parallel import local_grid, mesh_for, sharded_space
+    >>> from simkit.stencil import Grid, Periodic
+    >>> domain = Grid(8)
+    >>> mesh = mesh_for(domain, jax.devices()[:2])  # two devices where there are two
+    >>> axes = (("x", mesh.devices.shape[0]),)
+    >>> def total_x(block):
+    ...     space = sharded_space(local_grid(domain, mesh.devices.shape), Periodic(), axes, domain)
+    ...     return space.sum(space.coordinates()[0])  # global: the same on every shard
+    >>> jax.shard_map(total_x, mesh=mesh, in_specs=P("x"), out_specs=P())(jnp.zeros(8)).item()
+    4.0
+    """
     sizes = tuple(size for _, size in axes)
     if local_grid(domain, sizes) != grid:
         raise ShapeError(f"sharded_space: {grid} is not a block of {domain} on a mesh of shape {sizes}")
@@ -115,11 +177,71 @@ def integrate(
     """`simkit.stencil.integrate` on a device mesh: the field split into blocks, one per
     device, ghosts exchanged with neighbours every stage.
 
-    **Arguments:** those of `simkit.stencil.integrate`, plus `mesh` (default
-    ``mesh_for(model.grid)`` over all global devices) and `transform`: ``"shard_map"``
-    (default; any mesh) or ``"pmap"`` (1-D decompositions). The result equals the
-    single-device run bit for bit (diagnostics are global sums and agree to rounding) and is
-    gathered to every process (a collective under `jax.distributed`).
+    The result equals the single-device run bit for bit (diagnostics are global sums and
+    agree to rounding) and is gathered to every process (a collective under
+    `jax.distributed`).
+
+    Parameters
+    ----------
+    model : PDEModel
+        The model.
+    dt : float or callable
+        Step size (time units), or a rule ``dt(u, params, space) -> step`` (use
+        ``space.max``/``space.sum``: global on the mesh).
+    steps : int
+        Number of steps (a multiple of `save_every`).
+    mesh : jax.sharding.Mesh, optional
+        A `mesh_for` mesh (default ``mesh_for(model.grid)`` over all global devices).
+    save_every : int, optional
+        Save every this many steps (default: only the start and the end).
+    stepper : AbstractStepper, optional
+        As `simkit.stencil.integrate` (default `simkit.stencil.RK4()`).
+    params : dict, optional
+        Parameter overrides.
+    u0 : array_like, optional
+        Initial field, ``(components,) + grid.shape`` (default ``model.u0``).
+    t0 : float
+        Start time (default 0).
+    diagnostics : dict, optional
+        ``{name: fn(u, space) -> scalar}`` saved at every save point (``space.sum`` and
+        ``space.integral`` are global).
+    check_stability : bool
+        Refuse a ``dt`` above the stepper's stable bound (estimated at ``u0``; default True).
+    throw : bool
+        Raise `SolveError` when the field becomes non-finite (default True).
+    transform : {"shard_map", "pmap"}
+        ``"shard_map"`` (default; any mesh) or ``"pmap"`` (1-D decompositions).
+
+    Returns
+    -------
+    FieldSolution
+        As `simkit.stencil.integrate`, on the host.
+
+    Raises
+    ------
+    InputTypeError
+        ``model`` is not a `PDEModel`, or `stepper` is not a stepper object.
+    InputError
+        An unknown `transform`, ``"pmap"`` on a mesh that splits several axes, a mesh whose
+        axes do not match the grid, or the checks of `simkit.stencil.integrate`: ``dt`` not
+        positive or above the stable bound, `steps` not a multiple of `save_every`, a bad
+        ``u0``, a stepper that needs the model's linear part.
+    ParameterError
+        An unknown parameter name.
+    ShapeError
+        A grid that does not split evenly over the mesh.
+    SolveError
+        The field became non-finite (``throw=True``).
+
+    Examples
+    --------
+    >>> import jax, numpy as np
+    >>> from simkit import models, parallel, stencil
+    >>> heat = models.get("heat_2d")
+    >>> mesh = parallel.mesh_for(heat.grid, jax.devices()[:2])  # two devices where there are two
+    >>> split = parallel.integrate(heat, dt=1e-3, steps=4, save_every=2, mesh=mesh)
+    >>> split.us.shape, np.array_equal(split.us, stencil.integrate(heat, dt=1e-3, steps=4, save_every=2).us)
+    ((3, 1, 64, 64), True)
     """
     if transform not in TRANSFORMS:
         raise InputError(f"transform must be one of {TRANSFORMS}, got {transform!r}")
@@ -147,7 +269,59 @@ def rollout(model: PDEModel, params: Mapping[str, Any] | None = None, u0: Any = 
             t0: Any = 0.0, diagnostics: Mapping[str, Callable] | None = None,
             transform: str = "shard_map") -> tuple[Any, Any, dict]:
     """`simkit.stencil.rollout` on a device mesh: a pure JAX function of ``params``, ``u0``,
-    ``dt``, ``t0`` (differentiable: ``jax.grad`` flows through the halo exchanges)."""
+    ``dt``, ``t0`` (differentiable: ``jax.grad`` flows through the halo exchanges).
+
+    No stability check and no non-finite check (use `integrate` for those).
+
+    Parameters
+    ----------
+    model : PDEModel
+        The model.
+    params : dict, optional
+        Parameter overrides (may be traced).
+    u0 : array_like, optional
+        Initial field, ``(components,) + grid.shape`` (default ``model.u0``; may be traced).
+    dt : float or callable
+        Step size (may be traced), or a step rule as in `integrate`.
+    steps : int
+        Number of steps (a multiple of `save_every`).
+    mesh : jax.sharding.Mesh, optional
+        A `mesh_for` mesh (default over all global devices).
+    save_every : int, optional
+        Save every this many steps (default: only the start and the end).
+    stepper : AbstractStepper, optional
+        As `simkit.stencil.integrate`.
+    t0 : float
+        Start time (may be traced).
+    diagnostics : dict, optional
+        ``{name: fn(u, space) -> scalar}`` at every save point.
+    transform : {"shard_map", "pmap"}
+        As `integrate`.
+
+    Returns
+    -------
+    tuple
+        ``(us, ts, diagnostics)``: ``us`` of shape ``(saves, components) + grid.shape``
+        (sharded over the mesh with ``"shard_map"``), ``ts`` ``(saves,)``, and
+        ``{name: (saves,)}``.
+
+    Raises
+    ------
+    InputError
+        An unknown `transform`, or the checks of `simkit.stencil.rollout`.
+    ShapeError
+        A grid that does not split evenly over the mesh.
+
+    Examples
+    --------
+    >>> import jax
+    >>> from simkit import models, parallel
+    >>> heat = models.get("heat_2d")
+    >>> mesh = parallel.mesh_for(heat.grid, jax.devices()[:2])
+    >>> us, ts, _ = parallel.rollout(heat, dt=1e-3, steps=4, save_every=2, mesh=mesh)
+    >>> us.shape, ts.tolist()
+    ((3, 1, 64, 64), [0.0, 0.002, 0.004])
+    """
     if transform not in TRANSFORMS:
         raise InputError(f"transform must be one of {TRANSFORMS}, got {transform!r}")
     mesh = mesh_for(model.grid) if mesh is None else mesh

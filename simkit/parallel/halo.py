@@ -29,7 +29,54 @@ def halo_pad(u: Any, bcs: Any, width: int, spacing: Sequence[float], *, ndim: in
     the mesh axis name and its size (size 1: filled locally, as on one device).
 
     Only the thin ghost slabs are exchanged and stored; the block itself is not copied into
-    a padded array (operators read fused windows of the `Padded` result)."""
+    a padded array (operators read fused windows of the `Padded` result). Call it inside
+    ``jax.shard_map`` or ``jax.pmap`` (the mesh axis names bound); a model's rhs gets it
+    through ``space.pad`` of a `sharded_space`.
+
+    Parameters
+    ----------
+    u : jax.Array
+        This shard's block, ``lead + block shape``.
+    bcs : AbstractBoundaryCondition or sequence
+        The boundary conditions of the whole domain (as `simkit.stencil.pad`): applied on
+        the shards at a wall.
+    width : int
+        Ghost layers per side.
+    spacing : sequence of float
+        Grid spacing per axis (length units).
+    ndim : int, optional
+        Number of grid axes (default all of ``u``'s axes).
+    axes : sequence of (str or None, int)
+        Per grid axis, the mesh axis name and its size.
+
+    Returns
+    -------
+    Padded
+        The block with its ghost layers, as `simkit.stencil.pad` gives on one device (the
+        same values, bit for bit).
+
+    Raises
+    ------
+    InputError, ShapeError
+        As `simkit.stencil.pad`; also `axes` without one entry per grid axis, or a shard
+        too thin for the width (use fewer devices along that axis).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from jax.sharding import PartitionSpec as P
+    >>> from simkit.parallel import halo_pad, mesh_for
+    >>> from simkit.stencil import Grid, Periodic, laplacian, pad
+    >>> grid = Grid(8)
+    >>> mesh = mesh_for(grid, jax.devices()[:2])  # two devices where there are two
+    >>> axes = (("x", mesh.devices.shape[0]),)
+    >>> def lap(block):
+    ...     return laplacian(halo_pad(block, Periodic(), 1, grid.spacing, axes=axes), grid.spacing)
+    >>> u = jnp.sin(2 * jnp.pi * jnp.asarray(grid.coordinates()))
+    >>> split = jax.shard_map(lap, mesh=mesh, in_specs=P("x"), out_specs=P("x"))(u)
+    >>> bool(jnp.array_equal(split, laplacian(pad(u, Periodic(), 1, grid.spacing), grid.spacing)))
+    True
+    """
     pairs, lead = pad_plan(u, bcs, width, spacing, ndim)
     if len(axes) != len(pairs):
         raise ShapeError(f"halo_pad: {len(axes)} mesh axes for {len(pairs)} grid axes")

@@ -28,7 +28,26 @@ def _factorisations(n: int, ndim: int) -> list[tuple[int, ...]]:
 
 
 def working_counts(shape: Sequence[int], limit: int = 64) -> list[int]:
-    """Device counts up to ``limit`` that can decompose a grid of ``shape``."""
+    """Device counts up to ``limit`` that can decompose a grid of ``shape``.
+
+    Parameters
+    ----------
+    shape : sequence of int
+        Points per grid axis.
+    limit : int
+        The largest count considered (default 64).
+
+    Returns
+    -------
+    list of int
+        Every ``n <= limit`` with a factorisation over the axes that divides each axis.
+
+    Examples
+    --------
+    >>> from simkit.parallel import working_counts
+    >>> working_counts((8, 8), limit=8)
+    [1, 2, 4, 8]
+    """
     return [n for n in range(1, limit + 1)
             if any(all(s % d == 0 for s, d in zip(shape, f)) for f in _factorisations(n, len(shape)))]
 
@@ -37,7 +56,32 @@ def mesh_shape_for(shape: Sequence[int], n_devices: int, *, split: Sequence[bool
     """The decomposition of ``n_devices`` over the grid axes with the smallest halo surface
     (sum over split axes of the cross-section it cuts), among those that divide the grid;
     ties go to fewer split axes, then to splitting the first axes (contiguous blocks).
-    `split`: which axes may be split (default all)."""
+
+    Parameters
+    ----------
+    shape : sequence of int
+        Points per grid axis.
+    n_devices : int
+        The number of devices.
+    split : sequence of bool, optional
+        Which axes may be split (default all).
+
+    Returns
+    -------
+    tuple of int
+        Devices along each grid axis; their product is ``n_devices``.
+
+    Raises
+    ------
+    ShapeError
+        No decomposition divides the grid evenly (the message lists the counts that work).
+
+    Examples
+    --------
+    >>> from simkit.parallel import mesh_shape_for
+    >>> mesh_shape_for((64, 64), 4), mesh_shape_for((64, 16), 4)  # blocks; slabs across the long axis
+    ((2, 2), (4, 1))
+    """
     shape = tuple(int(s) for s in shape)
     allowed = [True] * len(shape) if split is None else list(split)
     best = None
@@ -60,9 +104,38 @@ def mesh_shape_for(shape: Sequence[int], n_devices: int, *, split: Sequence[bool
 def mesh_for(grid: Any, devices: Sequence[Any] | None = None, *, shape: Sequence[int] | None = None) -> Mesh:
     """A device mesh for ``grid``: one axis per grid axis (``x``, ``y``, ``z``).
 
-    `devices`: default all global devices (every process's, under `jax.distributed`).
-    `shape`: the number of devices along each grid axis (e.g. ``(4, 1)`` for slabs,
-    ``(2, 2)`` for pencils); default: `mesh_shape_for`, the smallest halo surface.
+    Parameters
+    ----------
+    grid : Grid
+        The grid to decompose.
+    devices : sequence of jax.Device, optional
+        Default all global devices (every process's, under `jax.distributed`).
+    shape : sequence of int, optional
+        The number of devices along each grid axis (e.g. ``(4, 1)`` for slabs, ``(2, 2)``
+        for pencils); default: `mesh_shape_for`, the smallest halo surface.
+
+    Returns
+    -------
+    jax.sharding.Mesh
+        Axes ``("x",)``, ``("x", "y")`` or ``("x", "y", "z")`` (``Auto`` axis types), size 1
+        where an axis is not split.
+
+    Raises
+    ------
+    ShapeError
+        A `shape` with the wrong number of axes, or a decomposition that does not divide the
+        grid evenly (the message lists the device counts that work).
+    InputError
+        A `shape` whose product is not the number of devices.
+
+    Examples
+    --------
+    >>> import jax
+    >>> from simkit.parallel import mesh_for
+    >>> from simkit.stencil import Grid
+    >>> mesh = mesh_for(Grid((8, 8)), jax.devices()[:1])
+    >>> mesh.axis_names, dict(mesh.shape)
+    (('x', 'y'), {'x': 1, 'y': 1})
     """
     devices = list(jax.devices() if devices is None else devices)
     ndim = grid.ndim
@@ -81,18 +154,86 @@ def mesh_for(grid: Any, devices: Sequence[Any] | None = None, *, shape: Sequence
 
 
 def member_mesh(devices: Sequence[Any]) -> Mesh:
-    """A 1-D mesh over ``devices`` along the ensemble member axis."""
+    """A 1-D mesh over ``devices`` along the ensemble member axis.
+
+    Parameters
+    ----------
+    devices : sequence of jax.Device
+        The devices, in order.
+
+    Returns
+    -------
+    jax.sharding.Mesh
+        One axis, ``"members"``.
+
+    Examples
+    --------
+    >>> import jax
+    >>> from simkit.parallel import member_mesh
+    >>> member_mesh(jax.devices()[:1]).axis_names
+    ('members',)
+    """
     return Mesh(np.asarray(list(devices)), (MEMBER_AXIS,), axis_types=(AxisType.Auto,))
 
 
 def field_spec(ndim: int, leading: int = 1) -> PartitionSpec:
-    """Partition of a field with ``leading`` unsplit axes (components) before the grid axes."""
+    """Partition of a field with ``leading`` unsplit axes (components) before the grid axes.
+
+    Parameters
+    ----------
+    ndim : int
+        Number of grid axes.
+    leading : int
+        Unsplit axes before them (default 1: the components).
+
+    Returns
+    -------
+    jax.sharding.PartitionSpec
+        ``None`` for each leading axis, then ``"x"``, ``"y"``, ``"z"``: for `place` and
+        ``shard_map`` on a `mesh_for` mesh.
+
+    Examples
+    --------
+    >>> from simkit.parallel import field_spec
+    >>> tuple(field_spec(2)), tuple(field_spec(1, leading=2))
+    ((None, 'x', 'y'), (None, None, 'x'))
+    """
     return PartitionSpec(*([None] * leading), *GRID_AXES[:ndim])
 
 
 def place(array: Any, mesh: Mesh, spec: PartitionSpec) -> jax.Array:
     """Place a host array (the same full array on every process) on ``mesh`` by ``spec``;
-    works across processes (each process fills its own devices' blocks)."""
+    works across processes (each process fills its own devices' blocks).
+
+    Parameters
+    ----------
+    array : array_like
+        The whole array, on every process.
+    mesh : jax.sharding.Mesh
+        The device mesh.
+    spec : jax.sharding.PartitionSpec
+        How its axes split over the mesh axes (e.g. `field_spec`).
+
+    Returns
+    -------
+    jax.Array
+        Sharded by ``NamedSharding(mesh, spec)``.
+
+    Raises
+    ------
+    ValueError
+        An axis that does not split evenly (JAX's error).
+
+    Examples
+    --------
+    >>> import jax, numpy as np
+    >>> from simkit.parallel import field_spec, gather, mesh_for, place
+    >>> from simkit.stencil import Grid
+    >>> mesh = mesh_for(Grid(8), jax.devices()[:2])  # two devices where there are two
+    >>> u = place(np.arange(8.0)[None], mesh, field_spec(1))
+    >>> tuple(u.sharding.spec), gather(u).shape
+    ((None, 'x'), (1, 8))
+    """
     array = np.asarray(array)
     sharding = NamedSharding(mesh, spec)
     return jax.make_array_from_callback(array.shape, sharding, lambda index: array[index])
@@ -101,7 +242,27 @@ def place(array: Any, mesh: Mesh, spec: PartitionSpec) -> jax.Array:
 def gather(array: Any) -> np.ndarray:
     """A (possibly multi-process) array as one host NumPy array. Under `jax.distributed`
     this is a collective: every process must call it, and every process gets the whole
-    array (save it from process 0: ``if jax.process_index() == 0``)."""
+    array (save it from process 0: ``if jax.process_index() == 0``).
+
+    Parameters
+    ----------
+    array : array_like
+        A JAX array (sharded or not, on any processes' devices) or any array.
+
+    Returns
+    -------
+    numpy.ndarray
+        The whole array on the host.
+
+    Examples
+    --------
+    >>> import jax, numpy as np
+    >>> from simkit.parallel import field_spec, gather, mesh_for, place
+    >>> from simkit.stencil import Grid
+    >>> mesh = mesh_for(Grid(8), jax.devices()[:2])
+    >>> gather(place(np.arange(8.0)[None], mesh, field_spec(1))).tolist()
+    [[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]]
+    """
     if isinstance(array, jax.Array) and not array.is_fully_addressable:
         from jax.experimental import multihost_utils
 
@@ -116,12 +277,43 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
     """Start JAX's multi-process runtime (`jax.distributed.initialize`); call it first,
     before any other JAX call.
 
-    **Arguments:** `coordinator_address` (``"host:port"`` of process 0), `num_processes`,
-    `process_id`: as JAX's; leave all three ``None`` on clusters JAX detects (SLURM,
-    Open MPI, Kubernetes, Cloud TPU). `local_device_count`: CPU devices per process (CPU
-    runs; ignored on GPUs). `bind_loopback`: bind the coordinator to 127.0.0.1 only (tests
-    and single-machine runs; JAX's default binds every interface). Timeouts in seconds:
-    a peer that never starts, or dies, ends every process (JAX aborts them) after these.
+    Every process runs the same script; afterwards `mesh_for` and `simkit.ensemble` see
+    every process's devices, and results are gathered to every process.
+
+    Parameters
+    ----------
+    coordinator_address : str, optional
+        ``"host:port"`` of process 0. Leave this and the next two ``None`` on clusters JAX
+        detects (SLURM, Open MPI, Kubernetes, Cloud TPU).
+    num_processes : int, optional
+        The number of processes (as JAX's).
+    process_id : int, optional
+        This process's index, ``0 .. num_processes - 1`` (as JAX's).
+    local_device_count : int, optional
+        CPU devices per process (CPU runs; ignored on GPUs).
+    bind_loopback : bool
+        Bind the coordinator to 127.0.0.1 only (tests and single-machine runs; JAX's default
+        binds every interface).
+    initialization_timeout : int
+        Seconds to wait for every process to join (default 60).
+    heartbeat_timeout_seconds : int
+        Seconds without a heartbeat after which a peer counts as dead (default 30). A peer
+        that never starts, or dies, ends every process (JAX aborts them) after these.
+
+    Raises
+    ------
+    InputError
+        ``bind_loopback=True`` without a `coordinator_address`.
+    RuntimeError
+        From JAX: called twice, or after JAX started.
+
+    Examples
+    --------
+    Two processes on one machine (run once per process, with ``rank`` 0 and 1):
+
+    >>> from simkit import parallel
+    >>> parallel.initialize("127.0.0.1:12345", num_processes=2, process_id=rank,
+    ...                     local_device_count=2, bind_loopback=True)  # doctest: +SKIP
     """
     if local_device_count is not None:
         jax.config.update("jax_num_cpu_devices", int(local_device_count))

@@ -34,46 +34,200 @@ class AbstractBoundaryCondition(eqx.Module):
 
     A subclass either is periodic (``periodic = True``: ghosts are copied from the far
     side) or implements `constraint`: the polynomial condition at the face that, together
-    with the nearest interior values, determines the ghost values (see `pad`).
+    with the nearest interior values, determines the ghost values (see `pad`). Conditions
+    are ``equinox`` modules: their values are pytree leaves (traced, differentiable), so a
+    new value does not recompile.
+
+    Attributes
+    ----------
+    periodic : bool
+        True for `Periodic` (a class attribute).
+
+    Examples
+    --------
+    >>> from simkit.stencil import AbstractBoundaryCondition, Dirichlet, pad
+    >>> class Cold(AbstractBoundaryCondition):  # a wall held at u = -1
+    ...     def constraint(self, dx):
+    ...         return 1.0, 0.0, -1.0
+    >>> u = [1.0, 2.0, 3.0]
+    >>> pad(u, Cold(), 1, (1.0,)).data.tolist() == pad(u, Dirichlet(-1.0), 1, (1.0,)).data.tolist()
+    True
     """
 
     periodic = False
 
     @abc.abstractmethod
     def constraint(self, dx: float) -> tuple[float, float, Any]:
-        """``(alpha, beta, value)`` for ``alpha u + beta du/dn = value`` at the face, with
-        ``n`` the outward normal (``dx`` for conditions that need it)."""
+        """The condition at the face: ``alpha u + beta du/dn = value``.
+
+        Parameters
+        ----------
+        dx : float
+            The grid spacing normal to the face (length units), for conditions that need it.
+
+        Returns
+        -------
+        tuple
+            ``(alpha, beta, value)``, with ``n`` the outward normal; ``value`` a number or
+            an array of the face's shape.
+
+        Raises
+        ------
+        TypeError
+            For `Periodic`, which has no face condition.
+
+        Examples
+        --------
+        >>> from simkit.stencil import Robin
+        >>> Robin(alpha=2.0, beta=1.0, value=0.5).constraint(0.1)
+        (2.0, 1.0, 0.5)
+        """
 
 
 class Periodic(AbstractBoundaryCondition):
-    """The domain wraps around this axis (set on both sides)."""
+    """The domain wraps around this axis (set on both sides).
+
+    Ghost layers are copies of the far side's layers. Takes no arguments; on a
+    ``centering="node"`` `Grid` the only condition allowed.
+
+    Examples
+    --------
+    >>> from simkit.stencil import Periodic, pad
+    >>> pad([0.0, 1.0, 2.0, 3.0], Periodic(), 2, (1.0,)).data.tolist()
+    [2.0, 3.0, 0.0, 1.0, 2.0, 3.0, 0.0, 1.0]
+    """
 
     periodic = True
 
     def constraint(self, dx: float) -> tuple[float, float, Any]:
+        """Not defined: a periodic side has no face condition.
+
+        Parameters
+        ----------
+        dx : float
+            Ignored.
+
+        Raises
+        ------
+        TypeError
+            Always: its ghosts copy the far side.
+
+        Examples
+        --------
+        >>> from simkit.stencil import Periodic
+        >>> Periodic().constraint(0.1)
+        Traceback (most recent call last):
+        ...
+        TypeError: Periodic has no face constraint: its ghosts copy the far side
+        """
         raise TypeError("Periodic has no face constraint: its ghosts copy the far side")
 
 
 class Dirichlet(AbstractBoundaryCondition):
-    """``u = value`` on the boundary face."""
+    """``u = value`` on the boundary face.
+
+    Parameters
+    ----------
+    value : float or array_like
+        The boundary value (the field's units; default 0): a number, or an array of the
+        face's shape (the other grid axes' points). A leaf: changing it does not recompile.
+
+    Examples
+    --------
+    >>> from simkit.stencil import Dirichlet, pad
+    >>> pad([1.0, 2.0, 3.0], Dirichlet(0.0), 1, (1.0,)).data.tolist()  # ghost and first point average to 0
+    [-1.0, 1.0, 2.0, 3.0, -3.0]
+    """
 
     value: Any = 0.0
 
     def constraint(self, dx: float) -> tuple[float, float, Any]:
+        """``(1, 0, value)``: ``u = value`` (see `AbstractBoundaryCondition.constraint`).
+
+        Parameters
+        ----------
+        dx : float
+            Unused.
+
+        Returns
+        -------
+        tuple
+            ``(1.0, 0.0, value)``.
+
+        Examples
+        --------
+        >>> from simkit.stencil import Dirichlet
+        >>> Dirichlet(2.0).constraint(0.1)
+        (1.0, 0.0, 2.0)
+        """
         return 1.0, 0.0, self.value
 
 
 class Neumann(AbstractBoundaryCondition):
-    """``du/dn = flux`` on the face (``n`` the outward normal; 0 is a no-flux wall)."""
+    """``du/dn = flux`` on the face (``n`` the outward normal; 0 is a no-flux wall).
+
+    Parameters
+    ----------
+    flux : float or array_like
+        The outward normal derivative (field units per length unit; default 0): a number,
+        or an array of the face's shape. A leaf: changing it does not recompile.
+
+    Examples
+    --------
+    >>> from simkit.stencil import Neumann, pad
+    >>> pad([1.0, 2.0, 3.0], Neumann(0.0), 1, (1.0,)).data.tolist()
+    [1.0, 1.0, 2.0, 3.0, 3.0]
+    >>> pad([1.0, 2.0, 3.0], Neumann(1.0), 1, (1.0,)).data.tolist()  # u rises outwards on both sides
+    [2.0, 1.0, 2.0, 3.0, 4.0]
+    """
 
     flux: Any = 0.0
 
     def constraint(self, dx: float) -> tuple[float, float, Any]:
+        """``(0, 1, flux)``: ``du/dn = flux`` (see `AbstractBoundaryCondition.constraint`).
+
+        Parameters
+        ----------
+        dx : float
+            Unused.
+
+        Returns
+        -------
+        tuple
+            ``(0.0, 1.0, flux)``.
+
+        Examples
+        --------
+        >>> from simkit.stencil import Neumann
+        >>> Neumann(0.5).constraint(0.1)
+        (0.0, 1.0, 0.5)
+        """
         return 0.0, 1.0, self.flux
 
 
 class Robin(AbstractBoundaryCondition):
-    """``alpha u + beta du/dn = value`` on the face (``n`` the outward normal)."""
+    """``alpha u + beta du/dn = value`` on the face (``n`` the outward normal).
+
+    Parameters
+    ----------
+    alpha : float
+        Weight of ``u`` (default 1).
+    beta : float
+        Weight of the outward normal derivative (length units; default 1).
+    value : float or array_like
+        Right-hand side (default 0): a number, or an array of the face's shape.
+
+    Raises
+    ------
+    InputError
+        `alpha` and `beta` both zero.
+
+    Examples
+    --------
+    >>> from simkit.stencil import Robin, pad
+    >>> [round(v, 6) for v in pad([1.0, 2.0, 3.0], Robin(1.0, 1.0, 0.0), 1, (1.0,)).data.tolist()]
+    [0.333333, 1.0, 2.0, 3.0, 1.0]
+    """
 
     alpha: float = 1.0
     beta: float = 1.0
@@ -84,6 +238,24 @@ class Robin(AbstractBoundaryCondition):
             raise InputError("Robin: alpha and beta cannot both be zero")
 
     def constraint(self, dx: float) -> tuple[float, float, Any]:
+        """``(alpha, beta, value)`` (see `AbstractBoundaryCondition.constraint`).
+
+        Parameters
+        ----------
+        dx : float
+            Unused.
+
+        Returns
+        -------
+        tuple
+            ``(alpha, beta, value)``.
+
+        Examples
+        --------
+        >>> from simkit.stencil import Robin
+        >>> Robin(2.0, 0.5, 1.0).constraint(0.1)
+        (2.0, 0.5, 1.0)
+        """
         return self.alpha, self.beta, self.value
 
 
@@ -195,11 +367,47 @@ def pad(u: Any, bcs: BoundarySpec, width: int, spacing: Sequence[float], *, ndim
     """Fill ``width`` ghost layers around the last ``ndim`` axes of ``u`` (default: all of
     them; leading axes, e.g. field components, are carried along).
 
-    **Arguments:** `u` the field; `bcs` one condition for every side, or per axis a condition
-    or a ``(lower, upper)`` pair; `width` ghost layers; `spacing` the grid spacing per axis.
-
     Axes are padded in order, each on the already padded array, so corner ghosts are filled
-    consistently (periodic corners are exact).
+    consistently (periodic corners are exact). The padded array is not built: the result
+    computes ghosts where an operator reads them. In a `PDEModel`'s rhs use
+    ``space.pad(u, width)``, which also works on a device mesh.
+
+    Parameters
+    ----------
+    u : array_like
+        The field, shape ``lead + grid.shape``.
+    bcs : AbstractBoundaryCondition or sequence
+        One condition for every side, or per grid axis a condition or a ``(lower, upper)``
+        pair of conditions (for 1-D, ``[(lower, upper)]``).
+    width : int
+        Ghost layers per side (at least 1; the operator's radius: 1 for 2nd-order, 2 for
+        4th-order operators and `biharmonic`).
+    spacing : sequence of float
+        The grid spacing per axis (length units), for Neumann and Robin conditions.
+    ndim : int, optional
+        Number of grid axes (the last ones of ``u``); default all of ``u``'s axes.
+
+    Returns
+    -------
+    Padded
+        The field and its ghost layers, shape ``lead + (n + 2 width for each grid axis)``.
+
+    Raises
+    ------
+    InputError
+        ``width < 1``, an entry of `bcs` that is not a condition or a pair of them, or
+        `Periodic` on one side of an axis only.
+    ShapeError
+        The number of conditions or of spacings does not match the grid axes, or an axis
+        is too short for the width (``2 width - 1`` points at a wall, ``width`` periodic).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from simkit.stencil import Dirichlet, Neumann, pad
+    >>> padded = pad(jnp.array([1.0, 2.0, 3.0]), [(Dirichlet(1.0), Neumann(0.0))], 1, (0.5,))
+    >>> padded.shape, padded.data.tolist()
+    ((5,), [1.0, 1.0, 2.0, 3.0, 3.0])
     """
     u = jnp.asarray(u)
     pairs, lead = pad_plan(u, bcs, width, spacing, ndim)

@@ -17,12 +17,45 @@ from .grid import Grid
 class FieldSolution(io.Saveable):
     """Fields saved along a run.
 
-    **Fields:** `ts` (saves,); `us` (saves, components) + grid.shape; `grid`;
-    `component_names`; `diagnostics` ``{name: (saves,)}``; `status` (0: success, 3: the field
-    became non-finite); `model_name`; `stepper_name`; `params` (the parameter values of the
-    run, when known); `dt` (the step, ``None`` for a rule); `save_every` (steps between
-    saves); `boundary_conditions` (their text); `model_source`, `model_units` (the model's
-    citation and units, written by `to_xarray`/`save`).
+    Returned by `simkit.stencil.integrate` and `simkit.parallel.integrate`, not built by
+    hand. ``fields["u"]`` is component ``u`` at every save, shape ``(saves,) + grid.shape``
+    (`ParameterError` for an unknown name).
+
+    Attributes
+    ----------
+    ts : numpy.ndarray
+        Save times, ``(saves,)``.
+    us : numpy.ndarray
+        Saved fields, ``(saves, components) + grid.shape``.
+    grid : Grid
+        The grid.
+    component_names : tuple of str
+        One name per component.
+    diagnostics : dict
+        ``{name: (saves,) array}``, the diagnostics asked for.
+    model_name : str
+        The model's name.
+    status : int
+        `simkit.Status` code: 0 success, 3 the field became non-finite.
+    stepper_name : str
+        The stepper, e.g. ``"RK4()"``.
+    params : dict or None
+        The parameter values of the run, when known.
+    dt : float or None
+        The step (``None`` for a step rule).
+    save_every : int or None
+        Steps between saves.
+    boundary_conditions : str
+        The boundary conditions, as text.
+    model_source, model_units : str
+        The model's citation and units (written by `to_xarray`/`save`).
+
+    Examples
+    --------
+    >>> from simkit import models, stencil
+    >>> fields = stencil.integrate(models.get("heat_2d"), dt=1e-3, steps=4, save_every=2)
+    >>> fields.ts.tolist(), fields.us.shape, fields["u"].shape
+    ([0.0, 0.002, 0.004], (3, 1, 64, 64), (3, 64, 64))
     """
 
     ts: np.ndarray
@@ -46,18 +79,98 @@ class FieldSolution(io.Saveable):
 
     @property
     def final(self) -> np.ndarray:
-        """The last saved field, (components,) + grid.shape."""
+        """The last saved field.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``us[-1]``, shape ``(components,) + grid.shape``.
+
+        Examples
+        --------
+        >>> from simkit import models, stencil
+        >>> fields = stencil.integrate(models.get("heat_2d"), dt=1e-3, steps=4, save_every=2)
+        >>> fields.final.shape
+        (1, 64, 64)
+        """
         return self.us[-1]
 
     def plot(self, ax: Any = None, *, frame: int = -1, component: str | None = None, **kwargs: Any) -> Any:
-        """One saved field: a line (1-D), an image (2-D) or the middle slice (3-D)."""
+        """One saved field: a line (1-D), an image (2-D) or the middle slice (3-D).
+
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes, optional
+            Where to draw (a new figure if None).
+        frame : int
+            Index of the save to draw (default the last).
+        component : str, optional
+            The component (default the first).
+        **kwargs
+            Passed to matplotlib's ``plot`` (1-D) or ``imshow`` (2-D, 3-D).
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+            The axes drawn on.
+
+        Raises
+        ------
+        ParameterError
+            `component` is not a component name.
+        IndexError
+            No save `frame`.
+        ImportError
+            matplotlib is not installed.
+
+        Examples
+        --------
+        >>> from simkit import models, stencil
+        >>> fields = stencil.integrate(models.get("heat_2d"), dt=1e-3, steps=4, save_every=2)
+        >>> ax = fields.plot(frame=0)
+        >>> ax.get_title()
+        'heat_2d: u, t = 0'
+        """
         from ..plot import plot_field
 
         name = component or self.component_names[0]
         return plot_field(self.grid, self[name][frame], ax=ax, title=f"{self.model_name}: {name}, t = {self.ts[frame]:.4g}", **kwargs)
 
     def animate(self, path: str, *, component: str | None = None, fps: int = 10, **kwargs: Any) -> str:
-        """Write the saved frames of one component as a GIF (matplotlib + Pillow)."""
+        """Write the saved frames of one component as a GIF (matplotlib + Pillow).
+
+        Parameters
+        ----------
+        path : str
+            The file to write (a ``.gif``).
+        component : str, optional
+            The component (default the first).
+        fps : int
+            Frames per second (default 10).
+        **kwargs
+            Passed to matplotlib's ``plot`` (1-D) or ``imshow``.
+
+        Returns
+        -------
+        str
+            ``path``.
+
+        Raises
+        ------
+        ParameterError
+            `component` is not a component name.
+        ImportError
+            matplotlib or Pillow is not installed.
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> from simkit import models, stencil
+        >>> fields = stencil.integrate(models.get("heat_2d"), dt=1e-3, steps=4, save_every=2)
+        >>> path = fields.animate(os.path.join(tempfile.mkdtemp(), "heat.gif"), fps=2)
+        >>> os.path.getsize(path) > 0
+        True
+        """
         from ..plot import animate_field
 
         name = component or self.component_names[0]
@@ -85,8 +198,8 @@ class FieldSolution(io.Saveable):
         InputError
             A component named like a coordinate (``t``, ``x``, ``y``, ``z``).
 
-        Example
-        -------
+        Examples
+        --------
         >>> from simkit import models, stencil
         >>> heat = models.get("heat_2d")
         >>> fields = stencil.integrate(heat, dt=1e-3, steps=4, save_every=2)

@@ -38,16 +38,41 @@ def _per_axis(value: float | Sequence[float], ndim: int, what: str) -> tuple[flo
 class Grid:
     """A uniform grid on the box ``[lower, upper]`` with ``shape`` points.
 
-    **Arguments:**
-
-    - `shape`: points per axis, 1 to 3 axes (e.g. ``(128,)`` or ``(256, 256)``).
-    - `lower`, `upper`: the box, a number for every axis or one per axis (length units).
-    - `centering`: ``"cell"`` (default): one value per cell, at ``lower + (i + 1/2) dx`` with
-      ``dx = (upper - lower) / n``; boundaries lie on cell faces, half a cell beyond the first
-      and last point. ``"node"``: values at ``lower + i dx``, same ``dx``: the nodes of a
-      periodic domain (``upper`` is the image of ``lower``); periodic boundaries only.
-
     Grids are frozen and hashable: they are static metadata of a compiled program.
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+        Points per axis, 1 to 3 axes, at least 2 each (e.g. ``(128,)`` or ``(256, 256)``; an
+        int is one axis). Whole numbers only (``8.0`` is 8; ``8.7`` is refused).
+    lower, upper : float or tuple of float
+        The box, a number for every axis or one per axis (length units); finite, with
+        ``lower < upper``. Default ``[0, 1]``.
+    centering : {"cell", "node"}
+        ``"cell"`` (default): one value per cell, at ``lower + (i + 1/2) dx`` with
+        ``dx = (upper - lower) / n``; boundaries lie on cell faces, half a cell beyond the
+        first and last point. ``"node"``: values at ``lower + i dx``, same ``dx``: the nodes
+        of a periodic domain (``upper`` is the image of ``lower``); periodic boundaries only.
+
+    Raises
+    ------
+    ShapeError
+        Not 1 to 3 axes, fewer than 2 points on an axis, or `lower`/`upper` with the wrong
+        number of entries.
+    InputError
+        A box that is not finite with ``lower < upper``, an unknown `centering`, or a
+        point count that is not a whole number.
+    InputTypeError
+        A point count that is not a number.
+
+    Examples
+    --------
+    >>> from simkit.stencil import Grid
+    >>> grid = Grid((4, 2), upper=(1.0, 2.0))
+    >>> grid
+    Grid(4x2 on [0, 1] x [0, 2], cell)
+    >>> grid.spacing, grid.coordinates(0).tolist()
+    ((0.25, 1.0), [0.125, 0.375, 0.625, 0.875])
     """
 
     shape: tuple[int, ...]
@@ -76,44 +101,186 @@ class Grid:
 
     @property
     def ndim(self) -> int:
+        """Number of axes (1, 2 or 3).
+
+        Returns
+        -------
+        int
+            ``len(shape)``.
+
+        Examples
+        --------
+        >>> from simkit.stencil import Grid
+        >>> Grid((8, 8)).ndim
+        2
+        """
         return len(self.shape)
 
     @property
     def size(self) -> int:
+        """Number of points.
+
+        Returns
+        -------
+        int
+            The product of `shape`.
+
+        Examples
+        --------
+        >>> from simkit.stencil import Grid
+        >>> Grid((8, 4)).size
+        32
+        """
         return int(np.prod(self.shape))
 
     @property
     def extent(self) -> tuple[float, ...]:
+        """Length of the box along each axis.
+
+        Returns
+        -------
+        tuple of float
+            ``upper - lower`` per axis (length units).
+
+        Examples
+        --------
+        >>> from simkit.stencil import Grid
+        >>> Grid((8, 4), lower=-1.0, upper=(1.0, 3.0)).extent
+        (2.0, 4.0)
+        """
         return tuple(hi - lo for lo, hi in zip(self.lower, self.upper))  # type: ignore[arg-type]
 
     @property
     def spacing(self) -> tuple[float, ...]:
-        """Grid spacing ``dx`` per axis (length units)."""
+        """Grid spacing ``dx`` per axis (length units).
+
+        Returns
+        -------
+        tuple of float
+            ``extent / shape`` per axis (for both centerings).
+
+        Examples
+        --------
+        >>> from simkit.stencil import Grid
+        >>> Grid((4, 8)).spacing
+        (0.25, 0.125)
+        """
         return tuple(length / n for length, n in zip(self.extent, self.shape))
 
     @property
     def cell_volume(self) -> float:
-        """Product of the spacings: the weight of one point in an integral."""
+        """Product of the spacings: the weight of one point in an integral.
+
+        Returns
+        -------
+        float
+            ``prod(spacing)`` (length units to the power `ndim`).
+
+        Examples
+        --------
+        >>> from simkit.stencil import Grid
+        >>> Grid((4, 8)).cell_volume
+        0.03125
+        """
         return float(np.prod(self.spacing))
 
     def coordinates(self, axis: int = 0) -> np.ndarray:
-        """Coordinates of the points along ``axis``, shape ``(shape[axis],)``."""
+        """Coordinates of the points along ``axis``.
+
+        Parameters
+        ----------
+        axis : int
+            The grid axis (0-based; default 0).
+
+        Returns
+        -------
+        numpy.ndarray
+            Shape ``(shape[axis],)`` (length units): cell centres, or nodes for
+            ``centering="node"``.
+
+        Raises
+        ------
+        IndexError
+            No such axis.
+
+        Examples
+        --------
+        >>> from simkit.stencil import Grid
+        >>> Grid(4).coordinates().tolist(), Grid(4, centering="node").coordinates().tolist()
+        ([0.125, 0.375, 0.625, 0.875], [0.0, 0.25, 0.5, 0.75])
+        """
         offset = 0.5 if self.centering == "cell" else 0.0
         lo = self.lower[axis]  # type: ignore[index]
         return lo + (np.arange(self.shape[axis]) + offset) * self.spacing[axis]
 
     def meshgrid(self) -> tuple[np.ndarray, ...]:
-        """Coordinate arrays of shape ``self.shape`` (``indexing="ij"``), one per axis."""
+        """Coordinate arrays of every point, one per axis.
+
+        Returns
+        -------
+        tuple of numpy.ndarray
+            `ndim` arrays of shape `shape` (``numpy.meshgrid`` with ``indexing="ij"``).
+
+        Examples
+        --------
+        >>> from simkit.stencil import Grid
+        >>> x, y = Grid((4, 2)).meshgrid()
+        >>> x.shape, y[0].tolist()
+        ((4, 2), [0.25, 0.75])
+        """
         return tuple(np.meshgrid(*(self.coordinates(a) for a in range(self.ndim)), indexing="ij"))
 
     def mesh(self) -> tuple[np.ndarray, ...]:
-        """Deprecated: `meshgrid` (in simkit a "mesh" is a device mesh). Removed after 0.1."""
+        """Deprecated: `meshgrid` (in simkit a "mesh" is a device mesh). Removed after 0.1.
+
+        Returns
+        -------
+        tuple of numpy.ndarray
+            As `meshgrid`.
+
+        Warns
+        -----
+        DeprecationWarning
+            Always.
+
+        Examples
+        --------
+        >>> import warnings
+        >>> from simkit.stencil import Grid
+        >>> with warnings.catch_warnings(record=True):
+        ...     warnings.simplefilter("always")
+        ...     len(Grid((4, 2)).mesh())
+        2
+        """
         warnings.warn("Grid.mesh() is deprecated: use Grid.meshgrid() (in simkit a mesh is a device mesh)",
                       DeprecationWarning, stacklevel=2)
         return self.meshgrid()
 
     def with_shape(self, shape: Sequence[int] | int) -> Grid:
-        """The same box and centering with another number of points (for refinement)."""
+        """The same box and centering with another number of points (for refinement).
+
+        Parameters
+        ----------
+        shape : int or sequence of int
+            Points per axis of the new grid (the same number of axes).
+
+        Returns
+        -------
+        Grid
+            A new grid.
+
+        Raises
+        ------
+        ShapeError, InputError, InputTypeError
+            As the constructor (e.g. a different number of axes than `lower` and `upper`
+            have).
+
+        Examples
+        --------
+        >>> from simkit.stencil import Grid
+        >>> Grid((4, 4)).with_shape((8, 8))
+        Grid(8x8 on [0, 1] x [0, 1], cell)
+        """
         return dataclasses.replace(self, shape=tuple(np.atleast_1d(shape)))
 
     def __repr__(self) -> str:

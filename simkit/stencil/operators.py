@@ -39,6 +39,31 @@ class Stencil:
 
     Built stencils are checked: sum_k c_k k^m / m! must be 1 for ``m == derivative``, 0 for
     the other ``m < derivative + order``, and nonzero for ``m == derivative + order``.
+    Apply one with `derivative`.
+
+    Parameters
+    ----------
+    offsets : tuple of int
+        Grid offsets ``k`` of the points used.
+    coeffs : tuple of float
+        One coefficient per offset (for unit spacing).
+    derivative : int
+        The derivative it approximates.
+    order : int
+        Its order of accuracy (exactly: a stencil more accurate than claimed is refused).
+
+    Raises
+    ------
+    InputError
+        Offsets and coefficients of different lengths, or coefficients that are not a
+        ``derivative`` stencil of exactly that ``order``.
+
+    Examples
+    --------
+    >>> from simkit.stencil import Stencil
+    >>> second = Stencil(offsets=(-1, 0, 1), coeffs=(1.0, -2.0, 1.0), derivative=2, order=2)
+    >>> second.radius
+    1
     """
 
     offsets: tuple[int, ...]
@@ -64,6 +89,19 @@ class Stencil:
 
     @property
     def radius(self) -> int:
+        """Ghost layers the stencil needs: the largest ``|offset|``.
+
+        Returns
+        -------
+        int
+            Pad with at least this width.
+
+        Examples
+        --------
+        >>> from simkit.stencil import Stencil
+        >>> Stencil((-2, -1, 1, 2), (1 / 12, -2 / 3, 2 / 3, -1 / 12), 1, 4).radius
+        2
+        """
         return max(abs(o) for o in self.offsets)
 
 
@@ -129,7 +167,42 @@ def _by_component(p: Padded, apply: Callable[[Padded], Any]) -> Any:
 
 
 def derivative(p: Padded, axis: int, spacing: Sequence[float] | float, stencil: Stencil) -> Any:
-    """``stencil`` along grid ``axis`` (0-based over the grid axes) on the interior."""
+    """``stencil`` along grid ``axis`` (0-based over the grid axes) on the interior.
+
+    Parameters
+    ----------
+    p : Padded
+        The padded field (`pad`, ``space.pad``), at least ``stencil.radius`` wide.
+    axis : int
+        The grid axis.
+    spacing : float or sequence of float
+        Grid spacing, one for all axes or one per axis (length units).
+    stencil : Stencil
+        The 1-D stencil.
+
+    Returns
+    -------
+    jax.Array
+        ``d^derivative u / dx^derivative`` on the interior, shape ``p.interior.shape``.
+
+    Raises
+    ------
+    InputError
+        ``p`` is not a `Padded` field.
+    ShapeError
+        Fewer ghost layers than the stencil's radius, or spacings that do not match the
+        grid axes.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from simkit.stencil import Neumann, pad
+    >>> p = pad(jnp.array([0.0, 1.0, 4.0, 9.0, 16.0]), Neumann(0.0), 1, (1.0,))  # x**2, dx = 1
+    >>> from simkit.stencil import Stencil, derivative
+    >>> central = Stencil((-1, 1), (-0.5, 0.5), derivative=1, order=2)
+    >>> derivative(p, 0, 1.0, central)[1:-1].tolist()  # 2 x inside (the walls bend it)
+    [2.0, 4.0, 6.0]
+    """
     _check(p, stencil.radius, "derivative")
     return _by_component(p, lambda q: _derivative(q, axis, spacing, stencil))
 
@@ -141,7 +214,39 @@ def _derivative(p: Padded, axis: int, spacing: Sequence[float] | float, stencil:
 
 
 def laplacian(p: Padded, spacing: Sequence[float] | float, order: int = 2) -> Any:
-    """Sum of second derivatives, central, ``order`` 2 (radius 1) or 4 (radius 2)."""
+    """Sum of second derivatives, central, ``order`` 2 (radius 1) or 4 (radius 2).
+
+    Parameters
+    ----------
+    p : Padded
+        The padded field (width at least 1 for order 2, 2 for order 4); leading axes
+        (components) are differenced each on its own.
+    spacing : float or sequence of float
+        Grid spacing, one for all axes or one per axis (length units).
+    order : {2, 4}
+        Order of accuracy.
+
+    Returns
+    -------
+    jax.Array
+        Shape ``p.interior.shape``.
+
+    Raises
+    ------
+    InputError
+        Another order, or ``p`` is not a `Padded` field.
+    ShapeError
+        Too few ghost layers for the order.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from simkit.stencil import Neumann, pad
+    >>> p = pad(jnp.array([0.0, 1.0, 4.0, 9.0, 16.0]), Neumann(0.0), 1, (1.0,))  # x**2, dx = 1
+    >>> from simkit.stencil import laplacian
+    >>> laplacian(p, 1.0)[1:-1].tolist()
+    [2.0, 2.0, 2.0]
+    """
     if order not in SECOND:
         raise InputError(f"laplacian: order must be one of {sorted(SECOND)}, got {order}")
     stencil = SECOND[order]
@@ -150,14 +255,78 @@ def laplacian(p: Padded, spacing: Sequence[float] | float, order: int = 2) -> An
 
 
 def gradient(p: Padded, spacing: Sequence[float] | float, order: int = 2) -> Any:
-    """Central gradient, shape ``(ndim,) + interior``; ``order`` 2 or 4."""
+    """Central gradient, shape ``(ndim,) + interior``; ``order`` 2 or 4.
+
+    Parameters
+    ----------
+    p : Padded
+        The padded field (width 1 for order 2, 2 for order 4).
+    spacing : float or sequence of float
+        Grid spacing, one for all axes or one per axis (length units).
+    order : {2, 4}
+        Order of accuracy.
+
+    Returns
+    -------
+    jax.Array
+        One derivative per grid axis stacked first: ``(ndim,) + p.interior.shape``.
+
+    Raises
+    ------
+    InputError
+        Another order, or ``p`` is not a `Padded` field.
+    ShapeError
+        Too few ghost layers for the order.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from simkit.stencil import Neumann, pad
+    >>> p = pad(jnp.array([0.0, 1.0, 4.0, 9.0, 16.0]), Neumann(0.0), 1, (1.0,))  # x**2, dx = 1
+    >>> from simkit.stencil import gradient
+    >>> gradient(p, 1.0).shape
+    (1, 5)
+    """
     if order not in FIRST:
         raise InputError(f"gradient: order must be one of {sorted(FIRST)}, got {order}")
     return jnp.stack([derivative(p, axis, spacing, FIRST[order]) for axis in range(p.ndim)])
 
 
 def divergence(p: Padded, spacing: Sequence[float] | float, order: int = 2) -> Any:
-    """Central divergence of a vector field padded with a leading axis of length ``ndim``."""
+    """Central divergence of a vector field padded with a leading axis of length ``ndim``.
+
+    Parameters
+    ----------
+    p : Padded
+        The vector field, shape ``(ndim,) + grid.shape`` before padding (component ``i``
+        along grid axis ``i``).
+    spacing : float or sequence of float
+        Grid spacing, one for all axes or one per axis (length units).
+    order : {2, 4}
+        Order of accuracy.
+
+    Returns
+    -------
+    jax.Array
+        ``sum_i d v_i / dx_i``, shape ``grid.shape``.
+
+    Raises
+    ------
+    InputError
+        Another order, or ``p`` is not a `Padded` field.
+    ShapeError
+        No component axis of length ``ndim`` before the grid axes, or too few ghost layers.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from simkit.stencil import Grid, Neumann, divergence, pad
+    >>> grid = Grid((4, 4))
+    >>> x, y = grid.meshgrid()
+    >>> v = pad(jnp.stack([jnp.asarray(x), jnp.asarray(y)]), Neumann(0.0), 1, grid.spacing, ndim=2)
+    >>> divergence(v, grid.spacing)[1:-1, 1:-1].tolist()  # div (x, y) = 2
+    [[2.0, 2.0], [2.0, 2.0]]
+    """
     if order not in FIRST:
         raise InputError(f"divergence: order must be one of {sorted(FIRST)}, got {order}")
     if p.core.ndim <= p.ndim or p.core.shape[-p.ndim - 1] != p.ndim:
@@ -170,7 +339,35 @@ def divergence(p: Padded, spacing: Sequence[float] | float, order: int = 2) -> A
 
 
 def biharmonic(p: Padded, spacing: Sequence[float] | float) -> Any:
-    """``laplacian(laplacian(u))``, 2nd order, radius 2 (uses the corner ghosts in 2-D/3-D)."""
+    """``laplacian(laplacian(u))``, 2nd order, radius 2 (uses the corner ghosts in 2-D/3-D).
+
+    Parameters
+    ----------
+    p : Padded
+        The padded field, width at least 2.
+    spacing : float or sequence of float
+        Grid spacing, one for all axes or one per axis (length units).
+
+    Returns
+    -------
+    jax.Array
+        Shape ``p.interior.shape``.
+
+    Raises
+    ------
+    InputError
+        ``p`` is not a `Padded` field.
+    ShapeError
+        Fewer than 2 ghost layers.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from simkit.stencil import Neumann, biharmonic, pad
+    >>> p = pad(jnp.arange(8.0) ** 4 / 24, Neumann(0.0), 2, (1.0,))
+    >>> [round(v, 6) for v in biharmonic(p, 1.0)[2:-2].tolist()]  # d4/dx4 of x**4 / 24
+    [1.0, 1.0, 1.0, 1.0]
+    """
     _check(p, 2, "biharmonic")
     return _by_component(p, lambda q: _biharmonic(q, spacing))
 
@@ -190,8 +387,42 @@ def _biharmonic(p: Padded, spacing: Sequence[float] | float) -> Any:
 def advection(p: Padded, velocity: Sequence[Any], spacing: Sequence[float] | float, order: int = 1) -> Any:
     """``sum_i v_i du/dx_i`` with upwind-biased differences (order 1 or 3).
 
-    `velocity`: one entry per axis, each a number or an array of the interior shape; at each
-    point the stencil leans against the local velocity's sign."""
+    At each point the stencil leans against the local velocity's sign (information comes
+    from upwind).
+
+    Parameters
+    ----------
+    p : Padded
+        The padded field (width 1 for order 1, 2 for order 3).
+    velocity : sequence
+        One entry per grid axis, each a number or an array of the interior shape (length
+        units per time unit).
+    spacing : float or sequence of float
+        Grid spacing, one for all axes or one per axis (length units).
+    order : {1, 3}
+        Order of accuracy.
+
+    Returns
+    -------
+    jax.Array
+        Shape ``p.interior.shape``; the rhs of ``du/dt + v . grad u = 0`` is its negative.
+
+    Raises
+    ------
+    InputError
+        Another order, or ``p`` is not a `Padded` field.
+    ShapeError
+        Not one velocity per grid axis, or too few ghost layers.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from simkit.stencil import Neumann, pad
+    >>> p = pad(jnp.array([0.0, 1.0, 4.0, 9.0, 16.0]), Neumann(0.0), 1, (1.0,))  # x**2, dx = 1
+    >>> from simkit.stencil import advection
+    >>> advection(p, [1.0], 1.0).tolist()  # backward differences of x**2
+    [0.0, 1.0, 3.0, 5.0, 7.0]
+    """
     if order not in UPWIND:
         raise InputError(f"advection: order must be one of {sorted(UPWIND)}, got {order}")
     if len(velocity) != p.ndim:
@@ -206,26 +437,112 @@ def advection(p: Padded, velocity: Sequence[Any], spacing: Sequence[float] | flo
 
 
 class AbstractNumericalFlux(eqx.Module):
-    """Face flux from the states on its two sides: ``__call__(flux, left, right) -> F``."""
+    """Face flux from the states on its two sides: ``__call__(flux, left, right) -> F``.
+
+    Subclass it for another flux; pass an instance to `flux_divergence`.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from simkit.stencil import Periodic, pad
+    >>> p = pad(jnp.array([1.0, 2.0, 3.0, 2.0]), Periodic(), 1, (1.0,))
+    >>> from simkit.stencil import AbstractNumericalFlux, flux_divergence
+    >>> class Upwind(AbstractNumericalFlux):  # for a positive wave speed
+    ...     def __call__(self, flux, left, right):
+    ...         return flux(left)
+    >>> flux_divergence(p, lambda u: u, 1.0, Upwind()).tolist()
+    [-1.0, 1.0, 1.0, -1.0]
+    """
 
     def __call__(self, flux: Callable, left: Any, right: Any) -> Any:
+        """The numerical flux at faces.
+
+        Parameters
+        ----------
+        flux : callable
+            The physical flux ``f(u)``, elementwise.
+        left, right : jax.Array
+            The states on the lower and the upper side of each face (same shape).
+
+        Returns
+        -------
+        jax.Array
+            The face fluxes, shape of ``left``.
+
+        Raises
+        ------
+        NotImplementedError
+            On the abstract class.
+        """
         raise NotImplementedError
 
 
 class Central(AbstractNumericalFlux):
-    """``(f(u_L) + f(u_R)) / 2``: 2nd order for smooth solutions, no dissipation."""
+    """``(f(u_L) + f(u_R)) / 2``: 2nd order for smooth solutions, no dissipation.
+
+    The default of `flux_divergence`. Takes no arguments.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from simkit.stencil import Central
+    >>> Central()(lambda u: u**2, jnp.array(1.0), jnp.array(3.0)).item()
+    5.0
+    """
 
     def __call__(self, flux: Callable, left: Any, right: Any) -> Any:
+        """``(flux(left) + flux(right)) / 2`` (see `AbstractNumericalFlux.__call__`).
+
+        Parameters
+        ----------
+        flux : callable
+            The physical flux ``f(u)``.
+        left, right : jax.Array
+            The states on the two sides of each face.
+
+        Returns
+        -------
+        jax.Array
+            The face fluxes.
+        """
         return 0.5 * (flux(left) + flux(right))
 
 
 class Rusanov(AbstractNumericalFlux):
     """Local Lax-Friedrichs: the central flux minus ``a/2 (u_R - u_L)`` with ``a`` the larger
-    of ``|wave_speed(u)|`` on the two sides (``wave_speed = f'``): 1st order, stable at shocks."""
+    of ``|wave_speed(u)|`` on the two sides (``wave_speed = f'``): 1st order, stable at shocks.
+
+    Parameters
+    ----------
+    wave_speed : callable
+        ``f'(u)``, elementwise (static: a new function recompiles).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from simkit.stencil import Rusanov
+    >>> burgers = Rusanov(wave_speed=lambda u: u)  # f(u) = u**2 / 2
+    >>> burgers(lambda u: 0.5 * u**2, jnp.array(1.0), jnp.array(3.0)).item()  # 2.5 - 3 * 2 / 2
+    -0.5
+    """
 
     wave_speed: Callable = eqx.field(static=True)
 
     def __call__(self, flux: Callable, left: Any, right: Any) -> Any:
+        """The central flux minus ``a / 2 (right - left)`` (see `AbstractNumericalFlux.__call__`).
+
+        Parameters
+        ----------
+        flux : callable
+            The physical flux ``f(u)``.
+        left, right : jax.Array
+            The states on the two sides of each face.
+
+        Returns
+        -------
+        jax.Array
+            The face fluxes.
+        """
         a = jnp.maximum(jnp.abs(self.wave_speed(left)), jnp.abs(self.wave_speed(right)))
         return 0.5 * (flux(left) + flux(right)) - 0.5 * a * (right - left)
 
@@ -235,7 +552,41 @@ def flux_divergence(p: Padded, flux: Callable, spacing: Sequence[float] | float,
     """Conservative ``div f(u)``: ``sum_i (F_{i+1/2} - F_{i-1/2}) / dx_i`` with face fluxes
     from `numerical_flux` (default `Central`). ``flux(u)`` returns the flux along every axis
     (the same function per axis; for different ones, call per axis on 1-D problems).
-    Telescoping: the sum over a periodic domain is zero to round-off."""
+    Telescoping: the sum over a periodic domain is zero to round-off.
+
+    Parameters
+    ----------
+    p : Padded
+        The padded field, width at least 1.
+    flux : callable
+        The physical flux ``f(u)``, elementwise.
+    spacing : float or sequence of float
+        Grid spacing, one for all axes or one per axis (length units).
+    numerical_flux : AbstractNumericalFlux, optional
+        The face flux (default `Central()`; `Rusanov` for shocks).
+
+    Returns
+    -------
+    jax.Array
+        Shape ``p.interior.shape``; the rhs of ``du/dt + div f(u) = 0`` is its negative.
+
+    Raises
+    ------
+    InputError
+        ``p`` is not a `Padded` field.
+    ShapeError
+        No ghost layer, or spacings that do not match the grid axes.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from simkit.stencil import Periodic, pad
+    >>> p = pad(jnp.array([1.0, 2.0, 3.0, 2.0]), Periodic(), 1, (1.0,))
+    >>> from simkit.stencil import flux_divergence
+    >>> div = flux_divergence(p, lambda u: 0.5 * u**2, 1.0)
+    >>> div.tolist(), div.sum().item()
+    ([0.0, 2.0, 0.0, -2.0], 0.0)
+    """
     _check(p, 1, "flux_divergence")
     numerical_flux = Central() if numerical_flux is None else numerical_flux
     return _by_component(p, lambda q: _flux_divergence(q, flux, spacing, numerical_flux))

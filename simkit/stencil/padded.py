@@ -73,14 +73,40 @@ class Padded(eqx.Module):
     takes the unpadded field ``core`` (shape ``lead + (n_b,)``) and, per grid axis, an
     `AbstractGhosts` or a ``(lower, upper)`` pair of slabs (see the module docstring): what
     `simkit.stencil.pad` and halo exchange build, without materialising the padded array.
+    Operators (`laplacian`, `derivative`, ...) take a `Padded` field and return the interior.
 
-    - `interior`: the field without ghosts, shape ``lead + (n_b,)``;
-    - `window(ranges)`: a block of the padded array, ``{grid axis: (start, stop)}`` in padded
-      coordinates (axes not named: the interior);
-    - `shifted(offsets)`: the interior-sized window moved by ``{grid axis: offset}``
-      (``|offset| <= width``): ``u[i + offset]`` at every interior point;
-    - `component(i)`: the padded field of component ``i`` of the axis before the grid axes;
-    - `data`: the padded array itself, materialised (for inspection; operators never use it).
+    Parameters
+    ----------
+    data : array_like
+        The padded array, or with `ghosts` the unpadded field ``core``.
+    width : int
+        Ghost layers on each side of each grid axis.
+    ndim : int
+        Number of grid axes (the last ones); the axes before them (``lead``) are carried
+        along, e.g. field components.
+    ghosts : sequence, optional
+        Per grid axis, an `AbstractGhosts` or a ``(lower, upper)`` pair of ghost slabs.
+
+    Attributes
+    ----------
+    core : jax.Array
+        The field without ghosts (as `interior`).
+    ghosts : tuple of AbstractGhosts
+        Where each grid axis's ghost layers come from.
+
+    Raises
+    ------
+    ShapeError
+        ``data`` is too small for ``ndim`` axes padded by ``width``, or `ghosts` does not
+        have one entry per grid axis.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from simkit.stencil import Padded
+    >>> p = Padded(jnp.arange(5.0), width=1, ndim=1)  # an already padded 1-D array
+    >>> p.interior.tolist(), p.shifted({0: 1}).tolist()
+    ([1.0, 2.0, 3.0], [2.0, 3.0, 4.0])
     """
 
     core: Any
@@ -100,33 +126,162 @@ class Padded(eqx.Module):
 
     @property
     def interior(self) -> Any:
+        """The field without ghosts.
+
+        Returns
+        -------
+        jax.Array
+            Shape ``lead + (n_b for each grid axis)``.
+
+        Examples
+        --------
+        >>> import jax.numpy as jnp
+        >>> from simkit.stencil import Periodic, pad
+        >>> p = pad(jnp.arange(6.0).reshape(2, 3), Periodic(), 1, (1.0,), ndim=1)  # 2 components
+        >>> p.interior.shape
+        (2, 3)
+        """
         return self.core
 
     @property
     def lead(self) -> int:
-        """Number of leading (component) axes."""
+        """Number of leading (component) axes.
+
+        Returns
+        -------
+        int
+            ``core.ndim - ndim``.
+
+        Examples
+        --------
+        >>> import jax.numpy as jnp
+        >>> from simkit.stencil import Periodic, pad
+        >>> p = pad(jnp.arange(6.0).reshape(2, 3), Periodic(), 1, (1.0,), ndim=1)  # 2 components
+        >>> p.lead
+        1
+        """
         return self.core.ndim - self.ndim
 
     @property
     def shape(self) -> tuple[int, ...]:
-        """Shape of the padded array."""
+        """Shape of the padded array.
+
+        Returns
+        -------
+        tuple of int
+            ``lead`` axes as they are, each grid axis ``n + 2 width``.
+
+        Examples
+        --------
+        >>> import jax.numpy as jnp
+        >>> from simkit.stencil import Periodic, pad
+        >>> p = pad(jnp.arange(6.0).reshape(2, 3), Periodic(), 1, (1.0,), ndim=1)  # 2 components
+        >>> p.shape
+        (2, 5)
+        """
         return self.core.shape[: self.lead] + tuple(n + 2 * self.width for n in self.core.shape[self.lead:])
 
     @property
     def data(self) -> Any:
+        """The padded array itself, materialised (for inspection; operators never use it).
+
+        Returns
+        -------
+        jax.Array
+            Shape `shape`.
+
+        Examples
+        --------
+        >>> import jax.numpy as jnp
+        >>> from simkit.stencil import Periodic, pad
+        >>> p = pad(jnp.arange(6.0).reshape(2, 3), Periodic(), 1, (1.0,), ndim=1)  # 2 components
+        >>> p.data.tolist()
+        [[2.0, 0.0, 1.0, 2.0, 0.0], [5.0, 3.0, 4.0, 5.0, 3.0]]
+        """
         return self.window({a: (0, n) for a, n in enumerate(self.shape[self.lead:])})
 
     def component(self, index: int) -> Padded:
+        """The padded field of one component (of the axis just before the grid axes).
+
+        Parameters
+        ----------
+        index : int
+            The component.
+
+        Returns
+        -------
+        Padded
+            That component with its ghost layers (one leading axis fewer).
+
+        Raises
+        ------
+        IndexError
+            No such component.
+
+        Examples
+        --------
+        >>> import jax.numpy as jnp
+        >>> from simkit.stencil import Periodic, pad
+        >>> p = pad(jnp.arange(6.0).reshape(2, 3), Periodic(), 1, (1.0,), ndim=1)  # 2 components
+        >>> p.component(1).data.tolist()
+        [5.0, 3.0, 4.0, 5.0, 3.0]
+        """
         pick = (..., index) + (slice(None),) * self.ndim
         return self.map_fields(lambda x: x[pick])
 
     def map_fields(self, fn: Any) -> Padded:
         """``fn`` applied to the field and to its stored ghost slabs (the arrays that carry
-        the leading axes), e.g. to pick or flatten components."""
+        the leading axes), e.g. to pick or flatten components.
+
+        Parameters
+        ----------
+        fn : callable
+            ``fn(array) -> array``, acting on the leading axes only (the grid axes must be
+            kept); computed ghosts (boundary conditions) are re-derived from the new field.
+
+        Returns
+        -------
+        Padded
+            The mapped field with the same width and grid axes.
+
+        Examples
+        --------
+        >>> import jax.numpy as jnp
+        >>> from simkit.stencil import Periodic, pad
+        >>> p = pad(jnp.arange(6.0).reshape(2, 3), Periodic(), 1, (1.0,), ndim=1)  # 2 components
+        >>> p.map_fields(lambda x: 2 * x).data[0].tolist()
+        [4.0, 0.0, 2.0, 4.0, 0.0]
+        """
         ghosts = tuple(Slabs(fn(g.lower), fn(g.upper)) if isinstance(g, Slabs) else g for g in self.ghosts)
         return Padded(fn(self.core), self.width, self.ndim, ghosts=ghosts)
 
     def shifted(self, offsets: Mapping[int, int]) -> Any:
+        """The interior-sized window moved by ``offsets``: ``u[i + offset]`` at every
+        interior point ``i``.
+
+        Parameters
+        ----------
+        offsets : dict of int to int
+            ``{grid axis: offset}`` with ``|offset| <= width``; axes not named are not moved.
+
+        Returns
+        -------
+        jax.Array
+            Shape of `interior`.
+
+        Raises
+        ------
+        ShapeError
+            An offset larger than the width.
+
+        Examples
+        --------
+        >>> import jax.numpy as jnp
+        >>> from simkit.stencil import Periodic, pad
+        >>> p = pad(jnp.arange(6.0).reshape(2, 3), Periodic(), 1, (1.0,), ndim=1)  # 2 components
+        >>> p.shifted({0: 1})[0].tolist(), p.shifted({0: -1})[0].tolist()
+        ([1.0, 2.0, 0.0], [2.0, 0.0, 1.0])
+        """
         w = self.width
         n = self.core.shape[self.lead:]
         return self.window({a: (w + o, w + o + n[a]) for a, o in offsets.items() if o})
@@ -134,7 +289,33 @@ class Padded(eqx.Module):
     def window(self, ranges: Ranges) -> Any:
         """The block ``[start, stop)`` (padded coordinates) along each grid axis in
         `ranges`, the interior along the others. Built axis by axis in padding order: along
-        axis ``a`` from the block so far and axis ``a``'s ghost layers for that block."""
+        axis ``a`` from the block so far and axis ``a``'s ghost layers for that block.
+
+        Parameters
+        ----------
+        ranges : dict of int to (int, int)
+            ``{grid axis: (start, stop)}`` in padded coordinates (``0`` is the first ghost
+            layer; the interior is ``[width, width + n)``).
+
+        Returns
+        -------
+        jax.Array
+            The block: leading axes, then ``stop - start`` along each named axis and the
+            interior length along the others.
+
+        Raises
+        ------
+        ShapeError
+            A range outside the padded axis.
+
+        Examples
+        --------
+        >>> import jax.numpy as jnp
+        >>> from simkit.stencil import Periodic, pad
+        >>> p = pad(jnp.arange(6.0).reshape(2, 3), Periodic(), 1, (1.0,), ndim=1)  # 2 components
+        >>> p.window({0: (0, 2)}).tolist()  # the lower ghost and the first point
+        [[2.0, 0.0], [5.0, 3.0]]
+        """
         lead, w = self.lead, self.width
         out = self.core
         for a in range(self.ndim):
