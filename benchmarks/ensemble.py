@@ -1,6 +1,16 @@
 """Ensembles: simkit.ensemble against the naive jit(vmap) of the same kernel, SciPy and diffrax.
 
-    python benchmarks/ensemble.py [--members 10000] [--repeats 3]
+    python benchmarks/ensemble.py [--members 10000] [--repeats 3] [--scipy-members 200]
+        [--out benchmarks/results/ensemble.json]
+
+Lorenz (rho ~ U[10, 50], t 0..10, rtol = atol = 1e-6, Tsit5, ``--members`` members) and van der
+Pol (mu log-uniform in [0.1, 100], t 0..20, 1e-6, Rodas4, a quarter as many members), in solves
+per second: simkit.ensemble (default and balanced, all devices and one) and the naive
+``jax.jit(jax.vmap(solve))`` (medians of ``--repeats`` interleaved rounds; compile + first call
+apart), against a SciPy loop with a plain NumPy rhs (`stiff.numpy_rhs`: RK45 for Lorenz, LSODA
+for van der Pol), one ``solve_ivp`` per member. The SciPy loop runs on the first
+``--scipy-members`` members only (10,000 would take minutes) and its rate is extrapolated per
+member: solves/s = members run / time.
 
 Run in a fresh process: simkit configures one CPU device per core at import (see README).
 """
@@ -13,15 +23,24 @@ os.environ.setdefault("SIMKIT_COMPILATION_CACHE", "0")
 
 import argparse
 import json
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 
 import diffrax as dfx
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy
+import scipy.integrate
 
 import simkit
-from simkit import models, reference
-from timing import interleaved, timed  # benchmarks/timing.py (run as scripts)
+from simkit import models
+from stencil import machine  # benchmarks/stencil.py
+from stiff import numpy_rhs  # benchmarks/stiff.py: the model's rhs source run with NumPy
+from timing import interleaved, timed  # benchmarks/timing.py
 
 
 def naive(model, solver, t1, tol, **member_axes):
@@ -38,12 +57,43 @@ def naive(model, solver, t1, tol, **member_axes):
     return lambda: run(*values)
 
 
+def scipy_loop(model, name, values, t1, method, tol):
+    """Seconds for one ``solve_ivp`` per member value, with a plain NumPy rhs (built per member)."""
+    y0 = np.asarray(model.y0, float)
+    start = time.perf_counter()
+    for v in values:
+        f = numpy_rhs(model.replace(params={**model.params, name: float(v)}))
+        out = scipy.integrate.solve_ivp(f, (0.0, t1), y0, method=method, t_eval=[t1], rtol=tol, atol=tol)
+        assert out.status == 0, out.message
+    return time.perf_counter() - start
+
+
+def report(title, n, t, compile_s, scipy_row=None):
+    rates = {k: n / v for k, v in t.items()}
+    print(f"\n{title}, {n} members: solves/s")
+    for k, v in rates.items():
+        print(f"  {k:52s} {v:10.0f}   (compile + first call {compile_s[k]:.1f} s)")
+    row = dict(members=n, solves_per_s=rates, run_s=t, compile_and_first_call_s=compile_s)
+    if scipy_row:
+        label, members, seconds = scipy_row
+        rate = members / seconds
+        print(f"  {label:52s} {rate:10.0f}   ({members} members in {seconds:.2f} s, extrapolated per member)")
+        row["solves_per_s"][label] = rate
+        row["scipy_subset"] = dict(label=label, members_run=members, seconds=seconds,
+                                   note="SciPy timed on the first members only; solves/s = members_run / seconds")
+    return row
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--members", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--out", default="bench-results/ensemble.json")
+    parser.add_argument("--scipy-members", type=int, default=200,
+                        help="members of the SciPy loop (timed on these, extrapolated per member)")
+    parser.add_argument("--out", default=os.path.join(HERE, "results", "ensemble.json"))
     args = parser.parse_args()
+    before = machine()
+    start_all = time.perf_counter()
     n = args.members
     rng = np.random.default_rng(0)
     devices = jax.local_devices()
@@ -66,31 +116,39 @@ def main() -> None:
     }
     compile_s = {k: timed(f) for k, f in fns.items()}
     t = interleaved(fns, args.repeats, warm_up=False)
-    scipy_n = 50
-    scipy_t = interleaved({"scipy": lambda: [reference.solve_ivp(lorenz, (0.0, 10.0), params={"rho": r}, saveat=2, method="RK45", rtol=1e-6, atol=1e-6) for r in rhos[:scipy_n]]}, 1)["scipy"]
-    results["lorenz"] = {k: n / v for k, v in t.items()} | {"scipy RK45 loop": scipy_n / scipy_t}
-    print(f"\nLorenz, rho ~ U[10, 50], t 0..10, rtol = atol = 1e-6, {n} members: solves/s")
-    for k, v in results["lorenz"].items():
-        print(f"  {k:44s} {v:10.0f}" + (f"   (compile+first {compile_s[k]:.1f} s)" if k in compile_s else ""))
+    k = min(args.scipy_members, n)
+    scipy_s = scipy_loop(lorenz, "rho", rhos[:k], 10.0, "RK45", 1e-6)
+    results["lorenz"] = report("Lorenz, rho ~ U[10, 50], t 0..10, rtol = atol = 1e-6", n, t, compile_s,
+                               ("scipy RK45 loop (NumPy rhs)", k, scipy_s))
 
     vdp = models.get("van_der_pol")
     mus = np.exp(rng.uniform(np.log(0.1), np.log(100.0), n // 4))
     m = len(mus)
+
+    def vdp_ens(**kw):
+        return lambda: simkit.ensemble(vdp, (0.0, 20.0), params={"mu": mus}, saveat=2, rtol=1e-6, atol=1e-6,
+                                       solver=simkit.Rodas4(), **kw).ys
+
     fns = {
-        "simkit.ensemble (balanced)": lambda: simkit.ensemble(vdp, (0.0, 20.0), params={"mu": mus}, saveat=2, rtol=1e-6, atol=1e-6, solver=simkit.Rodas4(), balance=True).ys,
-        "simkit.ensemble (unbalanced)": lambda: simkit.ensemble(vdp, (0.0, 20.0), params={"mu": mus}, saveat=2, rtol=1e-6, atol=1e-6, solver=simkit.Rodas4(), balance=False).ys,
+        "simkit.ensemble (balanced)": vdp_ens(balance=True),
+        "simkit.ensemble (unbalanced)": vdp_ens(balance=False),
         "naive jit(vmap(solve)), simkit Rodas4": naive(vdp, simkit.Rodas4(), 20.0, 1e-6, mu=mus),
     }
-    for f in fns.values():
-        timed(f)
+    compile_s = {k: timed(f) for k, f in fns.items()}
     t = interleaved(fns, args.repeats, warm_up=False)
-    results["van_der_pol"] = {k: m / v for k, v in t.items()}
-    print(f"\nVan der Pol, mu log-uniform in [0.1, 100], t 0..20, 1e-6, Rodas4, {m} members: solves/s")
-    for k, v in results["van_der_pol"].items():
-        print(f"  {k:44s} {v:10.0f}")
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    k = min(args.scipy_members, m)
+    scipy_s = scipy_loop(vdp, "mu", mus[:k], 20.0, "LSODA", 1e-6)
+    results["van_der_pol"] = report("Van der Pol, mu log-uniform in [0.1, 100], t 0..20, 1e-6, Rodas4", m, t,
+                                    compile_s, ("scipy LSODA loop (NumPy rhs)", k, scipy_s))
+    wall = time.perf_counter() - start_all
+    print(f"\nwall time {wall:.0f} s")
+    result = dict(command=" ".join(["python benchmarks/ensemble.py", *sys.argv[1:]]),
+                  machine=before | dict(scipy=scipy.__version__, simkit=simkit.__version__),
+                  load_average_after=list(os.getloadavg()), wall_s=wall, repeats=args.repeats, **results)
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as fh:
-        json.dump(results, fh, indent=1)
+        json.dump(result, fh, indent=1)
+    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

@@ -1,11 +1,24 @@
-"""simkit's fused kernels against the CPU peers (issue: fast kernels).
+"""simkit's fused kernels against the CPU peers (issue: fast kernels; issue 13, honest baselines).
 
-    python benchmarks/kernels.py [--repeats 9]
+    python benchmarks/kernels.py [--repeats 9] [--out benchmarks/results/kernels.json]
 
-Peers: SciPy (DOP853, RK45, LSODA, Radau, BDF), diffrax (Tsit5, Kvaerno5), and the
-numba-compiled numbalsoda (DOP853, LSODA) when installed (`pip install ".[bench]"`, needs a
-Fortran compiler to build). Each row: median run time over interleaved repeats after a
-warm-up; compile time of simkit's first call reported apart. Ratios are peer / simkit.
+Peers, each as its own users write it: SciPy's ``solve_ivp`` with a plain NumPy rhs (the
+library model's rhs source run with NumPy in place of jax.numpy, `stiff.numpy_rhs`) and, for the
+implicit methods, SciPy's own finite-difference Jacobian; numbalsoda (DOP853, LSODA) with numba
+cfuncs when installed (`pip install ".[bench]"`, needs a Fortran compiler to build). Extra rows,
+labelled as such: SciPy with the jitted JAX rhs (`simkit.reference.solve_ivp`, a JAX dispatch per
+evaluation and the ``jax.jacfwd`` Jacobian) and diffrax through ``simkit.solve``.
+
+Rows: Lorenz t 0..100, rtol = atol = 1e-8, 1000 evenly spaced saves: simkit's default (Tsit5)
+and DOP853 against SciPy DOP853 and RK45 and numbalsoda DOP853. Robertson t 0..1e5, rtol 1e-6,
+atol 1e-10, 60 log-spaced saves (t = 0, then 1e-5 .. 1e5): simkit's default for a stiff model and
+the other Rosenbrock kernel (Rodas4 / Rodas5P) against SciPy LSODA, Radau and BDF and numbalsoda
+LSODA. Each row names the kernel that ran. Run time: median over ``--repeats`` interleaved
+rounds (one call of each row per round) after a warm-up call, every timed call after the same
+~10 ms of untimed Python work (`rounds`); simkit's rows also back to back (a loop of solves).
+Compile time apart (simkit: first call minus the median run; numbalsoda: the numba cfunc
+compile). Ratios are peer / simkit. Also: compile time of each kernel on a 3-state model, the
+reverse-mode gradient over the forward solve, and a ``jax.vmap`` ensemble of 2048 Lorenz members.
 """
 
 from __future__ import annotations
@@ -16,25 +29,39 @@ import os
 os.environ.setdefault("SIMKIT_COMPILATION_CACHE", "0")
 
 import argparse
+import importlib.metadata
 import json
-import os
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 
 import diffrax as dfx
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy.integrate
 
 import simkit
-from timing import interleaved, timed  # benchmarks/timing.py (run as scripts)
 from simkit import models, reference
+from stencil import machine  # benchmarks/stencil.py
+from stiff import numpy_rhs  # benchmarks/stiff.py: the model's rhs source run with NumPy
+from timing import interleaved, timed  # benchmarks/timing.py
+
+LORENZ = dict(t1=100.0, rtol=1e-8, atol=1e-8, saves=1000)
+ROBERTSON = dict(t1=1e5, rtol=1e-6, atol=1e-10, saves=60)
 
 
 def numbalsoda_peers():
+    """numbalsoda's dop853 and lsoda and the two rhs as numba cfuncs, with their compile time."""
     try:
         import numba as nb
         from numbalsoda import dop853, lsoda, lsoda_sig
     except ImportError:
         return None
+    start = time.perf_counter()
 
     @nb.cfunc(lsoda_sig)
     def lorenz(t, u, du, p):
@@ -42,75 +69,168 @@ def numbalsoda_peers():
         du[1] = u[0] * (28.0 - u[2]) - u[1]
         du[2] = u[0] * u[1] - (8.0 / 3.0) * u[2]
 
+    lorenz_compile = time.perf_counter() - start
+    start = time.perf_counter()
+
     @nb.cfunc(lsoda_sig)
     def robertson(t, u, du, p):
         du[0] = -0.04 * u[0] + 1.0e4 * u[1] * u[2]
         du[1] = 0.04 * u[0] - 1.0e4 * u[1] * u[2] - 3.0e7 * u[1] * u[1]
         du[2] = 3.0e7 * u[1] * u[1]
 
-    return dop853, lsoda, lorenz.address, robertson.address
+    robertson_compile = time.perf_counter() - start
+    return dict(dop853=dop853, lsoda=lsoda, lorenz=lorenz.address, robertson=robertson.address,
+                lorenz_compile=lorenz_compile, robertson_compile=robertson_compile)
 
 
-def print_rows(title: str, row: dict) -> None:
-    base = row["times"][row["reference"]]
-    print(f"\n{title} (peer / {row['reference']})")
-    for k, v in row["times"].items():
-        comp = row["compile"].get(k)
-        extra = f"   compile {comp:.2f} s" if comp is not None else ""
-        print(f"  {k:36s} {v * 1e3:10.3f} ms   x{v / base:8.2f}{extra}")
+def checked(out):
+    """numbalsoda's (usol, success): the final state, or an error if it failed."""
+    usol, success = out
+    assert success, "numbalsoda failed"
+    return usol[-1]
+
+
+def settle() -> None:
+    """About 10 ms of pure-Python work, untimed, before every timed call (see `rounds`)."""
+    sum(i * i for i in range(200_000))
+
+
+def rounds(fns: dict, repeats: int) -> dict:
+    """Median and samples of each function over ``repeats`` interleaved rounds after a warm-up.
+
+    Every timed call follows the same untimed `settle`, so that no row inherits a warm state
+    from the row before it: a compiled JAX call right after another one runs ~0.5 ms faster than
+    after a few ms of other work (measured: Robertson with Rodas5P, 0.8 ms back to back, 1.3-1.9 ms
+    after Python work, a SciPy solve or a sleep), which matters for millisecond solves.
+    """
+    for fn in fns.values():
+        fn()
+    samples = {k: [] for k in fns}
+    for _ in range(repeats):
+        for k, fn in fns.items():
+            settle()
+            samples[k].append(timed(fn))
+    return {k: dict(median=statistics.median(v), samples=v) for k, v in samples.items()}
+
+
+def scipy_row(rhs, t1, y0, t_eval, method, rtol, atol):
+    def call():
+        out = scipy.integrate.solve_ivp(rhs, (0.0, t1), y0, method=method, t_eval=t_eval, rtol=rtol, atol=atol)
+        assert out.status == 0, out.message
+        return out.y[:, -1]
+    return call
+
+
+def simkit_row(model, t1, ts, rtol, atol, solver=None):
+    kw = {} if solver is None else {"solver": solver}
+    return lambda: simkit.solve(model, (0.0, t1), saveat=ts, rtol=rtol, atol=atol, **kw).ys[-1]
+
+
+def simkit_first(model, t1, ts, rtol, atol, solver=None):
+    """The first call (compile and run): the name of the kernel that ran and the seconds."""
+    kw = {} if solver is None else {"solver": solver}
+    start = time.perf_counter()
+    sol = simkit.solve(model, (0.0, t1), saveat=ts, rtol=rtol, atol=atol, **kw)
+    jax.block_until_ready(sol.ys)
+    return sol.solver_name.removeprefix("simkit.").removesuffix("()"), time.perf_counter() - start
+
+
+def problem(title, fns, simkit_rows, first, compile_extra, repeats):
+    """Time the rows. Compile time of the JAX rows: their first call (``first``) minus the median run."""
+    t = rounds(fns, repeats)
+    back_to_back = {k: interleaved({k: fns[k]}, repeats)[k] for k in simkit_rows}
+    final = {k: [float(v) for v in np.asarray(fn())] for k, fn in fns.items()}
+    compile_s = {k: max(first[k] - t[k]["median"], 0.0) for k in first} | compile_extra
+    ratios = {ref: {k: v["median"] / t[ref]["median"] for k, v in t.items()} for ref in simkit_rows}
+    return dict(problem=title, run_s={k: v["median"] for k, v in t.items()},
+                samples_s={k: v["samples"] for k, v in t.items()}, compile_s=compile_s, first_call_s=first,
+                ratio_peer_over_simkit=ratios, simkit_back_to_back_s=back_to_back, final_state=final)
+
+
+def print_rows(row: dict) -> None:
+    refs = list(row["ratio_peer_over_simkit"])
+    print(f"\n{row['problem']}")
+    print(f"  {'row':50s} {'run [ms]':>10s} " + " ".join(f"{'/ ' + r[7:]:>22s}" for r in refs) + "  compile [s]")
+    for k, v in row["run_s"].items():
+        comp = row["compile_s"].get(k)
+        ratios = " ".join(f"{row['ratio_peer_over_simkit'][r][k]:22.2f}" for r in refs)
+        print(f"  {k:50s} {v * 1e3:10.2f} {ratios}  " + (f"{comp:.2f}" if comp is not None else ""))
+    for k, v in row["simkit_back_to_back_s"].items():
+        print(f"  {k} back to back (a loop of solves): {v * 1e3:.2f} ms")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=9)
-    parser.add_argument("--out", default="bench-results/kernels.json")
+    parser.add_argument("--no-jax-rhs-scipy", action="store_true",
+                        help="leave out the rows of SciPy with the jitted JAX rhs (simkit.reference)")
+    parser.add_argument("--out", default=os.path.join(HERE, "results", "kernels.json"))
     args = parser.parse_args()
-    rows: dict = {}
+    before = machine()
+    start_all = time.perf_counter()
     peers = numbalsoda_peers()
+    rows = {}
 
-    # -- Lorenz: t in [0, 100], rtol = atol = 1e-8, 1000 saved points ------------------
-    lz = models.get("lorenz")
-    t_eval = np.linspace(0.0, 100.0, 1000)
-    fns = {}
-    compile_s = {}
-    for label, solver in (("simkit DOP853", simkit.DOP853()), ("simkit Tsit5", simkit.Tsit5()),
-                          ("diffrax Tsit5 (via simkit.solve)", dfx.Tsit5())):
-        fn = (lambda s: lambda: simkit.solve(lz, (0.0, 100.0), saveat=1000, rtol=1e-8, atol=1e-8, solver=s).ys)(solver)
-        compile_s[label] = timed(fn)
-        fns[label] = fn
-    if peers:
-        dop853, lsoda, lorenz_addr, rob_addr = peers
-        u0 = np.ones(3)
-        dop853(lorenz_addr, u0, t_eval, rtol=1e-8, atol=1e-8)
-        fns["numbalsoda DOP853"] = lambda: dop853(lorenz_addr, u0, t_eval, rtol=1e-8, atol=1e-8)[0]
-    lorenz_t = interleaved(fns, args.repeats)
+    # -- Lorenz: t in [0, 100], rtol = atol = 1e-8, 1000 saved points -------------------
+    lz, lc = models.get("lorenz"), LORENZ
+    lz_t = np.linspace(0.0, lc["t1"], lc["saves"])
+    lz_y0 = np.asarray(lz.y0, float)
+    lz_args = (lc["t1"], lc["saves"], lc["rtol"], lc["atol"])
+    name, first_default = simkit_first(lz, *lz_args)  # the default: Tsit5 for a non-stiff model
+    other = simkit.Tsit5() if name == "DOP853" else simkit.DOP853()
+    other_name, first_other = simkit_first(lz, *lz_args, other)
+    diffrax_row = "extra: diffrax Tsit5 (via simkit.solve)"
+    simkit_rows = [f"simkit default ({name})", f"simkit {other_name}"]
+    first = dict(zip(simkit_rows, (first_default, first_other)))
+    first[diffrax_row] = simkit_first(lz, *lz_args, dfx.Tsit5())[1]
+    fns = {simkit_rows[0]: simkit_row(lz, *lz_args), simkit_rows[1]: simkit_row(lz, *lz_args, other)}
     for m in ("DOP853", "RK45"):
-        lorenz_t[f"scipy {m}"] = interleaved(
-            {m: lambda m=m: reference.solve_ivp(lz, (0.0, 100.0), saveat=1000, method=m, rtol=1e-8, atol=1e-8).ys}, 3)[m]
-    rows["lorenz"] = dict(times=lorenz_t, compile=compile_s, reference="simkit DOP853")
-
-    # -- Robertson: t to 1e5, rtol 1e-6, atol 1e-10 ---------------------------------
-    rob = models.get("robertson")
-    fns = {}
-    compile_s = {}
-    fn = lambda: simkit.solve(rob, saveat=100, rtol=1e-6, atol=1e-10, solver=simkit.Rodas4()).ys
-    compile_s["simkit Rodas4"] = timed(fn)
-    fns["simkit Rodas4"] = fn
-    fns["diffrax Kvaerno5 (default)"] = lambda: simkit.solve(rob, saveat=100, rtol=1e-6, atol=1e-10, solver=dfx.Kvaerno5()).ys
+        fns[f"scipy {m} (NumPy rhs)"] = scipy_row(numpy_rhs(lz), lc["t1"], lz_y0, lz_t, m, lc["rtol"], lc["atol"])
+    extra = {}
     if peers:
-        t_rob = np.logspace(-5, 5, 100)
-        t_rob[0] = 0.0
-        u0 = np.array([1.0, 0.0, 0.0])
-        fns["numbalsoda LSODA"] = lambda: lsoda(rob_addr, u0, t_rob, rtol=1e-6, atol=1e-10)[0]
-    rob_t = interleaved(fns, args.repeats)
+        fns["numbalsoda DOP853"] = lambda: checked(peers["dop853"](peers["lorenz"], lz_y0, lz_t, rtol=lc["rtol"],
+                                                                   atol=lc["atol"]))
+        extra["numbalsoda DOP853"] = peers["lorenz_compile"]
+    fns[diffrax_row] = simkit_row(lz, *lz_args, dfx.Tsit5())
+    if not args.no_jax_rhs_scipy:
+        fns["extra: scipy DOP853 with the jitted JAX rhs"] = lambda: reference.solve_ivp(
+            lz, (0.0, lc["t1"]), saveat=lc["saves"], method="DOP853", rtol=lc["rtol"], atol=lc["atol"]).ys[-1]
+    rows["lorenz"] = problem("Lorenz t 0..100, rtol = atol = 1e-8, 1000 saves", fns, simkit_rows, first, extra,
+                             args.repeats)
+
+    # -- Robertson: t to 1e5, rtol 1e-6, atol 1e-10, 60 log-spaced saves ---------------
+    rob, rc = models.get("robertson"), ROBERTSON
+    rob_t = np.logspace(-5.0, 5.0, rc["saves"])
+    rob_t[0] = 0.0
+    rob_y0 = np.asarray(rob.y0, float)
+    rob_args = (rc["t1"], rob_t, rc["rtol"], rc["atol"])
+    name, first_default = simkit_first(rob, *rob_args)  # the default for a stiff model
+    other = simkit.Rodas4() if name == "Rodas5P" else simkit.Rodas5P()
+    other_name, first_other = simkit_first(rob, *rob_args, other)
+    diffrax_row = "extra: diffrax Kvaerno5, its default Newton tolerances (via simkit.solve)"
+    simkit_rows = [f"simkit default ({name})", f"simkit {other_name}"]
+    first = dict(zip(simkit_rows, (first_default, first_other)))
+    first[diffrax_row] = simkit_first(rob, *rob_args, dfx.Kvaerno5())[1]
+    fns = {simkit_rows[0]: simkit_row(rob, *rob_args), simkit_rows[1]: simkit_row(rob, *rob_args, other)}
     for m in ("LSODA", "Radau", "BDF"):
-        rob_t[f"scipy {m}"] = interleaved(
-            {m: lambda m=m: reference.solve_ivp(rob, saveat=100, method=m, rtol=1e-6, atol=1e-10).ys}, 3)[m]
-    rows["robertson"] = dict(times=rob_t, compile=compile_s, reference="simkit Rodas4")
+        fns[f"scipy {m} (NumPy rhs, FD Jacobian)"] = scipy_row(numpy_rhs(rob), rc["t1"], rob_y0, rob_t, m,
+                                                               rc["rtol"], rc["atol"])
+    extra = {}
+    if peers:
+        fns["numbalsoda LSODA"] = lambda: checked(peers["lsoda"](peers["robertson"], rob_y0, rob_t, rtol=rc["rtol"],
+                                                                 atol=rc["atol"]))
+        extra["numbalsoda LSODA"] = peers["robertson_compile"]
+    fns[diffrax_row] = simkit_row(rob, *rob_args, dfx.Kvaerno5())
+    if not args.no_jax_rhs_scipy:
+        for m in ("LSODA", "Radau", "BDF"):
+            fns[f"extra: scipy {m} with the jitted JAX rhs + jacfwd"] = (lambda m=m: reference.solve_ivp(
+                rob, (0.0, rc["t1"]), saveat=rob_t, method=m, rtol=rc["rtol"], atol=rc["atol"]).ys[-1])
+    rows["robertson"] = problem("Robertson t 0..1e5, rtol 1e-6, atol 1e-10, 60 log-spaced saves", fns,
+                                simkit_rows, first, extra, args.repeats)
 
     # -- compile time of each kernel on a 3-state model (fresh rhs: no cache) --------
     compile_3 = {}
-    for solver in (simkit.Tsit5(), simkit.DOPRI5(), simkit.DOP853(), simkit.Rodas4()):
+    for solver in (simkit.Tsit5(), simkit.DOPRI5(), simkit.DOP853(), simkit.Rodas4(), simkit.Rodas5P()):
         model = lz.replace(rhs=lambda t, y, p: lz.rhs(t, y, p))  # a new function: a new program
         compile_3[repr(solver)] = timed(lambda: simkit.solve(model, (0.0, 1.0), saveat=11, solver=solver).ys)
 
@@ -133,8 +253,8 @@ def main() -> None:
         ens[label] = f
     ens_t = interleaved({k: (lambda f=f: f(rhos)) for k, f in ens.items()}, max(3, args.repeats // 3))
 
-    print_rows("Lorenz t 0..100, rtol=atol=1e-8, 1000 saves", rows["lorenz"])
-    print_rows("Robertson t 0..1e5, rtol 1e-6, atol 1e-10", rows["robertson"])
+    for row in rows.values():
+        print_rows(row)
     print("\ncompile + first run on a 3-state model (new program)")
     for k, v in compile_3.items():
         print(f"  {k:36s} {v:.2f} s")
@@ -144,11 +264,22 @@ def main() -> None:
     print("\nensemble: jax.vmap over 2048 Lorenz members (rho ~ U[10, 50], t 0..10, 1e-6), one device")
     for k, v in ens_t.items():
         print(f"  {k:36s} {len(rhos) / v:10.0f} solves/s")
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    wall = time.perf_counter() - start_all
+    print(f"\nwall time {wall:.0f} s")
+    versions = dict(scipy=scipy.__version__, simkit=simkit.__version__, diffrax=getattr(dfx, "__version__", ""),
+                    numbalsoda=importlib.metadata.version("numbalsoda") if peers else None)
+    result = dict(command=" ".join(["python benchmarks/kernels.py", *sys.argv[1:]]), machine=before | versions,
+                  load_average_after=list(os.getloadavg()), wall_s=wall, repeats=args.repeats,
+                  settings=dict(lorenz=LORENZ, robertson=ROBERTSON | {"save_times": "0, then logspace(-5, 5, 60)[1:]"}),
+                  note="final_state: the state at the last save time of one call of each row (Lorenz at "
+                       "t = 100 is chaotic: the rows agree there only in the attractor, not the state)",
+                  rows=rows, compile_3_state_first_call_s=compile_3,
+                  gradient=grad_t | {"ratio": grad_t["jax.grad"] / grad_t["forward solve"]},
+                  ensemble_vmap_2048_solves_per_s={k: len(rhos) / v for k, v in ens_t.items()})
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as fh:
-        json.dump({"rows": rows, "compile_3_state": compile_3, "gradient": grad_t,
-                   "ensemble_solves_per_s": {k: len(rhos) / v for k, v in ens_t.items()}}, fh, indent=1)
-    print(f"\nwrote {args.out}")
+        json.dump(result, fh, indent=1)
+    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

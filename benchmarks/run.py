@@ -1,10 +1,13 @@
 """simkit benchmarks: run time and compile time against named peers, as ratio tables.
 
-    python benchmarks/run.py [--repeats 7] [--quick]
+    python benchmarks/run.py [--repeats 7] [--out benchmarks/results/run.json]
 
-Every timing is the median of ``--repeats`` runs in this one process, interleaved
-(peer, simkit, peer, simkit, ...), after a warm-up call; compile time (first call) is
-reported apart. Absolute times drift ~30% between runs on a shared 2-core machine: read
+simkit.solve with diffrax solvers against the same solve written by hand against diffrax (the
+overhead of the front door), and SciPy with a plain NumPy rhs (`stiff.numpy_rhs`: the model's rhs
+source run with NumPy; the implicit methods with SciPy's finite-difference Jacobian); start-up
+in fresh processes. Every timing is the median of ``--repeats`` runs in this one process,
+interleaved (peer, simkit, peer, simkit, ...; the slower SciPy rows in rounds of their own, at
+least 3), after a warm-up call; compile time (first call) is reported apart. Absolute times drift ~30% between runs on a shared 2-core machine: read
 the ratios.
 """
 
@@ -21,15 +24,35 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 
 import diffrax as dfx
 import jax
 import jax.numpy as jnp
+import numpy as np
+import scipy
+import scipy.integrate
 
 import simkit
-from timing import interleaved, timed  # benchmarks/timing.py (run as scripts)
-from simkit import models, reference
+from simkit import models
 from simkit.solvers import with_newton_tolerances
+from stencil import machine  # benchmarks/stencil.py
+from stiff import numpy_rhs  # benchmarks/stiff.py: the model's rhs source run with NumPy
+from timing import interleaved, timed  # benchmarks/timing.py
+
+
+def scipy_call(model, t1, n_save, method, rtol, atol):
+    """SciPy's solve_ivp as its users write it: a NumPy rhs, n_save evenly spaced saves."""
+    f, y0, t_eval = numpy_rhs(model), np.asarray(model.y0, float), np.linspace(0.0, t1, n_save)
+
+    def call():
+        out = scipy.integrate.solve_ivp(f, (0.0, t1), y0, method=method, t_eval=t_eval, rtol=rtol, atol=atol)
+        assert out.status == 0, out.message
+        return out.y
+    return call
 
 
 def hand_diffrax(model, solver, t1, rtol, atol, n_save, with_stats=False):
@@ -70,14 +93,14 @@ def bench_solves(repeats: int) -> list[dict]:
         "diffrax Tsit5 (hand-written, returning stats+result)": hand_stats,
     }
     t = interleaved(fns, repeats)
-    scipy = {m: interleaved({m: lambda m=m: reference.solve_ivp(lorenz, (0.0, t1), saveat=n, method=m, rtol=tol, atol=tol)}, max(3, repeats // 2))[m]
-             for m in ("DOP853", "RK45")}
+    scipy_t = interleaved({m: scipy_call(lorenz, t1, n, m, tol, tol) for m in ("DOP853", "RK45")},
+                          max(3, repeats // 2))
     rows.append({"problem": "Lorenz t 0..100, rtol=atol=1e-8, 1000 saves (simkit.solve with diffrax.Tsit5)", "simkit_s": t["simkit"],
                  "simkit_compile_s": compile_s,
                  "peers": {"diffrax Tsit5 (hand-written)": t["diffrax Tsit5 (hand-written)"],
                            "diffrax Tsit5 (hand-written, returning stats+result)":
                                t["diffrax Tsit5 (hand-written, returning stats+result)"],
-                           "scipy DOP853": scipy["DOP853"], "scipy RK45": scipy["RK45"]},
+                           "scipy DOP853 (NumPy rhs)": scipy_t["DOP853"], "scipy RK45 (NumPy rhs)": scipy_t["RK45"]},
                  "peer_compile_s": {"diffrax Tsit5 (hand-written)": hand_compile}})
 
     rob = models.get("robertson")
@@ -99,8 +122,9 @@ def bench_solves(repeats: int) -> list[dict]:
     }
     t = interleaved(fns, repeats)
     peers = {k: v for k, v in t.items() if k != "simkit"}
-    for m in ("Radau", "BDF", "LSODA"):
-        peers[f"scipy {m}"] = interleaved({m: lambda m=m: reference.solve_ivp(rob, saveat=n, method=m, rtol=rtol, atol=atol)}, max(3, repeats // 2))[m]
+    scipy_t = interleaved({m: scipy_call(rob, t1, n, m, rtol, atol) for m in ("Radau", "BDF", "LSODA")},
+                          max(3, repeats // 2))
+    peers |= {f"scipy {m} (NumPy rhs, FD Jacobian)": v for m, v in scipy_t.items()}
     rows.append({"problem": "Robertson t 0..1e5, rtol 1e-6, atol 1e-10 (simkit.solve with diffrax.Kvaerno5)", "simkit_s": t["simkit"],
                  "simkit_compile_s": compile_s, "peers": peers,
                  "peer_compile_s": {"diffrax Kvaerno5, same Newton tolerances (hand-written)": hand_compile}})
@@ -153,18 +177,24 @@ def print_table(rows: list[dict], startup: dict) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--out", default="bench-results/solve.json")
+    parser.add_argument("--out", default=os.path.join(HERE, "results", "run.json"))
     args = parser.parse_args()
+    before = machine()
+    start = time.perf_counter()
     rows = bench_solves(args.repeats)
     startup = bench_startup(max(3, args.repeats // 2))
     print_table(rows, startup)
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    wall = time.perf_counter() - start
+    print(f"\nwall time {wall:.0f} s")
+    versions = dict(scipy=scipy.__version__, simkit=simkit.__version__, diffrax=getattr(dfx, "__version__", ""))
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as fh:
-        json.dump({"solves": rows, "startup": startup, "jax": jax.__version__,
-                   "diffrax": dfx.__version__ if hasattr(dfx, "__version__") else "", "cpus": os.cpu_count()}, fh, indent=1)
-    print(f"\nwrote {args.out}")
+        json.dump({"command": " ".join(["python benchmarks/run.py", *sys.argv[1:]]), "machine": before | versions,
+                   "load_average_after": list(os.getloadavg()), "wall_s": wall, "repeats": args.repeats,
+                   "solves": rows, "startup": startup}, fh, indent=1)
+    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":
