@@ -147,35 +147,37 @@ def spectral_radius(model: PDEModel, params: Mapping[str, Any], u: Any, *, expli
     Returns ``(radius, oscillatory)``: ``oscillatory`` when the dominant eigenvalues are
     (nearly) imaginary (``lambda^2 < 0``: waves, central advection), so that the stepper's
     imaginary-axis limit applies instead of its negative-real-axis one."""
-    space = model.space
+    rho, cosine = _power_iteration(model.rhs, model.linear if explicit_only else None, model.grid, iterations,
+                                   model.bcs, jnp.asarray(u), params, jnp.asarray(t, jnp.asarray(u).dtype))
+    return float(rho), bool(cosine < -0.5)
+
+
+@functools.partial(jax.jit, static_argnames=("rhs", "linear", "grid", "iterations"))
+def _power_iteration(rhs, linear, grid, iterations, bcs, u, params, t):
+    """`spectral_radius`'s compiled part, cached across calls (numbers do not recompile)."""
+    space = Space(grid, bcs)
 
     def f(v):
-        out = model.rhs(t, v, params, space)
-        if explicit_only:
-            out = out - model.linear(t, v, params, space)
+        out = rhs(t, v, params, space)
+        if linear is not None:
+            out = out - linear(t, v, params, space)
         return out
 
-    @jax.jit
-    def run(u, params):
-        v0 = jax.random.normal(jax.random.key(0), u.shape, u.dtype)
+    v0 = jax.random.normal(jax.random.key(0), u.shape, u.dtype)
 
-        def body(_, carry):
-            # iterate with J^2 (two jvps): converges for real spectra and for conjugate pairs
-            # (waves) alike, where single-step norm ratios alternate
-            v, _ = carry
-            jjv = jax.jvp(f, (u,), (jax.jvp(f, (u,), (v,))[1],))[1]
-            norm = jnp.sqrt(jnp.sum(jjv * jjv))
-            return jjv / jnp.where(norm == 0, 1.0, norm), norm
+    def body(_, carry):
+        # iterate with J^2 (two jvps): converges for real spectra and for conjugate pairs
+        # (waves) alike, where single-step norm ratios alternate
+        v, _ = carry
+        jjv = jax.jvp(f, (u,), (jax.jvp(f, (u,), (v,))[1],))[1]
+        norm = jnp.sqrt(jnp.sum(jjv * jjv))
+        return jjv / jnp.where(norm == 0, 1.0, norm), norm
 
-        start = (v0 / jnp.sqrt(jnp.sum(v0 * v0)), jnp.asarray(0.0, u.dtype))
-        v, norm = jax.lax.fori_loop(0, iterations, body, start)
-        # sign of the Rayleigh quotient of J^2: lambda^2 < 0 for an oscillatory spectrum
-        rayleigh = jnp.sum(v * jax.jvp(f, (u,), (jax.jvp(f, (u,), (v,))[1],))[1])
-        return jnp.sqrt(norm), rayleigh / jnp.where(norm == 0, 1.0, norm)
-
-
-    rho, cosine = run(jnp.asarray(u), params)
-    return float(rho), bool(cosine < -0.5)
+    start = (v0 / jnp.sqrt(jnp.sum(v0 * v0)), jnp.asarray(0.0, u.dtype))
+    v, norm = jax.lax.fori_loop(0, iterations, body, start)
+    # sign of the Rayleigh quotient of J^2: lambda^2 < 0 for an oscillatory spectrum
+    rayleigh = jnp.sum(v * jax.jvp(f, (u,), (jax.jvp(f, (u,), (v,))[1],))[1])
+    return jnp.sqrt(norm), rayleigh / jnp.where(norm == 0, 1.0, norm)
 
 
 @dataclasses.dataclass(frozen=True)
