@@ -31,13 +31,43 @@ import numpy as np
 from . import io
 from .errors import InputError
 
+__all__ = ["FrameFile", "digest", "params_digest", "restart_path"]
+
 RESTART_SUFFIX = ".restart.npz"
 FINGERPRINT_ATTR = "checkpoint_fingerprint"
 COMPLETE_ATTR = "checkpoint_complete"
 
 
 def digest(*arrays: Any) -> str:
-    """A short SHA-256 of arrays' dtypes, shapes and bytes (the fingerprint of inputs)."""
+    """A short SHA-256 of arrays' dtypes, shapes and bytes: the fingerprint of a run's inputs.
+
+    What a streamed run records of its initial state and save times (instead of the arrays
+    themselves), so that a restart state of a run from other inputs is refused.
+
+    Parameters
+    ----------
+    *arrays : array_like
+        Any number of arrays (or scalars), of any shape; each is hashed as a contiguous
+        NumPy array, so a value, its dtype and its shape all change the digest.
+
+    Returns
+    -------
+    str
+        The first 16 hexadecimal digits of the SHA-256 (64 bits).
+
+    Raises
+    ------
+    ValueError
+        An argument NumPy cannot make an array of (e.g. a ragged nested list). Numeric
+        arrays only: an object array is hashed by its pointers, not its contents.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from simkit.checkpoint import digest
+    >>> len(digest(np.zeros(3))), digest(np.zeros(3)) == digest(np.zeros(3, np.float32))
+    (16, False)
+    """
     h = hashlib.sha256()
     for a in arrays:
         a = np.ascontiguousarray(np.asarray(a))
@@ -47,12 +77,63 @@ def digest(*arrays: Any) -> str:
 
 
 def params_digest(params: Mapping[str, Any] | None) -> dict[str, str]:
-    """Each parameter's `digest` by name."""
+    """Each parameter's `digest` by name: the parameters' entry of a run's fingerprint.
+
+    Parameters
+    ----------
+    params : dict or None
+        Parameter values by name (scalars or arrays); None is no parameters.
+
+    Returns
+    -------
+    dict of str to str
+        ``{name: digest(value)}`` with the names sorted (a restart refused for a changed
+        parameter names it).
+
+    Raises
+    ------
+    ValueError
+        As `digest`.
+
+    Examples
+    --------
+    >>> from simkit.checkpoint import params_digest
+    >>> d = params_digest({"sigma": 10.0, "beta": 8 / 3})
+    >>> list(d), len(d["sigma"]), params_digest(None)
+    (['beta', 'sigma'], 16, {})
+    """
     return {k: digest(v) for k, v in sorted((params or {}).items())}
 
 
 def restart_path(path: str | os.PathLike) -> str:
-    """Where the restart state of the run writing ``path`` lives."""
+    """Where the restart state of the run writing ``path`` lives.
+
+    A streamed run (`simkit.solve_to_file`, `simkit.stencil.integrate_to_file`) keeps its
+    restart state beside its output, ``<path>.restart.npz`` (a trailing slash of a zarr
+    store's path dropped); it is removed when the run completes. Delete it (or pass
+    ``resume=False``) to start a run afresh.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The output file (``.nc``) or store (``.zarr``).
+
+    Returns
+    -------
+    str
+        The path of the restart state.
+
+    Raises
+    ------
+    TypeError
+        `path` is not a string or path-like (from ``os.fspath``).
+
+    Examples
+    --------
+    >>> from simkit.checkpoint import restart_path
+    >>> restart_path("runs/heat.nc"), restart_path("runs/heat.zarr/")
+    ('runs/heat.nc.restart.npz', 'runs/heat.zarr.restart.npz')
+    """
     return os.fspath(path).rstrip("/\\") + RESTART_SUFFIX
 
 
@@ -61,19 +142,45 @@ class FrameFile:
 
     Parameters
     ----------
-    path
+    path : str or os.PathLike
         ``.nc`` (NetCDF-4 through h5netcdf) or ``.zarr`` (zarr format 2).
-    fingerprint
-        What identifies the run (JSON-serialisable); a restart state of another run is refused.
-    resume
+    fingerprint : dict
+        What identifies the run (JSON-serialisable; arrays as their `digest`); a restart
+        state of another run is refused.
+    resume : bool
         Continue from the restart state beside ``path`` if there is one (else start afresh,
-        replacing any file at ``path``).
+        replacing any file at ``path``). Default True.
+
+    Attributes
+    ----------
+    restart : dict of str to numpy.ndarray or None
+        The restart state found (what the next chunk starts from), else None.
+    frames : int
+        Frames in the file that a restart state follows (the frames to keep).
+    complete : bool
+        The file holds a completed run of the same fingerprint (nothing left to compute).
 
     Raises
     ------
     InputError
-        An unknown suffix, or a restart state whose fingerprint differs (the message names
-        the differing entries).
+        An unknown suffix, a restart state whose fingerprint differs (the message names
+        the differing entries), or a restart state whose file is missing.
+    DependencyError
+        A ``.zarr`` path without zarr installed.
+
+    Examples
+    --------
+    >>> import os, tempfile, xarray as xr
+    >>> from simkit.checkpoint import FrameFile
+    >>> path = os.path.join(tempfile.mkdtemp(), "run.nc")
+    >>> run = FrameFile(path, {"model": "demo", "chunk": 2})
+    >>> run.append(xr.Dataset({"u": ("t", [1.0, 2.0])}, coords={"t": [0.0, 1.0]}), {"u": 2.0})
+    >>> resumed = FrameFile(path, {"model": "demo", "chunk": 2})  # as after a crash
+    >>> resumed.frames, resumed.restart
+    (2, {'u': array(2.)})
+    >>> resumed.append(xr.Dataset({"u": ("t", [3.0])}, coords={"t": [2.0]}), {}, complete=True)
+    >>> xr.load_dataset(path).u.values.tolist(), resumed.complete
+    ([1.0, 2.0, 3.0], True)
     """
 
     def __init__(self, path: str | os.PathLike, fingerprint: Mapping[str, Any], *, resume: bool = True) -> None:
@@ -146,10 +253,32 @@ class FrameFile:
 
     # -- writing -------------------------------------------------------------------------------
     def append(self, dataset: Any, restart: Mapping[str, Any], *, complete: bool = False) -> None:
-        """Append ``dataset``'s frames (its variables along ``t``; the rest are written with the
-        first frames), then commit ``restart`` as the state that follows them.
+        """Append ``dataset``'s frames, then commit ``restart`` as the state that follows them.
 
-        With ``complete``, mark the file complete and remove the restart state instead."""
+        The frames are on disk before the restart state is replaced (atomically), so a run
+        killed at any point resumes from a state whose frames are all in the file.
+
+        Parameters
+        ----------
+        dataset : xarray.Dataset
+            The new frames: its variables along ``t`` (first dimension) are appended; the
+            rest (coordinates, time-independent variables) are written with the first frames.
+        restart : dict of str to array_like
+            The state the next chunk starts from (saved with ``numpy.savez``).
+        complete : bool
+            The run is done: mark the file complete and remove the restart state instead of
+            writing `restart` (default False).
+
+        Examples
+        --------
+        >>> import os, tempfile, xarray as xr
+        >>> from simkit.checkpoint import FrameFile, restart_path
+        >>> path = os.path.join(tempfile.mkdtemp(), "run.nc")
+        >>> run = FrameFile(path, {"chunk": 1})
+        >>> run.append(xr.Dataset({"u": ("t", [1.0])}, coords={"t": [0.0]}), {"u": 1.0})
+        >>> run.frames, os.path.exists(restart_path(path))
+        (1, True)
+        """
         n_new = int(dataset.sizes["t"])
         dataset = dataset.assign_attrs({FINGERPRINT_ATTR: json.dumps(self.fingerprint),
                                         COMPLETE_ATTR: int(complete)})

@@ -79,8 +79,8 @@ def encode_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
     dict
         The encoded attributes.
 
-    Example
-    -------
+    Examples
+    --------
     >>> encode_attrs({"rtol": 1e-6, "parameters": {"rho": 28.0}, "ok": True, "gone": None})
     {'rtol': 1e-06, 'parameters': '{"rho": 28.0}', 'ok': 1}
     """
@@ -114,8 +114,8 @@ def decode_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
     dict
         A copy of ``attrs``; ``parameters``, ``state_names``, ``stats``, ... as Python objects.
 
-    Example
-    -------
+    Examples
+    --------
     >>> decode_attrs({"parameters": '{"rho": 28.0}', "solver": "simkit.Tsit5()"})
     {'parameters': {'rho': 28.0}, 'solver': 'simkit.Tsit5()'}
     """
@@ -174,8 +174,8 @@ def provenance(kind: str, *, model_name: str, model_source: str = "", model_unit
         ``model_units``, ``parameters``, ``solver``, ``rtol``, ``atol``, ``status``,
         ``status_code``, ``y0``, ``date_created`` and ``extra``'s.
 
-    Example
-    -------
+    Examples
+    --------
     >>> attrs = provenance("Solution", model_name="lorenz", parameters={"rho": 28.0}, rtol=1e-6)
     >>> attrs["parameters"], attrs["simkit_result"]
     ('{"rho": 28.0}', 'Solution')
@@ -231,8 +231,8 @@ def parse_units(units: Any) -> dict[str, str]:
     dict
         Units by variable name (``"time"`` for the time axis).
 
-    Example
-    -------
+    Examples
+    --------
     >>> parse_units("V in mV, time in ms")
     {'V': 'mV', 'time': 'ms'}
     """
@@ -251,8 +251,8 @@ def units_for(units: Any, name: str) -> str | None:
     """The CF ``units`` of variable ``name`` from a model's ``units`` (see `parse_units`);
     ``None`` when the model does not say. ``"t"`` and ``"time"`` name the time axis.
 
-    Example
-    -------
+    Examples
+    --------
     >>> units_for("time in days, states as fractions of the population", "t")
     'days'
     """
@@ -324,8 +324,8 @@ def save(dataset: Any, path: str | os.PathLike) -> str:
     DependencyError
         A ``.zarr`` path without zarr installed.
 
-    Example
-    -------
+    Examples
+    --------
     >>> import simkit
     >>> sol = simkit.solve(simkit.models.get("lorenz"), (0.0, 1.0), saveat=11)
     >>> simkit.io.save(sol.to_xarray(), "lorenz.nc")  # the same as sol.save("lorenz.nc")
@@ -381,8 +381,8 @@ def load(path: str | os.PathLike, *, lazy: bool = False) -> Any:
     DependencyError
         A ``.zarr`` store without zarr installed.
 
-    Example
-    -------
+    Examples
+    --------
     >>> import simkit
     >>> sol = simkit.solve(simkit.models.get("lorenz"), (0.0, 1.0), saveat=11)
     >>> sol.save("lorenz.nc")
@@ -429,8 +429,8 @@ class Saveable:
         InputError
             An unknown suffix. `DependencyError`: a ``.zarr`` path without zarr.
 
-        Example
-        -------
+        Examples
+        --------
         >>> import simkit
         >>> simkit.solve(simkit.models.get("sir"), saveat=11).save("sir.nc")
         'sir.nc'

@@ -64,8 +64,11 @@ class ODEModel(eqx.Module):
     description : str
         Free text.
     units : str
-        Free-text units of time, states and parameters (e.g. ``"t: days; S, I, R:
-        people"``), read by `simkit.io.units_for` for saved results.
+        Units of time, states and parameters as phrases ``"<name> in <unit>"`` separated by
+        commas or semicolons, ``t`` (or ``time``) naming time and ``"1"`` the unit of a
+        dimensionless quantity (e.g. ``"t in days, S in 1, I in 1, R in 1, beta in 1/day"``);
+        other phrases are kept as notes. Read by `simkit.io.units_for` for saved results and
+        figure labels.
     diffusion : callable, optional
         For a stochastic model, ``diffusion(t, y, params) -> g`` of shape ``(n_states,)``:
         the Itô SDE ``dy = rhs dt + g * dW`` with independent Brownian motions (diagonal

@@ -20,9 +20,12 @@ def _axes(ax: Any) -> Any:
 def axis_label(quantity: str, unit: str | None, *, unknown: str | None = "model units") -> str:
     """An axis label that carries its unit: ``"t [days]"``.
 
-    Without a unit: ``"t (model units)"`` (``unknown`` in parentheses), or the bare
-    quantity when ``unknown`` is ``None``; a unit is never guessed.
+    The CF unit ``"1"`` of a dimensionless quantity reads ``"t (dimensionless)"``. Without a
+    unit: ``"t (model units)"`` (``unknown`` in parentheses), or the bare quantity when
+    ``unknown`` is ``None``; a unit is never guessed.
     """
+    if unit == "1":
+        return f"{quantity} (dimensionless)"
     if unit:
         return f"{quantity} [{unit}]"
     return f"{quantity} ({unknown})" if unknown else quantity

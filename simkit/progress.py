@@ -42,8 +42,8 @@ def setting(progress: bool | None = None) -> bool | None:
     InputError
         ``SIMKIT_PROGRESS`` holds something other than 0/1 (or false/true, no/yes, off/on).
 
-    Example
-    -------
+    Examples
+    --------
     >>> setting(True), setting(False)  # an explicit choice wins over SIMKIT_PROGRESS
     (True, False)
     """
@@ -84,8 +84,8 @@ def active(progress: bool | None = None, file: TextIO | None = None) -> bool:
         True when a bar shows: the choice, or ``SIMKIT_PROGRESS``, or automatically in a
         notebook or when ``file`` is a terminal.
 
-    Example
-    -------
+    Examples
+    --------
     >>> import io
     >>> active(None, io.StringIO())  # not a terminal
     False
@@ -131,8 +131,8 @@ def bar(total: int | None, desc: str, *, progress: bool | None = None, file: Tex
     InputError
         A bad ``SIMKIT_PROGRESS`` value (`setting`).
 
-    Example
-    -------
+    Examples
+    --------
     >>> import io
     >>> stream = io.StringIO()
     >>> with bar(3, "cases", progress=True, file=stream) as b:

@@ -136,8 +136,27 @@ def test_units_are_read_from_the_model():
     assert parse_units({"t": "s", "x": "m"}) == {"t": "s", "x": "m"}
     assert units_for("time in years, populations in thousands of pelts", "t") == "years"
     assert units_for("SI: s, rad, rad/s", "t") is None and units_for("", "x") is None
+    # "states as fractions of the population" names no state: no unit read into one
+    assert units_for("time in days, states as fractions of the population", "S") is None
     ds = simkit.solve(simkit.models.get("sir"), saveat=3).to_xarray()
-    assert ds["t"].attrs["units"] == "days" and "units" not in ds["S"].attrs  # "fractions": not per state
+    assert ds["t"].attrs["units"] == "days" and ds["S"].attrs["units"] == "1"  # fractions: dimensionless
+    assert ds["I"].attrs["units"] == "1"
+
+
+@pytest.mark.parametrize("name", simkit.models.names())
+def test_every_library_model_names_the_unit_of_time_and_of_each_state(name):
+    """units_for(model.units, ...) gives a unit for "t", every state (ODE) or component and
+    grid axis (PDE), and every parameter: saved results and figure labels never fall back to
+    "model units" for a library model."""
+    model = simkit.models.get(name)
+    if isinstance(model, simkit.PDEModel):
+        names = list(model.component_names) + ["x", "y", "z"][:model.grid.ndim]
+    else:
+        names = list(model.state_names)
+    names += list(model.params)
+    assert units_for(model.units, "t"), f"{name}: no unit of time in {model.units!r}"
+    missing = [n for n in names if not units_for(model.units, n)]
+    assert not missing, f"{name}: no unit for {missing} in {model.units!r}"
 
 
 def test_bad_paths_are_named(tmp_path, monkeypatch):

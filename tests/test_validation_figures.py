@@ -30,6 +30,9 @@ def test_axis_labels_carry_known_units_and_never_guess():
     assert model_axis_label("time in days, states as fractions of the population", "S") == "S (model units)"
     assert model_axis_label({"x": "m", "time": "s"}, "t") == "t [s]"
     assert model_axis_label("", "t") == "t (model units)"
+    # the CF unit "1" of a dimensionless quantity (the library's nondimensional models)
+    assert axis_label("t", "1") == "t (dimensionless)"
+    assert model_axis_label("t in 1, x in 1; nondimensional", "x", "|error| of x") == "|error| of x (dimensionless)"
 
 
 def test_scaled_error_is_relative_to_each_states_largest_reference_value():

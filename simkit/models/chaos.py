@@ -23,6 +23,8 @@ def lorenz() -> ODEModel:
         state_names=("x", "y", "z"),
         name="lorenz",
         t_span=(0.0, 20.0),
+        units="t in 1, x in 1, y in 1, z in 1, sigma in 1, rho in 1, beta in 1; nondimensional "
+        "(scaled convection amplitudes and time: sigma the Prandtl number, rho the reduced Rayleigh number)",
         source="E. N. Lorenz (1963), Deterministic nonperiodic flow, J. Atmos. Sci. 20:130-141; "
         "classic constants sigma=10, rho=28, beta=8/3.",
         description="Lorenz convection model; chaotic for the classic constants.",
@@ -43,6 +45,7 @@ def rossler() -> ODEModel:
         state_names=("x", "y", "z"),
         name="rossler",
         t_span=(0.0, 50.0),
+        units="t in 1, x in 1, y in 1, z in 1, a in 1, b in 1, c in 1; nondimensional",
         source="O. E. Rössler (1976), An equation for continuous chaos, Phys. Lett. A 57:397-398; "
         "a=b=0.2, c=5.7.",
         description="Rössler attractor.",

@@ -9,6 +9,11 @@ from ..model import ODEModel
 _HW2 = "E. Hairer & G. Wanner (1996), Solving ODEs II, 2nd ed., §IV.10"
 
 
+def _unit_free(names) -> str:
+    """``units`` of a model published without physical units: ``"1"`` for time and every name."""
+    return ", ".join(f"{name} in 1" for name in ("t", *names))
+
+
 def robertson_rhs(t, y, p):
     """Robertson's autocatalytic reaction (k1 = 0.04, k2 = 3e7, k3 = 1e4)."""
     y1, y2, y3 = y[0], y[1], y[2]
@@ -27,6 +32,8 @@ def robertson() -> ODEModel:
         name="robertson",
         t_span=(0.0, 1.0e5),
         stiff=True,
+        units=_unit_free(("y1", "y2", "y3", "k1", "k2", "k3"))
+        + "; as published (a test problem without physical units): y1 + y2 + y3 = 1",
         source=f"H. H. Robertson (1966), in Numerical Analysis, Walsh (ed.), 178-182; {_HW2}. "
         "Mass y1 + y2 + y3 is conserved.",
         description="Stiff chemical kinetics with a quasi-steady intermediate.",
@@ -51,6 +58,7 @@ def oregonator() -> ODEModel:
         name="oregonator",
         t_span=(0.0, 360.0),
         stiff=True,
+        units=_unit_free(("y1", "y2", "y3", "s", "q", "w")) + "; nondimensional (Field-Noyes scaled form)",
         source=f"R. J. Field & R. M. Noyes (1974), J. Chem. Phys. 60:1877-1884; {_HW2}, eq. (10.4).",
         description="Oregonator: stiff relaxation oscillations of the BZ reaction.",
     )
@@ -87,6 +95,8 @@ def hires() -> ODEModel:
         name="hires",
         t_span=(0.0, 321.8122),
         stiff=True,
+        units=_unit_free([f"y{i}" for i in range(1, 9)] + [f"k{i}" for i in range(1, 13)])
+        + "; as published (a test problem without physical units)",
         source=f"E. Schäfer (1975), J. Math. Biol. 2:41-56; {_HW2}, eq. (10.3); "
         "F. Mazzia & C. Magherini, Test Set for IVP Solvers (HIRES).",
         description="High Irradiance RESponse: 8-species stiff kinetics.",
@@ -108,6 +118,7 @@ def brusselator() -> ODEModel:
         state_names=("x", "y"),
         name="brusselator",
         t_span=(0.0, 20.0),
+        units="t in 1, x in 1, y in 1, a in 1, b in 1; nondimensional",
         source="I. Prigogine & R. Lefever (1968), J. Chem. Phys. 48:1695; E. Hairer, S. P. Nørsett "
         "& G. Wanner, Solving ODEs I, §II.16, eq. (16.12).",
         description="Brusselator: a limit cycle for b > 1 + a^2.",
@@ -133,6 +144,16 @@ POLLU_REFERENCE_T60 = (
     0.20871628827986e-3, 0.13969210168401e-4, 0.89648848568982e-2, 0.43528463693301e-17,
     0.68992196962634e-2, 0.10078030373659e-3, 0.17721465139699e-5, 0.56829432923163e-4,
 )
+
+
+_POLLU_SPECIES = ("NO2", "NO", "O3P", "O3", "HO2", "OH", "HCHO", "CO", "ALD", "MEO2",
+                  "C2O3", "CO2", "PAN", "CH3O", "HNO3", "O1D", "SO2", "SO4", "NO3", "N2O5")
+_POLLU_SECOND_ORDER = (2, 3, 6, 8, 9, 10, 12, 14, 20, 23, 24)  # reactions r = k c_a c_b; the rest r = k c
+# Verwer (1994): concentrations in ppm, time in minutes; rate constants in 1/min (first order)
+# and 1/(ppm min) (second order)
+_POLLU_UNITS = ", ".join(
+    ["t in min"] + [f"{s} in ppm" for s in _POLLU_SPECIES]
+    + [f"k{i} in {'1/(ppm min)' if i in _POLLU_SECOND_ORDER else '1/min'}" for i in range(1, 26)])
 
 
 def pollu_rhs(t, y, p):
@@ -178,12 +199,11 @@ def pollu() -> ODEModel:
         rhs=pollu_rhs,
         params={f"k{i}": v for i, v in enumerate(_POLLU_K, start=1)},
         y0=y0,
-        state_names=("NO2", "NO", "O3P", "O3", "HO2", "OH", "HCHO", "CO", "ALD", "MEO2",
-                     "C2O3", "CO2", "PAN", "CH3O", "HNO3", "O1D", "SO2", "SO4", "NO3", "N2O5"),
+        state_names=_POLLU_SPECIES,
         name="pollu",
         t_span=(0.0, 60.0),
         stiff=True,
-        units="time in minutes, concentrations in ppm",
+        units=_POLLU_UNITS,
         source="J. G. Verwer (1994), Gauss-Seidel iteration for stiff ODEs from chemical kinetics, "
         "SIAM J. Sci. Comput. 15:1243-1250; F. Mazzia & C. Magherini, Test Set for IVP Solvers "
         "(problem POLLU, with its reference solution at t = 60).",

@@ -26,7 +26,8 @@ def lotka_volterra() -> ODEModel:
         state_names=("prey", "predator"),
         name="lotka_volterra",
         t_span=(0.0, 20.0),
-        units="time in years, populations in thousands of pelts",
+        units="t in years, prey in thousands of pelts, predator in thousands of pelts, alpha in 1/year, "
+        "gamma in 1/year, beta in 1/(thousand pelts year), delta in 1/(thousand pelts year)",
         source="A. J. Lotka (1925), Elements of Physical Biology; V. Volterra (1926), Nature 118:558. "
         "Constants near the Hudson's Bay lynx-hare estimates of B. Carpenter (2018), "
         "'Predator-prey population dynamics: the Lotka-Volterra model in Stan'.",

@@ -23,7 +23,8 @@ def sir() -> ODEModel:
         state_names=("S", "I", "R"),
         name="sir",
         t_span=(0.0, 160.0),
-        units="time in days, states as fractions of the population",
+        units="t in days, S in 1, I in 1, R in 1, beta in 1/day, gamma in 1/day; "
+        "the states are fractions of the population",
         source="W. O. Kermack & A. G. McKendrick (1927), Proc. R. Soc. A 115:700-721; "
         "rates as in R. M. Anderson & R. M. May (1991), Infectious Diseases of Humans.",
         description="Susceptible-infected-recovered epidemic, R0 = beta/gamma = 3.",
@@ -47,7 +48,8 @@ def seir() -> ODEModel:
         state_names=("S", "E", "I", "R"),
         name="seir",
         t_span=(0.0, 200.0),
-        units="time in days, states as fractions of the population",
+        units="t in days, S in 1, E in 1, I in 1, R in 1, beta in 1/day, sigma in 1/day, gamma in 1/day; "
+        "the states are fractions of the population",
         source="R. M. Anderson & R. M. May (1991), Infectious Diseases of Humans, ch. 6; "
         "latent period 5.2 days as in Q. Li et al. (2020), N. Engl. J. Med. 382:1199.",
         description="Susceptible-exposed-infected-recovered epidemic.",

@@ -30,7 +30,9 @@ def damped_driven_pendulum() -> ODEModel:
         state_names=("theta", "omega"),
         name="damped_driven_pendulum",
         t_span=(0.0, 60.0),
-        units="time in units of 1/natural frequency, angle in radians",
+        units="t in 1, theta in rad, omega in rad, damping in 1, amplitude in 1, drive_frequency in 1; "
+        "time is scaled by the natural frequency sqrt(g/l) (omega is d theta/dt in that scaled time), "
+        "the drive's torque by m g l and its frequency by the natural frequency",
         source="G. L. Baker & J. P. Gollub (1996), Chaotic Dynamics: An Introduction, 2nd ed., ch. 3 "
         "(q = 2, g = 1.5, omega_D = 2/3: chaotic regime).",
         description="Damped, sinusoidally driven pendulum.",
@@ -79,7 +81,8 @@ def double_pendulum() -> ODEModel:
         state_names=("theta1", "theta2", "omega1", "omega2"),
         name="double_pendulum",
         t_span=(0.0, 10.0),
-        units="SI: s, rad, rad/s, kg, m",
+        units="t in s, theta1 in rad, theta2 in rad, omega1 in rad/s, omega2 in rad/s, m1 in kg, m2 in kg, "
+        "l1 in m, l2 in m, g in m/s^2",
         source="T. Shinbrot, C. Grebogi, J. Wisdom & J. A. Yorke (1992), Chaos in a double "
         "pendulum, Am. J. Phys. 60:491-499 (equations of motion for point masses).",
         description="Planar double pendulum released from large angles (chaotic).",
@@ -109,6 +112,8 @@ def kepler() -> ODEModel:
         state_names=("qx", "qy", "px", "py"),
         name="kepler",
         t_span=(0.0, 20.0),
+        units="t in 1, qx in 1, qy in 1, px in 1, py in 1, mu in 1; nondimensional: lengths relative to "
+        "the semi-major axis, time to the period / (2 pi), mu = G M = 1",
         source="E. Hairer, C. Lubich & G. Wanner (2006), Geometric Numerical Integration, §I.2.3 "
         "(eccentricity 0.6, period 2 pi).",
         description="Kepler two-body problem; energy and angular momentum are conserved.",
@@ -138,6 +143,8 @@ def arenstorf() -> ODEModel:
         state_names=("x", "y", "vx", "vy"),
         name="arenstorf",
         t_span=(0.0, ARENSTORF_PERIOD),
+        units="t in 1, x in 1, y in 1, vx in 1, vy in 1, mu in 1; nondimensional: lengths relative to the "
+        "Earth-Moon distance, time to the Moon's period / (2 pi), mu the Moon's fraction of the total mass",
         source="R. F. Arenstorf (1963), Am. J. Math. 85:27-35; E. Hairer, S. P. Nørsett & "
         "G. Wanner, Solving ODEs I, §II.0, eq. (0.1) (periodic with period 17.0652165601579...).",
         description="Arenstorf orbit: a periodic satellite orbit in the Earth-Moon system.",

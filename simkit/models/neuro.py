@@ -21,6 +21,7 @@ def fitzhugh_nagumo() -> ODEModel:
         state_names=("v", "w"),
         name="fitzhugh_nagumo",
         t_span=(0.0, 100.0),
+        units="t in 1, v in 1, w in 1, a in 1, b in 1, tau in 1, current in 1; nondimensional",
         source="R. FitzHugh (1961), Biophys. J. 1:445-466; J. Nagumo, S. Arimoto & S. Yoshizawa "
         "(1962), Proc. IRE 50:2061.",
         description="FitzHugh-Nagumo excitable neuron; periodic spiking for current = 0.5.",
@@ -67,7 +68,9 @@ def hodgkin_huxley() -> ODEModel:
         state_names=("V", "m", "h", "n"),
         name="hodgkin_huxley",
         t_span=(0.0, 50.0),
-        units="V in mV, time in ms, conductances in mS/cm^2, current in uA/cm^2",
+        units="t in ms, V in mV, m in 1, h in 1, n in 1, capacitance in uF/cm^2, g_na in mS/cm^2, "
+        "g_k in mS/cm^2, g_l in mS/cm^2, e_na in mV, e_k in mV, e_l in mV, current in uA/cm^2; "
+        "m, h and n are gating probabilities",
         source="A. L. Hodgkin & A. F. Huxley (1952), J. Physiol. 117:500-544; rates and constants "
         "in the resting-potential -65 mV convention of P. Dayan & L. F. Abbott (2001), "
         "Theoretical Neuroscience, §5.6.",

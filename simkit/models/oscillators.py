@@ -27,6 +27,7 @@ def van_der_pol() -> ODEModel:
         state_names=("x", "v"),
         name="van_der_pol",
         t_span=(0.0, 20.0),
+        units="t in 1, x in 1, v in 1, mu in 1; nondimensional",
         source=_SOURCE,
         description="Van der Pol oscillator, mu = 1 (non-stiff).",
     )
@@ -41,6 +42,7 @@ def van_der_pol_stiff() -> ODEModel:
         name="van_der_pol_stiff",
         t_span=(0.0, 3000.0),
         stiff=True,
+        units="t in 1, x in 1, v in 1, mu in 1; nondimensional",
         source=_SOURCE,
         description="Van der Pol relaxation oscillator, mu = 1000 (stiff; period ~1614).",
     )

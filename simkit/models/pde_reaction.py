@@ -13,6 +13,11 @@ from ..stencil.grid import Grid
 from ..stencil.pde import PDEModel
 
 
+def _nondimensional(*names: str) -> str:
+    """``units`` of a nondimensional model: ``"1"`` for time and every name given."""
+    return ", ".join(f"{name} in 1" for name in ("t", *names)) + "; nondimensional"
+
+
 def _seeded(shape, seed, scale):
     return scale * np.random.default_rng(seed).standard_normal(shape)
 
@@ -39,6 +44,7 @@ def gray_scott() -> PDEModel:
                     params={"diffusivity_u": 2e-5, "diffusivity_v": 1e-5, "feed": 0.035, "kill": 0.065},
                     u0=np.stack([u, v]), component_names=("u", "v"), name="gray_scott",
                     t_span=(0.0, 5000.0),
+                    units=_nondimensional("x", "y", "u", "v", "diffusivity_u", "diffusivity_v", "feed", "kill"),
                     source="P. Gray & S. K. Scott (1984), Chem. Eng. Sci. 39:1087-1097; patterns and "
                     "parameters: J. E. Pearson (1993), Science 261:189-192 (Du = 2e-5, Dv = 1e-5; "
                     "F = 0.035, k = 0.065 gives self-replicating spots).",
@@ -61,6 +67,7 @@ def fitzhugh_nagumo_2d() -> PDEModel:
     return PDEModel(rhs=fhn_rhs, linear=fhn_diffusion, grid=grid, bcs=Neumann(0.0),
                     params={"diffusivity_u": 2.8e-4, "diffusivity_v": 5e-3, "tau": 0.1, "k": -0.005},
                     u0=u0, component_names=("u", "v"), name="fitzhugh_nagumo_2d", t_span=(0.0, 9.0),
+                    units=_nondimensional("x", "y", "u", "v", "diffusivity_u", "diffusivity_v", "tau", "k"),
                     source="R. FitzHugh (1961), Biophys. J. 1:445-466; J. Nagumo, S. Arimoto & "
                     "S. Yoshizawa (1962), Proc. IRE 50:2061-2070; Turing-pattern form u_t = Du lap u + "
                     "u - u^3 - v + k, tau v_t = Dv lap v + u - v and its parameters: C. Rossant, IPython "
@@ -80,7 +87,7 @@ def allen_cahn() -> PDEModel:
     grid = Grid((64, 64), 0.0, 1.0)
     return PDEModel(rhs=allen_cahn_rhs, linear=allen_cahn_diffusion, grid=grid, bcs=Periodic(),
                     params={"interface": 0.02}, u0=_seeded((1,) + grid.shape, 4, 0.1),
-                    name="allen_cahn", t_span=(0.0, 20.0),
+                    name="allen_cahn", t_span=(0.0, 20.0), units=_nondimensional("x", "y", "u", "interface"),
                     source="S. M. Allen & J. W. Cahn (1979), Acta Metall. 27:1085-1095.",
                     description="Allen-Cahn phase separation (non-conserved) from small noise.")
 
@@ -100,7 +107,7 @@ def kuramoto_sivashinsky() -> PDEModel:
     x = grid.coordinates()
     return PDEModel(rhs=ks_rhs, linear=ks_linear, grid=grid, bcs=Periodic(), params={},
                     u0=(np.cos(x / 16) * (1 + np.sin(x / 16)))[None], name="kuramoto_sivashinsky",
-                    t_span=(0.0, 150.0),
+                    t_span=(0.0, 150.0), units=_nondimensional("x", "u"),
                     source="Y. Kuramoto (1978), Prog. Theor. Phys. Suppl. 64:346-367; G. I. "
                     "Sivashinsky (1977), Acta Astronaut. 4:1177-1206; domain and initial data: "
                     "A.-K. Kassam & L. N. Trefethen (2005), SIAM J. Sci. Comput. 26:1214-1233.",
@@ -122,6 +129,7 @@ def cahn_hilliard() -> PDEModel:
     return PDEModel(rhs=cahn_hilliard_rhs, linear=cahn_hilliard_linear, grid=grid, bcs=Periodic(),
                     params={"mobility": 1.0, "interface": 0.02}, u0=_seeded((1,) + grid.shape, 5, 0.05),
                     name="cahn_hilliard", t_span=(0.0, 0.01),
+                    units=_nondimensional("x", "y", "u", "mobility", "interface"),
                     source="J. W. Cahn & J. E. Hilliard (1958), J. Chem. Phys. 28:258-267.",
                     description="Cahn-Hilliard spinodal decomposition (mass conserved exactly).")
 

@@ -28,6 +28,11 @@ _HEAT_SOURCE = ("J. Crank, The Mathematics of Diffusion, 2nd ed. (1975), ch. 2-4
                 "for ODEs and PDEs (2007), ch. 9.")
 
 
+def _nondimensional(*names: str) -> str:
+    """``units`` of a nondimensional model: ``"1"`` for time and every name given."""
+    return ", ".join(f"{name} in 1" for name in ("t", *names)) + "; nondimensional"
+
+
 def heat_1d_exact(x, t, diffusivity=0.1):
     """Dirichlet 0 on [0, 1]: two sine modes decaying at ``diffusivity (k pi)^2``."""
     return (np.sin(np.pi * x) * np.exp(-diffusivity * np.pi**2 * t)
@@ -39,6 +44,7 @@ def heat_1d() -> PDEModel:
     return PDEModel(rhs=diffusion_rhs, linear=diffusion_rhs, grid=grid, bcs=Dirichlet(0.0),
                     params={"diffusivity": 0.1}, u0=heat_1d_exact(grid.coordinates(), 0.0)[None],
                     name="heat_1d", t_span=(0.0, 0.5), stiff=True, source=_HEAT_SOURCE,
+                    units=_nondimensional("x", "u", "diffusivity"),
                     description="Heat equation on [0, 1], u = 0 at both ends, two sine modes (exact).")
 
 
@@ -63,6 +69,7 @@ def heat_2d() -> PDEModel:
     return PDEModel(rhs=diffusion_rhs, linear=diffusion_rhs, grid=grid, bcs=Periodic(),
                     params={"diffusivity": 0.01}, u0=heat_2d_exact(grid.meshgrid(), 0.0)[None],
                     name="heat_2d", t_span=(0.0, 1.0), stiff=True, source=_HEAT_SOURCE,
+                    units=_nondimensional("x", "y", "u", "diffusivity"),
                     description="Heat equation on the periodic unit square, a Gaussian (exact by images).")
 
 
@@ -72,7 +79,7 @@ def heat_3d() -> PDEModel:
     u0 = np.exp(-((x - 0.3) ** 2 + (y - 0.5) ** 2 + (z - 0.6) ** 2) / 0.02)
     return PDEModel(rhs=diffusion_rhs, linear=diffusion_rhs, grid=grid, bcs=Neumann(0.0),
                     params={"diffusivity": 0.01}, u0=u0[None], name="heat_3d", t_span=(0.0, 2.0),
-                    stiff=True, source=_HEAT_SOURCE,
+                    stiff=True, source=_HEAT_SOURCE, units=_nondimensional("x", "y", "z", "u", "diffusivity"),
                     description="Heat equation in the unit cube with no-flux walls (mass conserved).")
 
 
@@ -91,6 +98,7 @@ def advection() -> PDEModel:
     grid = Grid((200,), 0.0, 1.0)
     return PDEModel(rhs=advection_rhs, grid=grid, bcs=Periodic(), params={"velocity": np.array([1.0])},
                     u0=advection_exact(grid.coordinates(), 0.0)[None], name="advection", t_span=(0.0, 1.0),
+                    units=_nondimensional("x", "u", "velocity"),
                     source="Linear advection u_t + a u_x = 0 (exact: the translated profile); "
                     "upwind-biased 3rd-order differences: B. P. Leonard (1979), Comput. Methods Appl. "
                     "Mech. Eng. 19:59-98.",
@@ -115,6 +123,7 @@ def advection_diffusion() -> PDEModel:
     return PDEModel(rhs=advection_diffusion_rhs, linear=diffusion_rhs, grid=grid, bcs=Periodic(),
                     params={"velocity": np.array([1.0, 0.5]), "diffusivity": 0.005},
                     u0=advection_diffusion_exact(grid.meshgrid(), 0.0)[None], name="advection_diffusion",
+                    units=_nondimensional("x", "y", "u", "velocity", "diffusivity"),
                     t_span=(0.0, 1.0), source="Advection-diffusion of a Gaussian on a periodic square "
                     "(exact: a translated, spreading Gaussian); " + _HEAT_SOURCE,
                     description="Advection-diffusion on the periodic unit square.")
@@ -144,6 +153,7 @@ def burgers() -> PDEModel:
     grid = Grid((256,), 0.0, 2 * np.pi)
     return PDEModel(rhs=burgers_rhs, grid=grid, bcs=Periodic(), params={"viscosity": 0.05},
                     u0=np.sin(grid.coordinates())[None], name="burgers", t_span=(0.0, 2.0),
+                    units=_nondimensional("x", "u", "viscosity"),
                     source="J. M. Burgers (1948), Adv. Appl. Mech. 1:171-199; exact solution by the "
                     "Cole-Hopf transform: E. Hopf (1950), Comm. Pure Appl. Math. 3:201-230; J. D. Cole "
                     "(1951), Q. Appl. Math. 9:225-236.",
@@ -166,6 +176,7 @@ def wave() -> PDEModel:
     grid = Grid((64, 64), 0.0, 1.0)
     return PDEModel(rhs=wave_rhs, grid=grid, bcs=Dirichlet(0.0), params={"speed": 1.0},
                     u0=wave_exact(grid.meshgrid(), 0.0), component_names=("u", "v"), name="wave",
+                    units=_nondimensional("x", "y", "u", "v", "speed"),
                     t_span=(0.0, 2.0), source="Wave equation on the unit square with fixed edges; "
                     "the (1, 2) standing mode, frequency c pi sqrt(5) (exact).",
                     description="2-D wave equation, a standing mode between fixed edges.")

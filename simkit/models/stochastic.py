@@ -24,6 +24,7 @@ def ornstein_uhlenbeck() -> ODEModel:
         state_names=("x",),
         name="ornstein_uhlenbeck",
         t_span=(0.0, 3.0),
+        units="t in 1, x in 1, theta in 1, mu in 1, sigma in 1; nondimensional",
         source="G. E. Uhlenbeck & L. S. Ornstein (1930), Phys. Rev. 36:823-841. "
         "Mean mu + (x0 - mu) exp(-theta t), variance sigma^2 (1 - exp(-2 theta t)) / (2 theta).",
         description="Ornstein-Uhlenbeck process dx = theta (mu - x) dt + sigma dW.",
@@ -47,6 +48,8 @@ def geometric_brownian_motion() -> ODEModel:
         state_names=("S",),
         name="geometric_brownian_motion",
         t_span=(0.0, 1.0),
+        units="t in 1, S in 1, mu in 1, sigma in 1; nondimensional: S relative to its initial value "
+        "and t to the time unit of the rates mu and sigma",
         source="F. Black & M. Scholes (1973), J. Polit. Econ. 81:637-654; mean S0 exp(mu t), "
         "variance S0^2 exp(2 mu t) (exp(sigma^2 t) - 1).",
         description="Geometric Brownian motion dS = mu S dt + sigma S dW (Ito).",

@@ -332,7 +332,8 @@ class PDEModel(eqx.Module):
         The stiff linear part (e.g. diffusion), with the rhs's signature; the IMEX stepper
         treats it implicitly and the rest explicitly.
     source, description, units : str
-        Citation, free text, and free-text units (as `ODEModel`).
+        Citation, free text, and units (as `ODEModel`: ``"<name> in <unit>"`` phrases for
+        ``t``, the components, the grid axes ``x``, ``y``, ``z`` and the parameters).
 
     Raises
     ------

@@ -35,12 +35,45 @@ from .pde import PDEModel, Space
 
 
 class AbstractStepper(eqx.Module):
-    """A one-step method ``u_{n+1} = step(rhs, linear, t, u, dt)``.
+    """A one-step method ``u_{n+1} = step(rhs, linear, t, u, dt, space)``: the extension contract.
 
-    Class attributes: `order`; `stability_limit` and `imaginary_limit`, the largest
-    ``dt * |lambda|`` it is stable for on the negative real axis and on the imaginary axis
-    (the stability check's criteria); `needs_linear`, True for IMEX methods that take the
-    model's ``linear`` part implicitly.
+    A stepper is an ``equinox.Module`` (its fields, e.g. tolerances, are traced; its class
+    attributes are static). Subclass it and implement `step` to add a method; pass an
+    instance as `integrate`'s or `rollout`'s ``stepper``. The built-in ones are
+    `ForwardEuler`, `SSPRK3`, `RK4` (the default) and `IMEXEuler`.
+
+    Attributes
+    ----------
+    order : int
+        Order of accuracy (class attribute).
+    stability_limit : float
+        The largest ``dt * |lambda|`` (dimensionless) the method is stable for on the
+        negative real axis (diffusion): `integrate`'s stability check refuses a ``dt``
+        above ``stability_limit / spectral_radius``.
+    imaginary_limit : float
+        The same on the imaginary axis (waves, central advection); 0 where no step on it is
+        stable.
+    needs_linear : bool
+        True for IMEX methods, which take the model's ``linear`` part implicitly (default
+        False).
+
+    Examples
+    --------
+    Heun's method (explicit trapezoidal rule, order 2) as a new stepper:
+
+    >>> import simkit
+    >>> from simkit.stencil import AbstractStepper
+    >>> class Heun(AbstractStepper):
+    ...     order = 2
+    ...     stability_limit = 2.0  # |1 + z + z^2/2| = 1 at z = -2
+    ...     imaginary_limit = 0.0
+    ...     def step(self, rhs, linear, t, u, dt, space):
+    ...         k1 = rhs(t, u)
+    ...         return u + dt / 2 * (k1 + rhs(t + dt, u + dt * k1))
+    >>> heat = simkit.models.get("heat_1d")
+    >>> sol = simkit.stencil.integrate(heat, dt=1e-4, steps=10, stepper=Heun())
+    >>> sol.us.shape, sol.stepper_name
+    ((2, 1, 128), 'Heun')
     """
 
     order: ClassVar[int]
@@ -50,11 +83,67 @@ class AbstractStepper(eqx.Module):
 
     @abc.abstractmethod
     def step(self, rhs: Callable, linear: Callable | None, t: Any, u: Any, dt: Any, space: Space) -> Any:
-        """One step of size ``dt`` from ``(t, u)``; ``rhs(t, u)`` is the whole right-hand side;
-        `space` supplies global reductions (inner products on a device mesh)."""
+        """One step of size ``dt`` from ``(t, u)``.
+
+        Called inside the compiled rollout (traced values, no Python control flow on them).
+
+        Parameters
+        ----------
+        rhs : callable
+            ``rhs(t, u) -> du/dt``, the model's whole right-hand side (parameters and
+            `space` already bound), an array of ``u``'s shape.
+        linear : callable or None
+            ``linear(t, u)``, the model's stiff linear (affine) part with the same binding,
+            or None when the model has none; included in `rhs`.
+        t : jax.Array
+            Time at the start of the step (the model's time unit), a scalar.
+        u : jax.Array
+            The field, shape ``(components,) + grid.shape``.
+        dt : jax.Array
+            Step size (time unit), a scalar.
+        space : Space
+            Global reductions (``space.sum``: inner products that stay global on a device
+            mesh).
+
+        Returns
+        -------
+        jax.Array
+            The field at ``t + dt``, ``u``'s shape and dtype.
+
+        Examples
+        --------
+        >>> import jax.numpy as jnp
+        >>> from simkit.stencil import ForwardEuler
+        >>> ForwardEuler().step(lambda t, u: -u, None, 0.0, jnp.ones(3), 0.1, None).tolist()
+        [0.9, 0.9, 0.9]
+        """
 
 
 class ForwardEuler(AbstractStepper):
+    """Forward (explicit) Euler, ``u_{n+1} = u_n + dt rhs(t_n, u_n)``, order 1.
+
+    Stable for ``dt |lambda| <= 2`` on the negative real axis (diffusion); unstable for any
+    ``dt`` on the imaginary axis (waves, central advection: use `SSPRK3` or `RK4`).
+
+    Attributes
+    ----------
+    order : int
+        1.
+    stability_limit : float
+        2.0 (``dt * |lambda|``, negative real axis).
+    imaginary_limit : float
+        0.0.
+
+    Examples
+    --------
+    >>> import simkit
+    >>> from simkit.stencil import ForwardEuler
+    >>> heat = simkit.models.get("heat_1d")  # 128 points, diffusivity 0.1
+    >>> sol = simkit.stencil.integrate(heat, dt=1e-4, steps=10, stepper=ForwardEuler())
+    >>> sol.us.shape, sol.stepper_name
+    ((2, 1, 128), 'ForwardEuler')
+    """
+
     order = 1
     stability_limit = 2.0
     imaginary_limit = 0.0
@@ -64,7 +153,32 @@ class ForwardEuler(AbstractStepper):
 
 
 class SSPRK3(AbstractStepper):
-    """Shu-Osher's three-stage strong-stability-preserving Runge-Kutta method (order 3)."""
+    """Shu-Osher's three-stage strong-stability-preserving Runge-Kutta method (order 3).
+
+    Each stage is a convex combination of forward Euler steps, so a spatial discretisation
+    that is total-variation diminishing under forward Euler stays so for the same ``dt``
+    (Shu & Osher 1988, J. Comput. Phys. 77:439-471): the choice for upwind and flux-limited
+    advection (`simkit.stencil.flux_divergence`).
+
+    Attributes
+    ----------
+    order : int
+        3.
+    stability_limit : float
+        2.5127... (``dt * |lambda|``, negative real axis: where
+        ``|1 + z + z^2/2 + z^3/6| = 1``).
+    imaginary_limit : float
+        ``sqrt(3)``.
+
+    Examples
+    --------
+    >>> import simkit
+    >>> from simkit.stencil import SSPRK3
+    >>> heat = simkit.models.get("heat_1d")
+    >>> sol = simkit.stencil.integrate(heat, dt=1e-4, steps=10, save_every=5, stepper=SSPRK3())
+    >>> sol.us.shape, [round(t, 6) for t in sol.ts.tolist()]
+    ((3, 1, 128), [0.0, 0.0005, 0.001])
+    """
 
     order = 3
     stability_limit = 2.5127453266183286  # |1 + z + z^2/2 + z^3/6| = 1 on the real axis
@@ -84,7 +198,28 @@ class SSPRK3(AbstractStepper):
 
 
 class RK4(AbstractStepper):
-    """The classical fourth-order Runge-Kutta method."""
+    """The classical fourth-order Runge-Kutta method, `integrate`'s default stepper.
+
+    Four evaluations of the right-hand side per step.
+
+    Attributes
+    ----------
+    order : int
+        4.
+    stability_limit : float
+        2.7852... (``dt * |lambda|``, negative real axis).
+    imaginary_limit : float
+        ``2 sqrt(2)``.
+
+    Examples
+    --------
+    >>> import simkit
+    >>> from simkit.stencil import RK4
+    >>> heat = simkit.models.get("heat_1d")
+    >>> sol = simkit.stencil.integrate(heat, dt=1e-4, steps=10, stepper=RK4())
+    >>> sol.us.shape, sol.stepper_name
+    ((2, 1, 128), 'RK4')
+    """
 
     order = 4
     stability_limit = 2.785293563405282
@@ -108,11 +243,45 @@ class RK4(AbstractStepper):
 
 
 class IMEXEuler(AbstractStepper):
-    """IMEX Euler (order 1): ``u_{n+1} - dt L(u_{n+1}) = u_n + dt N(u_n)`` with ``L`` the
-    model's `linear` part (affine in ``u``: its boundary terms are handled) and ``N`` the
-    rest. Stable for any ``dt`` in ``L``; the explicit part sets the stability bound.
-    The linear system is solved matrix-free by BiCGStab to `rtol`/`atol` (`krylov.bicgstab`:
-    its inner products go through ``space.sum``, global on a device mesh)."""
+    """IMEX Euler (order 1): ``u_{n+1} - dt L(u_{n+1}) = u_n + dt N(u_n)``.
+
+    ``L`` is the model's ``linear`` part (`PDEModel.linear`, affine in ``u``: its boundary
+    terms are handled) and ``N = rhs - L`` the rest (Ascher, Ruuth & Wetton 1995, SIAM J.
+    Numer. Anal. 32:797-823). Stable for any ``dt`` in ``L``; the explicit part sets the
+    stability bound that `integrate` checks. The linear system of every step is solved
+    matrix-free by BiCGStab (its inner products through ``space.sum``, global on a device
+    mesh); a solve that does not converge within `max_steps` is not reported (the rollout
+    stays one compiled program), so keep ``dt`` where the system is well conditioned.
+
+    Parameters
+    ----------
+    rtol, atol : float
+        Tolerances of the BiCGStab solve: it stops when the residual's 2-norm over the whole
+        field is at most ``max(atol, rtol * |b|)`` (``b`` the right-hand side; ``atol`` in
+        the field's units). Defaults ``1e-10`` and ``1e-12``.
+    max_steps : int
+        BiCGStab iterations per step at most (default 1000).
+
+    Attributes
+    ----------
+    order : int
+        1.
+    stability_limit, imaginary_limit : float
+        2.0 and 0.0, of the explicit part (``dt * |lambda|`` of ``N``).
+    needs_linear : bool
+        True: the model must have a ``linear`` part.
+
+    Examples
+    --------
+    The heat equation's whole rhs is linear, so a step over 10x the explicit bound is stable:
+
+    >>> import simkit
+    >>> from simkit.stencil import IMEXEuler
+    >>> heat = simkit.models.get("heat_1d")  # explicit RK4 needs dt < 4.3e-4
+    >>> sol = simkit.stencil.integrate(heat, dt=5e-3, steps=4, stepper=IMEXEuler())
+    >>> sol.us.shape, bool(abs(sol.us[-1]).max() < abs(sol.us[0]).max())
+    ((2, 1, 128), True)
+    """
 
     rtol: float = 1e-10
     atol: float = 1e-12
@@ -140,13 +309,57 @@ class IMEXEuler(AbstractStepper):
 
 def spectral_radius(model: PDEModel, params: Mapping[str, Any], u: Any, *, explicit_only: bool = False,
                     iterations: int = 40, t: float = 0.0) -> tuple[float, bool]:
-    """Estimate of the largest ``|lambda|`` of the rhs's Jacobian ``J`` at ``u``: power
-    iteration on ``J^2`` with ``jax.jvp`` from a fixed random start (from below: a slightly
-    low estimate). With ``explicit_only``, of ``rhs - linear``.
+    """Estimate the largest ``|lambda|`` of the Jacobian ``J`` of the model's rhs at ``u``.
 
-    Returns ``(radius, oscillatory)``: ``oscillatory`` when the dominant eigenvalues are
-    (nearly) imaginary (``lambda^2 < 0``: waves, central advection), so that the stepper's
-    imaginary-axis limit applies instead of its negative-real-axis one."""
+    Power iteration on ``J^2`` with Jacobian-vector products (``jax.jvp``, no matrix built)
+    from a fixed random start, so the result is deterministic; it approaches the radius from
+    below (a slightly low estimate after few iterations). `integrate`'s stability check
+    compares ``dt * radius`` with the stepper's `AbstractStepper.stability_limit` (or its
+    ``imaginary_limit`` when ``oscillatory``). Compiled once per model structure and
+    ``iterations``; new parameter values or fields do not recompile.
+
+    Parameters
+    ----------
+    model : PDEModel
+        The model.
+    params : dict
+        All of the model's parameters by name (e.g. ``model.params``; no defaults are
+        filled in).
+    u : array_like
+        The field to linearise at, shape ``(components,) + grid.shape``.
+    explicit_only : bool
+        Estimate for ``rhs - linear``, the part an IMEX stepper takes explicitly (default
+        False: the whole rhs).
+    iterations : int
+        Power iterations (each two Jacobian-vector products; default 40).
+    t : float
+        Time at which the rhs is linearised (the model's time unit; default 0).
+
+    Returns
+    -------
+    radius : float
+        The estimated spectral radius, in inverse time units (1 / the model's time unit).
+    oscillatory : bool
+        True when the dominant eigenvalues are (nearly) imaginary (``lambda^2 < 0``: waves,
+        central advection), so that the stepper's imaginary-axis limit applies instead of
+        its negative-real-axis one.
+
+    Raises
+    ------
+    KeyError
+        `params` lacks a parameter the model's rhs reads (from the rhs).
+
+    Examples
+    --------
+    The 1-D diffusion operator ``D u_xx`` has radius just below ``4 D / dx^2``, real:
+
+    >>> import simkit
+    >>> from simkit.stencil import spectral_radius
+    >>> heat = simkit.models.get("heat_1d")  # D = 0.1, dx = 1/128
+    >>> radius, oscillatory = spectral_radius(heat, heat.params, heat.u0)
+    >>> bool(0.98 < radius / (4 * 0.1 * 128**2) <= 1), oscillatory
+    (True, False)
+    """
     rho, cosine = _power_iteration(model.rhs, model.linear if explicit_only else None, model.grid, iterations,
                                    model.bcs, jnp.asarray(u), params, jnp.asarray(t, jnp.asarray(u).dtype))
     return float(rho), bool(cosine < -0.5)
@@ -259,9 +472,71 @@ def build_program(model: PDEModel, *, dt: float | Callable, steps: int, save_eve
 def rollout(model: PDEModel, params: Mapping[str, Any] | None = None, u0: Any = None, *, dt: Any,
             steps: int, save_every: int | None = None, stepper: AbstractStepper | None = None, t0: Any = 0.0,
             diagnostics: Mapping[str, Callable] | None = None) -> tuple[Any, Any, dict]:
-    """`integrate` as a pure JAX function: ``(us, ts, diagnostics)`` as arrays, for use under
-    ``jax.grad``/``jax.jit``/``jax.vmap`` (``params``, ``u0``, ``dt``, ``t0`` may be traced).
-    No stability check and no non-finite check (use `integrate` for those)."""
+    """`integrate` as a pure JAX function, for use under ``jax.grad``/``jax.jit``/``jax.vmap``.
+
+    ``params``, ``u0``, ``dt`` and ``t0`` may be traced (a new value does not recompile);
+    ``steps``, ``save_every``, ``stepper`` and ``diagnostics`` are structure. No stability
+    check and no non-finite check (use `integrate` for those): a blow-up shows as ``nan``
+    in ``us``.
+
+    Parameters
+    ----------
+    model : PDEModel
+        The model.
+    params : dict, optional
+        Parameter overrides by name (the rest keep the model's defaults).
+    u0 : array_like, optional
+        Initial field, shape ``(components,) + grid.shape``; default ``model.u0``.
+    dt : float or callable
+        Step size (the model's time unit), or a rule ``dt(u, params, space) -> step``
+        evaluated before every step, as in `integrate`.
+    steps : int
+        Number of steps, a positive multiple of `save_every`.
+    save_every : int, optional
+        Save the field every this many steps (default: only the start and the end).
+    stepper : AbstractStepper, optional
+        `RK4()` (default), `SSPRK3()`, `ForwardEuler()` or `IMEXEuler()`.
+    t0 : float
+        Start time (time unit; default 0).
+    diagnostics : dict, optional
+        ``{name: fn(u, space) -> scalar}``, evaluated at every save point.
+
+    Returns
+    -------
+    us : jax.Array
+        The saved fields, shape ``(steps // save_every + 1, components) + grid.shape``,
+        the first ``u0``.
+    ts : jax.Array
+        The save times, shape ``(steps // save_every + 1,)``.
+    diagnostics : dict of jax.Array
+        Each diagnostic at the save points, shape ``(steps // save_every + 1,)``.
+
+    Raises
+    ------
+    InputTypeError
+        `stepper` is not a stepper, or `steps`/`save_every` is not a number.
+    InputError
+        `steps` is not a positive multiple of `save_every`.
+    ShapeError
+        `u0` does not have the model's field shape.
+    ParameterError
+        An unknown parameter name in `params`.
+
+    Examples
+    --------
+    The derivative of the final total heat with respect to the diffusivity:
+
+    >>> import jax, simkit
+    >>> from simkit.stencil import rollout
+    >>> heat = simkit.models.get("heat_1d")
+    >>> us, ts, _ = rollout(heat, dt=1e-4, steps=10, save_every=5)
+    >>> us.shape, ts.shape
+    ((3, 1, 128), (3,))
+    >>> def total(d):
+    ...     return rollout(heat, {"diffusivity": d}, dt=1e-4, steps=10)[0][-1].sum()
+    >>> bool(jax.grad(total)(0.1) < 0)  # faster diffusion, more heat out through u = 0 walls
+    True
+    """
     program = build_program(model, dt=dt, steps=steps, save_every=save_every, stepper=stepper,
                             diagnostics=diagnostics)
     us, ts, diags, _ = _rollout(program, *rollout_arguments(model, params, u0, dt, t0))
@@ -362,27 +637,75 @@ def integrate(
 ) -> FieldSolution:
     """Integrate ``model`` with ``steps`` fixed steps of size ``dt``.
 
-    **Main arguments:**
+    The whole rollout is one compiled program; numbers (``dt``, ``t0``, ``u0``,
+    parameters) are traced, so a new value does not recompile. For a run whose saved
+    frames do not fit in memory, or that must resume after a crash, see
+    `simkit.stencil.integrate_to_file`.
 
-    - `model`: a `PDEModel`.
-    - `dt`: step size (time units), or a rule ``dt(u, params, space) -> step`` evaluated
-      before every step (e.g. a CFL bound ``0.4 * dx**2 / space.max(diffusivity(u))``; use
-      ``space.max``/``space.sum`` so it is the same on every shard of a device mesh).
-    - `steps`: number of steps; `save_every`: save the field every this many steps
-      (default: only the start and the end); `steps` must be a multiple.
-    - `stepper`: `RK4()` (default), `SSPRK3()`, `ForwardEuler()` or `IMEXEuler()` (needs the
-      model's ``linear`` part).
+    Parameters
+    ----------
+    model : PDEModel
+        The model.
+    dt : float or callable
+        Step size (the model's time unit), or a rule ``dt(u, params, space) -> step``
+        evaluated before every step (e.g. a CFL bound
+        ``0.4 * dx**2 / space.max(diffusivity(u))``; use ``space.max``/``space.sum`` so it
+        is the same on every shard of a device mesh).
+    steps : int
+        Number of steps, a positive multiple of `save_every`.
+    save_every : int, optional
+        Save the field every this many steps (default: only the start and the end).
+    stepper : AbstractStepper, optional
+        `RK4()` (default), `SSPRK3()`, `ForwardEuler()` or `IMEXEuler()` (needs the
+        model's ``linear`` part).
+    params : dict, optional
+        Parameter overrides by name (the rest keep the model's defaults).
+    u0 : array_like, optional
+        Initial field, shape ``(components,) + grid.shape``; default ``model.u0``.
+    t0 : float
+        Start time (time unit; default 0).
+    diagnostics : dict, optional
+        ``{name: fn(u, space) -> scalar}`` saved at every save point (use
+        ``space.sum``/``space.integral`` so they stay global on a device mesh).
+    check_stability : bool
+        Before compiling the rollout, estimate the spectral radius of the (explicit part
+        of the) rhs at ``u0`` (`spectral_radius`) and refuse a ``dt`` above the stepper's
+        stable bound (default True).
+    throw : bool
+        Raise `SolveError` when the field becomes non-finite (default). With
+        ``throw=False`` the result's ``status`` says so and the fields after that point are
+        kept as computed.
 
-    **Other arguments:** `params` (overrides), `u0` (initial field, default ``model.u0``),
-    `t0`; `diagnostics`: ``{name: fn(u, space) -> scalar}`` saved at every save point (use
-    ``space.sum``/``space.integral`` so they stay global on a device mesh);
-    `check_stability`: before compiling the rollout, estimate the spectral radius of the
-    (explicit part of the) rhs at ``u0`` and refuse a ``dt`` above the stepper's stable bound;
-    `throw`: raise `SolveError` when the field becomes non-finite (else the result's
-    `status` says so and the fields after that point are kept as computed).
+    Returns
+    -------
+    FieldSolution
+        ``us`` of shape ``(steps // save_every + 1, components) + grid.shape`` (the first
+        is ``u0``), the save times ``ts`` ``(steps // save_every + 1,)``, the diagnostics,
+        the status and the run's provenance (stepper, ``dt``, parameters, model units).
 
-    **Returns:** a `FieldSolution` with ``us`` of shape ``(saves, components) + grid.shape``
-    and the save times ``ts``.
+    Raises
+    ------
+    InputTypeError
+        `model` is not a `PDEModel`, `stepper` not a stepper, or `steps`/`save_every`/`t0`
+        not a number.
+    InputError
+        `steps` is not a positive multiple of `save_every`; `dt` not positive and finite;
+        `u0` of the wrong shape or not finite; an IMEX stepper for a model without a
+        ``linear`` part; or (`check_stability`) a ``dt`` above the stable bound, the
+        message giving the bound.
+    ParameterError
+        An unknown or non-finite parameter in `params`.
+    SolveError
+        The field became non-finite (``throw=True``): the message gives the time interval
+        and what to try.
+
+    Examples
+    --------
+    >>> import simkit
+    >>> heat = simkit.models.get("heat_1d")  # 128 cells on [0, 1]
+    >>> sol = simkit.stencil.integrate(heat, dt=1e-4, steps=10, save_every=5)
+    >>> sol.us.shape, [round(t, 6) for t in sol.ts.tolist()], sol.stepper_name
+    ((3, 1, 128), [0.0, 0.0005, 0.001], 'RK4')
     """
     program, u_init, params_j, dt_arg = prepare(model, dt=dt, steps=steps, save_every=save_every,
                                                 stepper=stepper, params=params, u0=u0, t0=t0,

@@ -56,8 +56,8 @@ def pde_inverse() -> dict[str, Any]:
                 note=note + "; metric: largest abs(estimate - truth) / standard error")
 
 
-# The lynx-hare records' units, as `simkit.datasets.lynx_hare` documents them (the model's
-# units say "time in years, populations in thousands of pelts" without naming the states).
+# The lynx-hare records' units, as `simkit.datasets.lynx_hare` documents them (the data's
+# names, hare and lynx, are not the model's states, prey and predator, and its times count from 1900).
 LYNX_HARE_UNITS = {"t": "years since 1900", "hare": "thousands of pelts", "lynx": "thousands of pelts"}
 
 

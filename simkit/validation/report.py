@@ -45,7 +45,7 @@ def _draw_models(results: list[dict[str, Any]]) -> Any:
         colors = plt.get_cmap("tab20" if len(names) > 10 else "tab10")(np.arange(len(names)))
         for i, state in enumerate(names):
             e = np.where(err[:, i] > 0, err[:, i], np.nan)  # exact zeros (t0) have no log
-            label = state if common or not state_units[i] else f"{state} [{state_units[i]}]"
+            label = state if common or not state_units[i] else axis_label(state, state_units[i])
             if np.isnan(e).all():
                 label += " (error 0)"
             ax.plot(ts, e, "o-", ms=2, lw=1, color=colors[i], label=label)
