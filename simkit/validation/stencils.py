@@ -183,15 +183,15 @@ def figure_orders(results: list[dict[str, Any]], path: str) -> None:
 
     from ..plot import axis_label
 
-    # the order cases' models (heat, Burgers, advection) state no units: model units
+    # the order cases' models (heat, Burgers, advection) are nondimensional (their units "1")
     fig, axes = plt.subplots(1, 2, figsize=(12, 5.6), layout="constrained")
     for ax, kind, xlabel in [(axes[0], "space", "grid spacing h"), (axes[1], "time", "time step dt")]:
         for r in [r for r in results if r["kind"] == kind]:
             line = ax.loglog(r["hs"], r["errors"], "o-", ms=4, label=f"{r['name']}: {r['metric']:.2f}")[0]
             ref = r["errors"][-1] * (np.asarray(r["hs"]) / r["hs"][-1]) ** r["order"]
             ax.loglog(r["hs"], ref, ":", color=line.get_color(), lw=1)
-        ax.set_xlabel(axis_label(xlabel, None))
-        ax.set_ylabel(axis_label("max |u − u_exact| at the final time", None))
+        ax.set_xlabel(axis_label(xlabel, "1"))
+        ax.set_ylabel(axis_label("max |u − u_exact| at the final time", "1"))
         ax.set_title(f"observed order in {kind} (dotted: theoretical slope)", fontsize=10)
         ax.grid(True, which="major", alpha=0.3)
         # below the axes: inside, the legend covered the curves
