@@ -121,6 +121,14 @@ def sharded_space(grid: Grid, bcs: Any, axes: tuple[tuple[str, int], ...], domai
                  reduce_sum=mesh_sum(names), reduce_max=mesh_max(names), domain=domain, offset=offset)
 
 
+def check_mesh(model: PDEModel, mesh: Mesh) -> None:
+    """Refuse a mesh that does not fit ``model``'s grid (before any work)."""
+    if mesh.axis_names != tuple(("x", "y", "z")[: model.grid.ndim]):
+        raise InputError(f"mesh axes {mesh.axis_names} do not match a {model.grid.ndim}-D grid: "
+                         "build it with simkit.parallel.mesh_for(grid)")
+    local_grid(model.grid, mesh.devices.shape)
+
+
 @functools.lru_cache(maxsize=64)
 def _compiled(program: Any, mesh: Mesh, transform: str) -> Callable:
     axes = tuple(zip(mesh.axis_names, mesh.devices.shape))
@@ -248,10 +256,7 @@ def integrate(
     if not isinstance(model, PDEModel):
         raise InputTypeError(f"parallel.integrate() expects a PDEModel, got {type(model).__name__}")
     mesh = mesh_for(model.grid) if mesh is None else mesh
-    if mesh.axis_names != tuple(("x", "y", "z")[: model.grid.ndim]):
-        raise InputError(f"mesh axes {mesh.axis_names} do not match a {model.grid.ndim}-D grid: "
-                         "build it with simkit.parallel.mesh_for(grid)")
-    local_grid(model.grid, mesh.devices.shape)  # clear error before any work
+    check_mesh(model, mesh)
     program, u_init, params_j, dt_arg = prepare(model, dt=dt, steps=steps, save_every=save_every,
                                                 stepper=stepper, params=params, u0=u0, t0=t0,
                                                 diagnostics=diagnostics, check_stability=check_stability)

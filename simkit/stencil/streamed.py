@@ -34,6 +34,7 @@ def integrate_to_file(
     check_stability: bool = True,
     throw: bool = True,
     progress_bar: bool | None = None,
+    mesh: Any = None,
 ) -> str:
     """`integrate`, writing the saved frames to a file as they are computed; resumable.
 
@@ -66,6 +67,10 @@ def integrate_to_file(
         chunk; the frames up to it are in the file, whose ``status`` attribute says so).
     progress_bar : bool, optional
         Show a progress bar over chunks (default: `simkit.progress`'s rule).
+    mesh : jax.sharding.Mesh, optional
+        Run each chunk decomposed over this device mesh (`simkit.parallel.mesh_for`), as
+        `simkit.parallel.integrate` does; the frames are gathered to the host chunk by chunk.
+        Part of the run's fingerprint (a run resumes on the mesh it started on).
 
     Returns
     -------
@@ -101,7 +106,8 @@ def integrate_to_file(
         stepper=repr(program.stepper), dt="rule" if callable(dt) else float(dt), steps=int(steps),
         save_every=program.save_every, chunk=chunk, t0=float(t0), u0=checkpoint.digest(u_init),
         params=checkpoint.params_digest(params_j), diagnostics=sorted(diagnostics or {}),
-        dtype=str(u_init.dtype))
+        dtype=str(u_init.dtype), **({} if mesh is None else {"mesh": list(mesh.devices.shape)}))
+    run_chunk = _chunk_runner(model, mesh)
     out = checkpoint.FrameFile(path, fingerprint, resume=resume)
     if out.complete:
         return out.path
@@ -118,7 +124,7 @@ def integrate_to_file(
         while done < n_saves and bad < 0:
             size = min(chunk, n_saves - done)
             part = dataclasses.replace(program, n_saves=size)
-            us, ts, diags, part_bad = _rollout(part, u, params_j, model.bcs, t, dt_arg)
+            us, ts, diags, part_bad = run_chunk(part, u, params_j, t, dt_arg)
             first = 0 if done == 0 else 1  # a later chunk's first frame is the last one written
             part_bad = int(part_bad)
             if part_bad >= 0:
@@ -138,3 +144,21 @@ def integrate_to_file(
             f"({type(program.stepper).__name__}); the step may be unstable for the evolved field, or the "
             f"model blew up. The frames up to then are in {out.path!r} (throw=False returns quietly)")
     return out.path
+
+
+def _chunk_runner(model: PDEModel, mesh: Any) -> Callable:
+    """``run(program, u, params, t, dt) -> (us, ts, diagnostics, bad)`` for one chunk: the
+    single-device rollout, or the decomposed one on ``mesh`` (frames gathered to the host)."""
+    if mesh is None:
+        return lambda part, u, params, t, dt: _rollout(part, u, params, model.bcs, t, dt)
+    from ..parallel.decompose import _compiled, check_mesh
+    from ..parallel.mesh import field_spec, gather, place
+
+    check_mesh(model, mesh)
+
+    def run(part, u, params, t, dt):
+        us, ts, diags, bad = _compiled(part, mesh, "shard_map")(
+            place(u, mesh, field_spec(model.grid.ndim)), params, model.bcs, t, dt)
+        return gather(us), ts, diags, bad
+
+    return run
