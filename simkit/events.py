@@ -13,6 +13,13 @@ never fires at ``t0``; and since a recorded event state lies on or just past the
 (``g`` is zero or has changed sign there), restarting a solve from an event's time and state
 does not fire that event again. (SciPy fires an event that is exactly zero at ``t0`` in the
 first step.)
+
+`Event` (re-exported as `simkit.Event`) is this module's only public name (``__all__``). The
+rest are internal building blocks of the engines' step loops (`simkit.kernels.loop` and
+the diffrax engine), shared so that events behave the same in every engine: `as_events`
+(normalising ``events=``), `event_values`, `capacity`, `wanted_crossings`,
+`locate_crossings` and `locate_root` (locating a crossing inside a step). They are not part
+of the API and may change without notice.
 """
 
 from __future__ import annotations
@@ -26,6 +33,8 @@ import jax.numpy as jnp
 from jax import lax
 
 from .errors import InputError, InputTypeError
+
+__all__ = ["Event"]
 
 EventFn = Callable[[Any, Any, Any], Any]
 DEFAULT_MAX_RECORDS = 64

@@ -34,7 +34,31 @@ JSON_ATTRS = ("parameters", "state_names", "stats", "hints", "model_units", "var
 
 
 def require_xarray(owner: str) -> Any:
-    """The ``xarray`` module; a `DependencyError` naming ``owner`` when it is missing."""
+    """The ``xarray`` module, imported on first use; a clear error when it is missing.
+
+    Parameters
+    ----------
+    owner : str
+        What needs xarray (e.g. ``"Solution.to_xarray()"``), named in the error message.
+
+    Returns
+    -------
+    module
+        ``xarray``.
+
+    Raises
+    ------
+    DependencyError
+        xarray is not installed (it is a dependency of simkit-jax, so only a broken
+        environment lacks it); the message names ``owner`` and the ``pip install`` that fixes it.
+
+    Examples
+    --------
+    >>> from simkit.io import require_xarray
+    >>> xr = require_xarray("my_result.to_xarray()")
+    >>> xr.__name__
+    'xarray'
+    """
     try:
         import xarray
     except ImportError:
@@ -45,8 +69,33 @@ def require_xarray(owner: str) -> Any:
 
 # -- attributes ----------------------------------------------------------------------------------
 def to_jsonable(value: Any) -> Any:
-    """``value`` with NumPy/JAX arrays and scalars turned into lists and Python numbers
-    (complex numbers as ``{"real": ..., "imag": ...}``), ready for ``json.dumps``."""
+    """``value`` with NumPy/JAX arrays and scalars turned into lists and Python numbers,
+    ready for ``json.dumps``.
+
+    Mappings become dicts with string keys and tuples become lists, recursively; strings,
+    bools, ints, floats (``numpy.float64`` is one) and ``None`` are kept; other boolean,
+    integer and real arrays and scalars (NumPy or JAX) become Python numbers or (nested)
+    lists of them; complex ones become ``{"real": ..., "imag": ...}``; anything else
+    becomes its ``str``.
+
+    Parameters
+    ----------
+    value : object
+        A parameter value, a state, a nested dict or list of them, ...
+
+    Returns
+    -------
+    object
+        The same structure made of dicts, lists, strings, numbers, bools and ``None``. Never
+        raises: what NumPy cannot turn into a numeric array is written as its text.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from simkit.io import to_jsonable
+    >>> to_jsonable({"n": np.int64(3), "y0": np.array([0.5, 2.0]), "z": (1j, None)})
+    {'n': 3, 'y0': [0.5, 2.0], 'z': [{'real': 0.0, 'imag': 1.0}, None]}
+    """
     if isinstance(value, Mapping):
         return {str(k): to_jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -138,7 +187,23 @@ def _version(distribution: str) -> str:
 
 
 def utc_now() -> str:
-    """The present as ISO 8601 UTC, e.g. ``2026-01-31T12:00:00Z``."""
+    """The present as ISO 8601 UTC, to the second: the ``date_created`` of a result.
+
+    Returns
+    -------
+    str
+        ``YYYY-MM-DDThh:mm:ssZ``, e.g. ``2026-01-31T12:00:00Z``.
+
+    Examples
+    --------
+    >>> import datetime
+    >>> from simkit.io import utc_now
+    >>> now = utc_now()
+    >>> len(now), now[10], now[-1]
+    (20, 'T', 'Z')
+    >>> datetime.datetime.strptime(now, "%Y-%m-%dT%H:%M:%SZ").year >= 2024
+    True
+    """
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -248,13 +313,29 @@ def parse_units(units: Any) -> dict[str, str]:
 
 
 def units_for(units: Any, name: str) -> str | None:
-    """The CF ``units`` of variable ``name`` from a model's ``units`` (see `parse_units`);
-    ``None`` when the model does not say. ``"t"`` and ``"time"`` name the time axis.
+    """The CF ``units`` of variable ``name`` from a model's ``units`` (see `parse_units`).
+
+    Parameters
+    ----------
+    units : str or mapping
+        ``model.units``: free text such as ``"time in days, V in mV"`` or a mapping
+        ``name -> unit``.
+    name : str
+        A state, component or coordinate name; ``"t"`` and ``"time"`` both name the time
+        axis (whichever of the two the model's ``units`` use).
+
+    Returns
+    -------
+    str or None
+        The unit as the model writes it, or ``None`` when the model does not say (a unit
+        is never guessed).
 
     Examples
     --------
     >>> units_for("time in days, states as fractions of the population", "t")
     'days'
+    >>> units_for({"V": "mV"}, "V"), units_for({"V": "mV"}, "m")
+    ('mV', None)
     """
     table = parse_units(units)
     if name in _TIME_NAMES:
@@ -263,7 +344,33 @@ def units_for(units: Any, name: str) -> str | None:
 
 
 def variable_attrs(long_name: str, units: str | None = None, **more: Any) -> dict[str, Any]:
-    """CF attributes of one variable: ``long_name``, and ``units`` where known."""
+    """CF attributes of one variable: ``long_name``, and ``units`` where known.
+
+    Parameters
+    ----------
+    long_name : str
+        What the variable is, in words (CF ``long_name``).
+    units : str, optional
+        Its CF ``units`` (e.g. from `units_for`); ``None`` or ``""``: omitted, since an
+        unknown unit is not written.
+    **more
+        Further attributes (``standard_name``, ``axis``, ...); those that are ``None`` are
+        omitted.
+
+    Returns
+    -------
+    dict
+        ``{"long_name": ..., "units": ..., **more}`` without the omitted entries, for an
+        ``xarray`` variable's ``attrs``.
+
+    Examples
+    --------
+    >>> from simkit.io import variable_attrs
+    >>> variable_attrs("time", "days", axis="T", standard_name=None)
+    {'long_name': 'time', 'units': 'days', 'axis': 'T'}
+    >>> variable_attrs("state x")
+    {'long_name': 'state x'}
+    """
     attrs: dict[str, Any] = {"long_name": long_name}
     if units:
         attrs["units"] = units
@@ -272,7 +379,40 @@ def variable_attrs(long_name: str, units: str | None = None, **more: Any) -> dic
 
 
 def check_names(names: Any, reserved: Any, what: str) -> None:
-    """Refuse variable names that clash with a coordinate or another variable of the dataset."""
+    """Refuse variable names that clash with a coordinate or another variable of the dataset.
+
+    What a result's ``to_xarray()`` checks before it builds its dataset, so that a state
+    named like a coordinate (``t``, ``x``, ...) fails with a message instead of silently
+    replacing it.
+
+    Parameters
+    ----------
+    names : iterable of str
+        The names about to become variables (e.g. the model's state names).
+    reserved : iterable of str
+        The names already taken (coordinates, other variables).
+    what : str
+        What ``names`` are, for the message (e.g. ``"state names"``).
+
+    Returns
+    -------
+    None
+        When no name clashes.
+
+    Raises
+    ------
+    InputError
+        Some of ``names`` are in ``reserved``; the message lists them.
+
+    Examples
+    --------
+    >>> from simkit.io import check_names
+    >>> check_names(["S", "I", "R"], ["t"], "state names")  # no clash: nothing happens
+    >>> check_names(["t", "x"], ["t"], "state names")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    simkit.errors.InputError: to_xarray(): state names ['t'] clash with the dataset's ...
+    """
     clash = sorted(set(names) & set(reserved))
     if clash:
         raise InputError(f"to_xarray(): {what} {clash} clash with the dataset's coordinates or variables "
@@ -409,7 +549,25 @@ def load(path: str | os.PathLike, *, lazy: bool = False) -> Any:
 
 class Saveable:
     """``save(path)`` for a result type with a ``to_xarray()``: one implementation for
-    `Solution`, `EnsembleSolution`, `FieldSolution` and `FitResult`."""
+    `Solution`, `EnsembleSolution`, `FieldSolution` and `FitResult`.
+
+    A mixin: it takes no arguments. A subclass defines ``to_xarray()`` (returning an
+    ``xarray.Dataset``) and inherits `save`, which writes that dataset with
+    `simkit.io.save` (NetCDF or zarr, chosen by the suffix); `simkit.load` reads it back.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> import simkit
+    >>> from simkit.io import Saveable
+    >>> class Table(Saveable):
+    ...     def to_xarray(self):
+    ...         return xr.Dataset({"v": ("i", [1.0, 2.0])}, attrs={"title": "a table"})
+    >>> Table().save("table.nc")
+    'table.nc'
+    >>> simkit.load("table.nc")["v"].values.tolist()
+    [1.0, 2.0]
+    """
 
     def save(self, path: Any) -> str:
         """Write `to_xarray` to ``path``: NetCDF (``.nc``) or zarr (``.zarr``, when installed).

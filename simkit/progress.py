@@ -61,7 +61,25 @@ def setting(progress: bool | None = None) -> bool | None:
 
 
 def in_notebook() -> bool:
-    """Whether ``tqdm.auto`` draws notebook widgets here (a Jupyter kernel with ipywidgets)."""
+    """Whether ``tqdm.auto`` draws notebook widgets here (a Jupyter kernel with ipywidgets).
+
+    Part of the automatic rule of `active`: in a notebook a bar shows even though its
+    stream is not a terminal.
+
+    Returns
+    -------
+    bool
+        True in a Jupyter kernel (notebook, JupyterLab, VS Code, Colab, JupyterLite) with
+        ipywidgets installed, where ``tqdm.auto`` picks its widget bar; False in a plain
+        Python process, terminal IPython, Jupyter's Qt console or Spyder, or a notebook
+        without ipywidgets (where ``tqdm.auto`` falls back to its text bar).
+
+    Examples
+    --------
+    >>> from simkit.progress import in_notebook
+    >>> in_notebook()  # a plain Python process (this doctest), not a Jupyter kernel
+    False
+    """
     from tqdm.autonotebook import tqdm as chosen  # what tqdm.auto builds its bar on
     from tqdm.std import tqdm as console
 
