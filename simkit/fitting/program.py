@@ -174,7 +174,10 @@ def profile_costs(program: FitProgram, optimizer: AbstractDriver, arrays: dict, 
     of ``values`` (all at once under ``jax.vmap``; ``optimizer`` works in the transformed,
     unconstrained coordinates)."""
     space = program.space
-    others = jnp.asarray([j for j in range(len(program.names)) if j != index])
+    rest = [j for j in range(len(program.names)) if j != index]
+    if not rest:  # one free parameter: nothing to minimise over, the profile is the cost itself
+        return jax.vmap(lambda value: cost(program, arrays, theta_hat.at[index].set(value)))(values)
+    others = jnp.asarray(rest, jnp.int32)
 
     def full(z_other, value):
         z = jnp.zeros_like(theta_hat).at[others].set(z_other)

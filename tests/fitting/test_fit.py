@@ -83,6 +83,19 @@ def test_profile_likelihood_and_plots(logistic_fit, tmp_path):
     plt.close("all")
 
 
+def test_profile_of_a_single_free_parameter_is_its_cost_curve():
+    # nothing to minimise over: the profile is the cost with r set (it raised a TypeError: an
+    # empty float index array); for one parameter near a good fit it is close to quadratic
+    data = simkit.Dataset(TIMES, _synthetic(), observed=("N",))
+    result = simkit.fit(LOGISTIC.with_params(K=TRUTH["K"]), data, free=["r"], rtol=1e-10, atol=1e-12)
+    prof = result.profile("r", n=7)
+    assert prof["values"].shape == (7,) and np.all(np.isfinite(prof["delta"]))
+    assert prof["delta"].min() < 1e-6 and prof["delta"][0] > prof["threshold"] < prof["delta"][-1]
+    lo, hi = prof["interval"]
+    assert lo < result.estimates["r"] < hi
+    assert abs((hi - lo) / (result.intervals["r"][1] - result.intervals["r"][0]) - 1) < 0.15
+
+
 BOX = {"r": (0.01, 5.0), "K": (1.0, 50.0)}
 
 
