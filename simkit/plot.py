@@ -98,11 +98,24 @@ def model_axis_label(units: Any, name: str, quantity: str | None = None, *,
     return axis_label(name if quantity is None else quantity, units_for(units, name), unknown=unknown)
 
 
+def _state_labels(units: Any, names: Sequence[str], quantity: str = "state") -> tuple[str, list[str]]:
+    """``(y-axis label, legend labels)`` for states ``names`` of a model with ``units``: one
+    shared unit goes on the axis; different units go into the legend, one per state."""
+    from .io import units_for
+
+    found = [units_for(units, name) for name in names]
+    if len(set(found)) == 1:
+        return axis_label(quantity if len(names) > 1 else names[0], found[0]), list(names)
+    return f"{quantity} (units in the legend)", [axis_label(n, u) for n, u in zip(names, found)]
+
+
 def plot_solution(sol: Any, ax: Any = None, *, states: Sequence[str] | None = None, **kwargs: Any) -> Any:
     """States of a `Solution` against time, one line per state, labelled by name.
 
-    What `Solution.plot` draws. The x-axis is labelled ``t``, the y-axis ``state``, the title
-    is the model's name; a legend is drawn for up to 10 states.
+    What `Solution.plot` draws. The axes carry the units of ``sol.model_units``
+    (`model_axis_label`): ``t [days]``, ``state [...]`` when the states drawn share one unit,
+    else each legend entry names its state's unit; the title is the model's name; a legend
+    is drawn for up to 10 states.
 
     Parameters
     ----------
@@ -141,10 +154,12 @@ def plot_solution(sol: Any, ax: Any = None, *, states: Sequence[str] | None = No
     ax = _axes(ax)
     names = list(sol.state_names) if states is None else list(states)
     ts = np.asarray(sol.ts)
-    for name in names:
-        ax.plot(ts, np.asarray(sol[name]), label=name, **kwargs)
-    ax.set_xlabel("t")
-    ax.set_ylabel("state")
+    units = getattr(sol, "model_units", "")
+    ylabel, labels = _state_labels(units, names)
+    for name, label in zip(names, labels):
+        ax.plot(ts, np.asarray(sol[name]), label=label, **kwargs)
+    ax.set_xlabel(model_axis_label(units, "t"))
+    ax.set_ylabel(ylabel)
     title = getattr(sol, "model_name", None)
     if title:
         ax.set_title(title)
@@ -271,8 +286,9 @@ def plot_fan(ens: Any, ax: Any = None, *, state: str, quantiles: Sequence[float]
         lo, hi = ens.quantile([q, 1 - q])[:, :, i]
         ax.fill_between(t, lo, hi, color=color, alpha=0.25, lw=0, label=f"{q:.0%}-{1 - q:.0%}")
     ax.plot(t, ens.quantile(0.5)[:, i], color=color, label="median", **kwargs)
-    ax.set_xlabel("t")
-    ax.set_ylabel(state)
+    units = getattr(ens, "model_units", "")
+    ax.set_xlabel(model_axis_label(units, "t"))
+    ax.set_ylabel(model_axis_label(units, state))
     ax.set_title(f"{ens.model_name}: {ens.n_members} members")
     ax.legend(fontsize="small")
     return ax
@@ -495,7 +511,7 @@ def plot_fit(result: Any, axes: Any) -> Any:
                 rax.axhline(0.0, color="0.6", lw=0.8)
                 rax.plot(data.times, flat[:, j], "o", ms=3, color=line.get_color())
                 rax.set_ylabel("residual", fontsize=8)
-            rax.set_xlabel("t")
+            rax.set_xlabel(model_axis_label(problem.model.units, "t"))
             col += 1
         offset += int(mask.sum())
     return axes

@@ -8,6 +8,7 @@ import matplotlib
 import numpy as np
 import pytest
 
+import simkit
 from simkit.plot import axis_label, model_axis_label, plot_work_precision
 from simkit.validation.report import _draw_models
 from simkit.validation.work_precision import ERROR_AXIS_LABEL, scaled_error
@@ -88,3 +89,20 @@ def test_models_figure_draws_every_state_with_labelled_axes():
         first = ax.get_lines()[0].get_ydata()
         assert np.isnan(first[0]) and np.all(first[1:] > 0)  # the exact t0 left out of the log axis
     plt.close(fig)
+
+
+def test_solution_and_fan_plots_carry_the_model_units():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    hh = simkit.solve(simkit.models.get("hodgkin_huxley"), (0.0, 2.0), saveat=5)
+    ax = hh.plot()
+    # different units: each legend entry names its own
+    assert ax.get_xlabel() == "t [ms]" and ax.get_ylabel() == "state (units in the legend)"
+    assert [line.get_label() for line in ax.get_lines()][:2] == ["V [mV]", "m (dimensionless)"]
+    sir = simkit.solve(simkit.models.get("sir"), saveat=5)
+    ax = sir.plot()
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("t [days]", "state (dimensionless)")  # one shared unit
+    plt.close("all")
