@@ -24,6 +24,7 @@ from .errors import ParameterError as ParameterError
 from .errors import ShapeError as ShapeError
 from .errors import SimkitError as SimkitError
 from .errors import SolveError as SolveError
+from .kernels import BDF as BDF
 from .kernels import DOP853 as DOP853
 from .kernels import AutoSwitch as AutoSwitch
 from .kernels import DOPRI5 as DOPRI5
@@ -50,6 +51,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AutoSwitch",
+    "BDF",
     "DOP853",
     "Dataset",
     "FitResult",

@@ -76,7 +76,7 @@ def solve(
         ``"steps"`` / `SaveSteps()` (every accepted step).
     solver : optional
         A simkit kernel (`simkit.Tsit5()`, `simkit.DOPRI5()`, `simkit.DOP853()`,
-        `simkit.Rodas4()`, `simkit.Rodas5P()`, `simkit.RadauIIA5()`) or any diffrax solver
+        `simkit.Rodas4()`, `simkit.Rodas5P()`, `simkit.RadauIIA5()`, `simkit.BDF()`) or any diffrax solver
         object (forces the diffrax engine). Default: up to 64 states, `simkit.Tsit5()` or,
         when ``model.stiff``, `simkit.Rodas5P()` (``stiff=None``: `simkit.AutoSwitch()`); otherwise ``diffrax.Tsit5()`` or
         ``diffrax.Kvaerno5()`` with simkit's Newton tolerances, its linear solves

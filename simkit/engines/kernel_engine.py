@@ -18,7 +18,7 @@ from .record import EngineResult
 
 def _first_step(program: KernelProgram, args):
     auto_dt0 = initial_step(program.rhs, args.t0, args.t1, args.y0, args.params, args.rtol, args.atol,
-                            program.solver.order())
+                            program.solver.starting_order())
     return jnp.where(jnp.isnan(args.dt0), auto_dt0, args.dt0)
 
 
