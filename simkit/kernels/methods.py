@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-from .linalg import lu_factor, lu_solve
+from .linalg import factor, solve
 from .tableaus import DOP853Tableau, ExplicitTableau, RosenbrockTableau
 
 
@@ -211,7 +211,7 @@ class Rosenbrock(_Stateless):
         n = y.shape[0]
         jac_y, jac_t = jax.jacfwd(lambda tt, yy: rhs(tt, yy, params), argnums=(1, 0))(t, y)
         w = jnp.eye(n, dtype=y.dtype) / (hs * tab.gamma) - jac_y
-        lu = lu_factor(w)
+        lu = factor(w)
         ks = []
         for i in range(len(tab.m)):
             if i == 0:
@@ -225,7 +225,7 @@ class Rosenbrock(_Stateless):
                 coupling = _combine(tab.c[i, :i], ks)
                 if coupling is not None:
                     rhs_i = rhs_i + coupling / hs
-            ks.append(lu_solve(lu, rhs_i))
+            ks.append(solve(lu, rhs_i))
         y_new = y + _combine(tab.m, ks)
         err_norm = _rms(ks[-1] / _scale(y, y_new, rtol, atol))
         dense = jnp.stack([_combine(row, ks) for row in tab.dense])

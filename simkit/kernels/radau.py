@@ -32,7 +32,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from .linalg import lu_factor, lu_solve
+from .linalg import factor as lu_factor
+from .linalg import factor_zeros
+from .linalg import solve as lu_solve
 from .methods import _rms
 
 NEWTON_MAXITER = 7  # RADAU5's NIT
@@ -130,7 +132,7 @@ class RadauIIA5Method:
         zeros = jnp.zeros((n, n), dtype)
         return dict(
             jac=zeros, jac_current=jnp.asarray(False), want_jac=jnp.asarray(True),
-            lu_real=(zeros, jnp.arange(n)), lu_complex=(jnp.zeros((n, n), cdtype), jnp.arange(n)),
+            lu_real=factor_zeros(n, dtype), lu_complex=factor_zeros(n, cdtype),
             lu_hs=jnp.asarray(0.0, dtype),
             prev=dict(t=jnp.asarray(0.0, dtype), hs=jnp.asarray(0.0, dtype), y=y0, q=jnp.zeros((3, n), dtype)),
             have_prev=jnp.asarray(False), first=jnp.asarray(True), rejected=jnp.asarray(False),
