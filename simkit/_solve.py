@@ -78,10 +78,11 @@ def solve(
         A simkit kernel (`simkit.Tsit5()`, `simkit.DOPRI5()`, `simkit.DOP853()`,
         `simkit.Rodas4()`, `simkit.Rodas5P()`, `simkit.RadauIIA5()`, `simkit.BDF()`) or any diffrax solver
         object (forces the diffrax engine). Default: up to 64 states, `simkit.Tsit5()` or,
-        when ``model.stiff``, `simkit.Rodas5P()` (``stiff=None``: `simkit.AutoSwitch()`); otherwise ``diffrax.Tsit5()`` or
-        ``diffrax.Kvaerno5()`` with simkit's Newton tolerances, its linear solves
-        matrix-free (GMRES on Jacobian-vector products) above 2048 states, so large PDE
-        systems never build a dense Jacobian.
+        when ``model.stiff``, `simkit.Rodas5P()` (``stiff=None``: `simkit.AutoSwitch()`);
+        above, ``diffrax.Tsit5()`` for non-stiff models and `simkit.BDF()` for stiff (or
+        unknown) ones up to 2048 states; above 2048 states ``diffrax.Kvaerno5()`` with
+        simkit's Newton tolerances and matrix-free linear solves (GMRES on Jacobian-vector
+        products), so large PDE systems never build a dense Jacobian.
     rtol, atol : float
         Error tolerances of the adaptive step controller (>= 0, not both 0; an rtol below
         100 machine epsilons is raised to that with a warning, as SciPy does).

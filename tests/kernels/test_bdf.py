@@ -284,3 +284,17 @@ def test_brusselator_200_states_as_scipy_bdf():
 def test_refuses_complex_states():
     with pytest.raises(simkit.InputTypeError, match="complex"):
         simkit.solve(models.get("van_der_pol"), (0.0, 1.0), y0=jnp.array([1.0 + 0j, 0.0]), solver=BDF)
+
+
+def test_large_stiff_models_default_to_bdf():
+    # above 64 states a stiff (or unknown) model gets the BDF kernel, not diffrax's Kvaerno5:
+    # 3.6-6x faster at 100-1600 states (benchmarks/bdf_size.py); a non-stiff one diffrax's Tsit5
+    heat = simkit.models.get("heat_1d").to_ode()  # 128 states, stiff
+    assert heat.n_states > 64
+    sol = simkit.solve(heat.replace(stiff=True), (0.0, 0.01), saveat=3, rtol=1e-6, atol=1e-9)
+    assert sol.solver_name == "simkit.BDF()" and int(sol.stats["num_jacobians"]) >= 1
+    unknown = simkit.solve(heat.replace(stiff=None), (0.0, 0.01), saveat=3, rtol=1e-6, atol=1e-9)
+    assert unknown.solver_name == "simkit.BDF()"
+    np.testing.assert_allclose(unknown.ys, sol.ys, rtol=0, atol=0)
+    ref = simkit.reference.solve_ivp(heat, (0.0, 0.01), saveat=3, method="BDF", rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(sol.ys, ref.ys, atol=2e-5 * np.abs(ref.ys).max())
