@@ -1,6 +1,6 @@
 """Work-precision diagrams of the stiff suite, drawn from benchmarks/results/stiff.json:
 
-    python benchmarks/plot_stiff.py [--results benchmarks/results/stiff.json] [--out docs/img/stiff_work_precision.png]
+    python benchmarks/plot_stiff.py [--results benchmarks/results/stiff.json] [--out benchmarks/results/stiff_work_precision.png]
 
 One panel per problem: run time per solve against the error at the final time (as
 `benchmarks/stiff.py` computes it: the largest over components of ``|y - ref| / (|ref| +
@@ -75,7 +75,7 @@ def draw(data: dict, path: str) -> list[str]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", default=os.path.join(HERE, "results", "stiff.json"))
-    parser.add_argument("--out", default=os.path.join(HERE, "..", "docs", "img", "stiff_work_precision.png"))
+    parser.add_argument("--out", default=os.path.join(HERE, "results", "stiff_work_precision.png"))
     args = parser.parse_args(argv)
     with open(args.results) as fh:
         data = json.load(fh)

@@ -20,7 +20,7 @@ SINGLE = {
     "benchmarks/README.md": "benchmarks.md",
 }
 # every figure of the report, next to the page that shows it
-FIGURE_DIRS = {"validation/report": "validation"}
+FIGURE_DIRS = {"validation/report": "validation", "benchmarks/results": "results"}
 FIGURE_SUFFIXES = (".png", ".gif", ".svg")
 
 
