@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import textwrap
 
 import matplotlib
 
@@ -56,8 +57,9 @@ def draw(data: dict, path: str) -> list[str]:
             (h,) = ax.loglog(err, sec, marker=marker, linestyle=line, color=colour, label=label)
             handles.setdefault(label, h)
         rtols = sorted({r["rtol"] for r in rows if r["problem"] == name})
-        note = "; ".join(f"{k}: {v} failed" for k, v in failed.items())
-        ax.set_title(f"{name}\nrtol {rtols[-1]:g} ... {rtols[0]:g}" + (f"\n({note})" if note else ""), fontsize=9)
+        note = ", ".join(f"{k.replace('simkit ', '')} x{v}" for k, v in failed.items())
+        note = "\n".join(textwrap.wrap(f"runs that failed (left out): {note}", 60)) if note else ""
+        ax.set_title(f"{name}, rtol {rtols[-1]:g} ... {rtols[0]:g}" + (f"\n{note}" if note else ""), fontsize=8)
         ax.set_xlabel("error at t1: max_i |y_i - ref_i| / (|ref_i| + scale)", fontsize=8)
         ax.set_ylabel("run time per solve [s]", fontsize=8)
         ax.grid(True, which="both", alpha=0.3)

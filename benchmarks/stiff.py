@@ -53,7 +53,7 @@ PROBLEMS = {
     "oregonator": ("oregonator", 360.0, 1e-4, None),
 }
 KERNELS = {"Rodas4": simkit.Rodas4(), "Rodas5P": simkit.Rodas5P(), "RadauIIA5": simkit.RadauIIA5(),
-           "AutoSwitch": simkit.AutoSwitch()}
+           "AutoSwitch": simkit.AutoSwitch(), "BDF": simkit.BDF()}
 
 
 def numpy_rhs(model):
