@@ -12,7 +12,7 @@ import diffrax as dfx
 
 from .. import models
 from .._solve import solve
-from ..kernels import DOP853, Rodas4, Tsit5
+from ..kernels import BDF, DOP853, RadauIIA5, Rodas5P, Tsit5
 from ..reference import solve_ivp
 from ..solvers import with_newton_tolerances
 
@@ -66,7 +66,8 @@ def work_precision(name: str, tolerances: list[float], n_save: int = 51, repeats
     ref = solve_ivp(model, span, saveat=n_save, method=ref_method, rtol=1e-13, atol=1e-13 * ratio)
     out: dict[str, list[tuple[float, float]]] = {}
     if model.stiff:
-        ours = {"simkit Rodas4": lambda rtol: Rodas4(),
+        ours = {"simkit Rodas5P (default)": lambda rtol: Rodas5P(), "simkit RadauIIA5": lambda rtol: RadauIIA5(),
+                "simkit BDF": lambda rtol: BDF(),
                 "diffrax Kvaerno5 (simkit Newton tolerances)":
                     lambda rtol: with_newton_tolerances(dfx.Kvaerno5(), rtol, rtol * ratio),
                 "diffrax Kvaerno5 (default)": lambda rtol: dfx.Kvaerno5()}
