@@ -53,7 +53,7 @@ def reference():
     return scipy_sensitivities()
 
 
-@pytest.mark.parametrize("solver", [simkit.Rodas5P(), simkit.RadauIIA5(), simkit.BDF()], ids=repr)
+@pytest.mark.parametrize("solver", [simkit.Rodas5P(), simkit.BDF()], ids=repr)
 def test_rate_sensitivities_match_scipy(solver, reference):
     ys_ref, s_ref = reference
 
@@ -67,7 +67,7 @@ def test_rate_sensitivities_match_scipy(solver, reference):
     assert np.max(np.abs(ys - ys_ref) / np.abs(ys_ref).max(axis=0)) < 1e-7
     rel = np.abs(sens - s_ref).max(axis=0) / np.abs(s_ref).max(axis=0)  # per (state, rate)
     # the discrete scheme's sensitivities converge with the tolerance like the states: at
-    # rtol 1e-9 measured 3.5e-8 (Rodas5P), 1.1e-9 (RadauIIA5), 8.8e-8 (BDF) of each one's
-    # scale; the states 2e-10 .. 7e-9 (Rodas4 3.4e-8 and AutoSwitch 5.2e-8, checked the same
+    # rtol 1e-9 measured 3.5e-8 (Rodas5P) and 8.8e-8 (BDF) of each one's scale; the states
+    # 2e-10 .. 7e-9 (RadauIIA5 1.1e-9, Rodas4 3.4e-8 and AutoSwitch 5.2e-8, checked the same
     # way, are left out for the suite's time: their gradients are checked in their own files)
     assert rel.max() < 1e-6, rel

@@ -91,7 +91,7 @@ def _centre_of_mass(u, space):
 
 def _cases() -> list[tuple[str, sk.PDEModel, dict, dict]]:
     """(name, model, mesh shapes per device count, diagnostics)."""
-    # every library model is compared decomposed on 2, 4 and 8 devices in test_decompose.py and
+    # every library model is compared decomposed on 2 and 4 devices in test_decompose.py and
     # test_exact_strict.py; here the ones whose rhs reads space.coordinates(), on every mesh
     cases = [(name, _small(models.get(name)), COORDINATE_MESHES, {}) for name in COORDINATE_LIBRARY_MODELS]
     for model in (heat_with_sine_source(), reaction_xy_2d()):
