@@ -31,7 +31,6 @@ os.environ.setdefault("SIMKIT_COMPILATION_CACHE", "0")  # compile times are meas
 
 import argparse
 import json
-import platform
 import statistics
 import sys
 import time
@@ -48,6 +47,7 @@ import scipy.sparse  # noqa: E402
 
 import simkit  # noqa: E402
 from simkit.kernels.linalg import SMALL_SYSTEM  # noqa: E402
+from stencil import machine as stencil_machine  # noqa: E402  (benchmarks/stencil.py, run as scripts)
 
 ALPHA, T1, RTOL, ATOL = 0.02, 10.0, 1e-6, 1e-6
 SLOW = 5.0  # seconds: a row slower than this runs once (the script stays within ~3 minutes)
@@ -86,17 +86,11 @@ def brusselator_numpy(n: int):
 
 
 def machine() -> dict:
-    cpu = "unknown"
-    try:
-        with open("/proc/cpuinfo") as fh:
-            cpu = next(line.split(":", 1)[1].strip() for line in fh if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    """`benchmarks/stencil.py`'s machine description with the versions compared here."""
     import diffrax
 
-    return dict(cpu=cpu, cores=os.cpu_count(), platform=platform.platform(), python=platform.python_version(),
-                jax=jax.__version__, numpy=np.__version__, scipy=scipy.__version__, diffrax=diffrax.__version__,
-                simkit=simkit.__version__, load_average_before=list(os.getloadavg()))
+    return stencil_machine() | dict(scipy=scipy.__version__, diffrax=diffrax.__version__, simkit=simkit.__version__,
+                                    load_average_before=list(os.getloadavg()))
 
 
 def error(y, ref) -> float:

@@ -27,7 +27,6 @@ os.environ.setdefault("SIMKIT_COMPILATION_CACHE", "0")  # compile times are meas
 
 import argparse
 import json
-import platform
 import statistics
 import sys
 import time
@@ -42,6 +41,7 @@ import simkit
 from simkit import models
 from simkit.models.chemistry import HIRES_REFERENCE_T321, POLLU_REFERENCE_T60, ROBERTSON_REFERENCE_T1E11
 from simkit.models.oscillators import VAN_DER_POL_STIFF_REFERENCE
+from stencil import machine as stencil_machine  # benchmarks/stencil.py (run as scripts)
 
 PROBLEMS = {
     # name: (model, t1, scale: the smallest significant component, published reference)
@@ -142,14 +142,8 @@ def time_call(fn, repeats):
 
 
 def machine() -> dict:
-    cpu = "unknown"
-    try:
-        with open("/proc/cpuinfo") as fh:
-            cpu = next(line.split(":", 1)[1].strip() for line in fh if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return dict(cpu=cpu, cores=os.cpu_count(), python=platform.python_version(), jax=jax.__version__,
-                scipy=scipy.__version__, simkit=simkit.__version__, numpy=np.__version__)
+    """`benchmarks/stencil.py`'s machine description with the versions this suite depends on."""
+    return stencil_machine() | dict(scipy=scipy.__version__, simkit=simkit.__version__)
 
 
 def main(argv=None) -> dict:
