@@ -73,6 +73,12 @@ class ODEModel(eqx.Module):
         For a stochastic model, ``diffusion(t, y, params) -> g`` of shape ``(n_states,)``:
         the Itô SDE ``dy = rhs dt + g * dW`` with independent Brownian motions (diagonal
         noise); `simkit.solve` then needs a ``key``.
+    preconditioner : callable, optional
+        For matrix-free implicit solves of large systems (`simkit.BDF` above 2,048 states):
+        ``preconditioner(t, y, params, c)`` returns ``v -> M^{-1} v`` with ``M`` an
+        approximation of ``I - c J`` (``J`` the rhs's Jacobian at ``(t, y)``); traced, and
+        hashable (it selects the compiled program). `simkit.stencil.PDEModel.to_ode` sets
+        it from the PDE's stiff ``linear`` part (`simkit.stencil.preconditioner`).
 
     Raises
     ------
@@ -105,6 +111,7 @@ class ODEModel(eqx.Module):
     description: str = eqx.field(static=True, default="")
     units: str = eqx.field(static=True, default="")
     diffusion: RHS | None = eqx.field(static=True, default=None)
+    preconditioner: Callable[..., Any] | None = eqx.field(static=True, default=None)
 
     def __check_init__(self) -> None:
         shape = np.shape(self.y0)

@@ -47,6 +47,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from .gmres import gmres
 from .linalg import factor, solve
 from .methods import _rms, _scale
 
@@ -54,6 +55,11 @@ MAX_ORDER = 5
 NEWTON_MAXITER = 4  # SciPy's BDF (ode15s: 4)
 MIN_FACTOR, MAX_FACTOR = 0.2, 10.0
 ROWS = MAX_ORDER + 3  # D[0..k+2]: the differences and the two the order test needs
+# linear algebra: a dense Jacobian and LU up to this many states, matrix-free GMRES above
+# (a dense Jacobian of 65,536 states takes 34 GB); `BDF(linear_solver=...)` overrides it
+DENSE_MAX_STATES = 2048
+KRYLOV_DIM = 30  # the largest Krylov space of one linear solve (SPGMR's maxl is 5; no restarts)
+KRYLOV_FRACTION = 0.05  # linear residual / Newton tolerance (CVODE's epslin)
 
 # Shampine & Reichelt (1997), Table 1 (index: the order; kappa_0 unused, kappa_5 = 0: BDF5)
 KAPPA = np.array([0.0, -0.1850, -1.0 / 9.0, -0.0823, -0.0415, 0.0])
@@ -171,8 +177,15 @@ class BDFMethod:
     order = MAX_ORDER
     error_order = MAX_ORDER  # unused by the loop: the step size is this method's own
 
-    def __init__(self):
+    def __init__(self, linear_solver: str = "auto", preconditioner=None, krylov_dim: int = KRYLOV_DIM):
         self.rhs_per_step = 1  # per Newton iteration; the count travels in ``work``
+        self.linear_solver = linear_solver
+        self.preconditioner = preconditioner
+        self.krylov_dim = krylov_dim
+
+    def krylov(self, n: int) -> bool:
+        """Whether a system of ``n`` states is solved matrix-free (static)."""
+        return self.linear_solver == "krylov" or (self.linear_solver == "auto" and n > DENSE_MAX_STATES)
 
     def init(self, rhs, t0, y0, params):
         return rhs(t0, y0, params)
@@ -181,19 +194,24 @@ class BDFMethod:
 
     def controller_init(self, y0):
         n, dtype = y0.shape[0], y0.dtype
-        lu0 = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype),
-                                     jax.eval_shape(factor, jax.ShapeDtypeStruct((n, n), dtype)))
         zero = jnp.asarray(0, jnp.int32)
-        return dict(
-            D=jnp.zeros((ROWS, n), dtype), h_D=jnp.asarray(0.0, dtype), order=jnp.asarray(1, jnp.int32),
-            n_equal=zero, first=jnp.asarray(True),
-            jac=jnp.zeros((n, n), dtype), want_jac=jnp.asarray(True), jac_current=jnp.asarray(False),
-            lu=lu0, lu_c=jnp.asarray(0.0, dtype), num_jac=zero, num_lu=zero,
-        )
+        if self.krylov(n):
+            lin = dict(num_jac=zero, num_lin=zero)
+        else:
+            lu0 = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype),
+                                         jax.eval_shape(factor, jax.ShapeDtypeStruct((n, n), dtype)))
+            lin = dict(jac=jnp.zeros((n, n), dtype), want_jac=jnp.asarray(True), jac_current=jnp.asarray(False),
+                       lu=lu0, lu_c=jnp.asarray(0.0, dtype), num_jac=zero, num_lu=zero)
+        return dict(D=jnp.zeros((ROWS, n), dtype), h_D=jnp.asarray(0.0, dtype), order=jnp.asarray(1, jnp.int32),
+                    n_equal=zero, first=jnp.asarray(True), lin=lin)
 
     def extra_stats(self, ctrl) -> dict:
-        """For ``Solution.stats``: the order at the end, Jacobians and LU factorisations."""
-        return dict(final_order=ctrl["order"], num_jacobians=ctrl["num_jac"], num_lu_decompositions=ctrl["num_lu"])
+        """For ``Solution.stats``: the order at the end and the Jacobians with the LU
+        factorisations (dense) or the linearisations with the GMRES iterations (matrix-free)."""
+        lin = ctrl["lin"]
+        if "num_lin" in lin:
+            return dict(final_order=ctrl["order"], num_jacobians=lin["num_jac"], num_linear_iterations=lin["num_lin"])
+        return dict(final_order=ctrl["order"], num_jacobians=lin["num_jac"], num_lu_decompositions=lin["num_lu"])
 
     # -- one attempt -------------------------------------------------------------------
 
@@ -225,14 +243,15 @@ class BDFMethod:
         c_lu = lax.stop_gradient(c)
         scale = atol + rtol * jnp.abs(y_predict)
         newton_tol = jnp.maximum(10 * eps / rtol, jnp.minimum(0.03, jnp.sqrt(rtol)))
-        eye = jnp.eye(n, dtype=dtype)
+        zero_i = jnp.asarray(0, jnp.int32)
 
-        def newton(lu):
-            """At most NEWTON_MAXITER simplified Newton iterations from the predictor."""
+        def newton(linsolve):
+            """At most NEWTON_MAXITER simplified Newton iterations from the predictor;
+            ``linsolve(b) -> (dy, linear iterations)`` solves with ``I - c J``."""
 
             def body(s):
                 f_it = rhs(t_new, s["y"], params)
-                dy = solve(lu, c * f_it - psi - s["d"])
+                dy, lin_k = linsolve(c * f_it - psi - s["d"])
                 norm = _norm(dy / scale)
                 rate = norm / jnp.where(s["norm_old"] > 0, s["norm_old"], 1.0)
                 # diverging, or too slow to converge in the iterations left: give up
@@ -241,44 +260,19 @@ class BDFMethod:
                 bad = ~jnp.isfinite(norm) | hopeless
                 converged = ~bad & ((norm == 0) | ((s["k"] > 0) & (rate / (1 - rate) * norm < newton_tol)))
                 return dict(y=jnp.where(bad, s["y"], s["y"] + dy), d=jnp.where(bad, s["d"], s["d"] + dy),
-                            k=s["k"] + 1, norm_old=norm, converged=converged, bad=bad)
+                            k=s["k"] + 1, norm_old=norm, converged=converged, bad=bad, lin=s["lin"] + lin_k)
 
             def cond(s):
                 return ~s["converged"] & ~s["bad"] & (s["k"] < NEWTON_MAXITER)
 
-            s0 = dict(y=y_predict, d=jnp.zeros_like(y), k=jnp.asarray(0, jnp.int32),
-                      norm_old=jnp.asarray(0.0, dtype), converged=jnp.asarray(False), bad=jnp.asarray(False))
+            s0 = dict(y=y_predict, d=jnp.zeros_like(y), k=zero_i, norm_old=jnp.asarray(0.0, dtype),
+                      converged=jnp.asarray(False), bad=jnp.asarray(False), lin=zero_i)
             return lax.while_loop(cond, body, s0)
 
-        def run(r):
-            """One Newton solve, with a new Jacobian and/or LU first when wanted; a
-            failure with a stale Jacobian asks for one more run with a fresh one, at the
-            predictor (SciPy's BDF)."""
-            jac = lax.cond(r["need_jac"],
-                           lambda: lax.stop_gradient(jax.jacfwd(lambda yy: rhs(r["t_jac"], yy, params))(r["y_jac"])),
-                           lambda: r["jac"])
-            lu = lax.cond(r["need_lu"], lambda: jax.tree_util.tree_map(lax.stop_gradient, factor(eye - c_lu * jac)),
-                          lambda: r["lu"])
-            s = newton(lu)
-            retry = ~s["converged"] & ~r["jac_current"]
-            one = jnp.asarray(1, jnp.int32)
-            return dict(
-                jac=jac, lu=lu, jac_current=r["jac_current"] | retry, need_jac=retry, need_lu=retry,
-                t_jac=t_new, y_jac=y_predict, done=~retry, s=s, iters=r["iters"] + s["k"],
-                num_jac=r["num_jac"] + jnp.where(r["need_jac"], one, 0),
-                num_lu=r["num_lu"] + jnp.where(r["need_lu"], one, 0),
-            )
-
-        # the first step's Jacobian at (t0, y0), as SciPy's (not "current" for the step)
-        need_jac = ctrl["want_jac"]
-        r0 = dict(jac=ctrl["jac"], lu=ctrl["lu"], jac_current=ctrl["jac_current"], need_jac=need_jac,
-                  need_lu=need_jac | (c_lu != ctrl["lu_c"]), t_jac=t, y_jac=y, done=jnp.asarray(False),
-                  s=dict(y=y, d=jnp.zeros_like(y), k=jnp.asarray(0, jnp.int32), norm_old=jnp.asarray(0.0, dtype),
-                         converged=jnp.asarray(False), bad=jnp.asarray(False)),
-                  iters=jnp.asarray(0, jnp.int32), num_jac=jnp.asarray(0, jnp.int32),
-                  num_lu=jnp.asarray(0, jnp.int32))
-        r = lax.while_loop(lambda r: ~r["done"], run, r0)
-        s = r["s"]
+        if self.krylov(n):
+            s, lin, num_rhs = self._newton_krylov(newton, rhs, t_new, y_predict, params, c_lu, scale, newton_tol)
+        else:
+            s, lin, num_rhs = self._newton_dense(newton, rhs, t, y, t_new, y_predict, params, c_lu, ctrl["lin"])
         converged = s["converged"]
         d = s["d"]
         y_new = jnp.where(converged, s["y"], y)
@@ -304,14 +298,80 @@ class BDFMethod:
         # dense output: the step's polynomial (rows above the order zeroed)
         diffs = jnp.stack([jnp.where(live[j], D_acc[j], 0.0) for j in range(1, MAX_ORDER + 1)])
 
-        work = dict(
-            converged=converged, n_iter=s["k"], D=D_acc, h=h, n_equal=n_equal, err_m=err_m, err_p=err_p,
-            jac=r["jac"], lu=r["lu"], lu_c=c_lu, jac_current=r["jac_current"],
-            num_jac=r["num_jac"], num_lu=r["num_lu"],
-            # rhs evaluations: one per Newton iteration, n per Jacobian (forward mode)
-            num_rhs=r["iters"] + r["num_jac"] * n,
-        )
+        work = dict(converged=converged, n_iter=s["k"], D=D_acc, h=h, n_equal=n_equal, err_m=err_m, err_p=err_p,
+                    lin=lin, num_rhs=num_rhs)
         return y_new, err_norm, diffs, f, work
+
+    def _newton_dense(self, newton, rhs, t, y, t_new, y_predict, params, c_lu, lin):
+        """The Newton solve with the dense ``J`` and LU kept across steps: a new LU when
+        ``c`` changed; a failure with a stale Jacobian asks for one more run with a fresh
+        one at the predictor (SciPy's BDF). Returns the Newton state, the new linear-algebra
+        state and the rhs evaluations (one per Newton iteration, ``n`` per Jacobian)."""
+        n, dtype = y.shape[0], y.dtype
+        eye = jnp.eye(n, dtype=dtype)
+        one, zero = jnp.asarray(1, jnp.int32), jnp.asarray(0, jnp.int32)
+
+        def run(r):
+            jac = lax.cond(r["need_jac"],
+                           lambda: lax.stop_gradient(jax.jacfwd(lambda yy: rhs(r["t_jac"], yy, params))(r["y_jac"])),
+                           lambda: r["jac"])
+            lu = lax.cond(r["need_lu"], lambda: jax.tree_util.tree_map(lax.stop_gradient, factor(eye - c_lu * jac)),
+                          lambda: r["lu"])
+            s = newton(lambda b: (solve(lu, b), zero))
+            retry = ~s["converged"] & ~r["jac_current"]
+            return dict(
+                jac=jac, lu=lu, jac_current=r["jac_current"] | retry, need_jac=retry, need_lu=retry,
+                t_jac=t_new, y_jac=y_predict, done=~retry, s=s, iters=r["iters"] + s["k"],
+                num_jac=r["num_jac"] + jnp.where(r["need_jac"], one, 0),
+                num_lu=r["num_lu"] + jnp.where(r["need_lu"], one, 0),
+            )
+
+        # the first step's Jacobian at (t0, y0), as SciPy's (not "current" for the step)
+        need_jac = lin["want_jac"]
+        r0 = dict(jac=lin["jac"], lu=lin["lu"], jac_current=lin["jac_current"], need_jac=need_jac,
+                  need_lu=need_jac | (c_lu != lin["lu_c"]), t_jac=t, y_jac=y, done=jnp.asarray(False),
+                  s=dict(y=y, d=jnp.zeros_like(y), k=zero, norm_old=jnp.asarray(0.0, dtype),
+                         converged=jnp.asarray(False), bad=jnp.asarray(False), lin=zero),
+                  iters=zero, num_jac=zero, num_lu=zero)
+        r = lax.while_loop(lambda r: ~r["done"], run, r0)
+        new = dict(jac=r["jac"], want_jac=jnp.asarray(False), jac_current=r["jac_current"], lu=r["lu"], lu_c=c_lu,
+                   num_jac=r["num_jac"], num_lu=r["num_lu"])
+        return r["s"], new, r["iters"] + r["num_jac"] * n
+
+    def _newton_krylov(self, newton, rhs, t_new, y_predict, params, c_lu, scale, newton_tol):
+        """The matrix-free Newton solve: ``J`` linearised at the predictor (one rhs
+        evaluation, then one Jacobian-vector product per GMRES iteration), GMRES in the
+        variables scaled by ``scale``, preconditioned when a preconditioner is given.
+        Returns the Newton state, the counters (this attempt's) and the rhs evaluations
+        (Newton iterations plus the linearisation)."""
+        n = y_predict.shape[0]
+        t_l, y_l, p_l = (lax.stop_gradient(a) for a in (t_new, y_predict, params))
+        sc = lax.stop_gradient(scale)
+        _, jvp = jax.linearize(lambda yy: rhs(t_l, yy, p_l), y_l)
+
+        def matvec(z):
+            v = z * sc
+            return (v - c_lu * jvp(v)) / sc
+
+        if self.preconditioner is None:
+            def precondition(z):
+                return z
+        else:
+            apply = self.preconditioner(t_l, y_l, p_l, c_lu)
+
+            def precondition(z):
+                return apply(z * sc) / sc
+
+        tol = KRYLOV_FRACTION * newton_tol * jnp.sqrt(jnp.asarray(n, y_predict.dtype))
+
+        def linsolve(b):
+            z, k = gmres(matvec, b / sc, precondition, tol=tol, max_dim=self.krylov_dim)
+            return z * sc, k
+
+        s = newton(linsolve)
+        one = jnp.asarray(1, jnp.int32)
+        # each GMRES iteration is one Jacobian-vector product: counted as an rhs evaluation
+        return s, dict(num_jac=one, num_lin=s["lin"]), s["k"] + 1 + s["lin"]
 
     # -- step size and order -----------------------------------------------------------
 
@@ -348,12 +408,19 @@ class BDFMethod:
         new = dict(
             D=pick(work["D"], ctrl["D"]), h_D=pick(work["h"], ctrl["h_D"]), order=pick(order_acc, k),
             n_equal=pick(jnp.where(reconsider, 0, n_equal), 0).astype(jnp.int32),
-            first=ctrl["first"] & ~accepted,
-            jac=work["jac"], want_jac=jnp.asarray(False), jac_current=pick(False, work["jac_current"]),
-            lu=work["lu"], lu_c=work["lu_c"],
-            num_jac=ctrl["num_jac"] + work["num_jac"], num_lu=ctrl["num_lu"] + work["num_lu"],
+            first=ctrl["first"] & ~accepted, lin=self._next_lin(ctrl["lin"], work["lin"], accepted),
         )
         return h_new, new
+
+    @staticmethod
+    def _next_lin(old, new, accepted):
+        """The linear-algebra state after an attempt: the counters summed; the dense
+        Jacobian and LU kept, the Jacobian no longer current once a step is accepted."""
+        out = {k: old[k] + new[k] for k in ("num_jac", "num_lu", "num_lin") if k in old}
+        if "jac" in old:
+            out.update(jac=new["jac"], want_jac=new["want_jac"], jac_current=jnp.where(accepted, False, new["jac_current"]),
+                       lu=new["lu"], lu_c=new["lu_c"])
+        return out
 
     # -- dense output ------------------------------------------------------------------
 

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from .bdf import BDFMethod
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+from .bdf import KRYLOV_DIM, BDFMethod
 from .methods import DOP853Method, ExplicitRK, Rosenbrock
 from .radau import RadauIIA5Method
 from .switching import AutoSwitchMethod
@@ -263,22 +268,45 @@ class BDF(AbstractKernel):
     """Variable-order BDF / NDF, orders 1 to 5 (Shampine & Reichelt's NDFs, as MATLAB's
     ``ode15s`` and SciPy's ``BDF``), for large stiff systems.
 
-    One Newton solve per step with a Jacobian (``jax.jacfwd``) kept across steps and
-    recomputed only when Newton fails; the matrix ``I - c J`` is refactored only when the
-    step size or the order changes (LAPACK LU above six states, `simkit.kernels.linalg`).
-    The same algorithm and first step as SciPy's ``BDF``: on Robertson the same step counts
-    (327 at rtol 1e-6, atol 1e-10). A step costs two or three rhs evaluations and
-    triangular solves where `Rodas5P` does a new LU and eight evaluations, so it is the
-    kernel for stiff systems of hundreds of states (1-D Brusselator, 400 states, rtol 1e-6:
-    6x faster than diffrax's Kvaerno5 and 13x faster than `Rodas5P`;
-    ``benchmarks/bdf_size.py``). Its LU is dense and dominates the cost from a few hundred
-    states on: where the Jacobian is sparse, SciPy's ``BDF`` with ``jac_sparsity`` is faster
-    (4x at 400 states, 40x at 1600). On small systems at tight
-    tolerances `Rodas5P` or `RadauIIA5` take far fewer steps. The order reached, the
-    Jacobians and the LU factorisations are in ``Solution.stats`` (``final_order``,
-    ``num_jacobians``, ``num_lu_decompositions``). Dense output is the method's
-    interpolating polynomial. Real states only. See `simkit.kernels.bdf`. Takes no
-    arguments.
+    One Newton solve per step. Up to 2,048 states (``linear_solver="auto"``) with a dense
+    Jacobian (``jax.jacfwd``) kept across steps and recomputed only when Newton fails; the
+    matrix ``I - c J`` is refactored only when the step size or the order changes (LAPACK LU
+    above six states, `simkit.kernels.linalg`). The same algorithm and first step as SciPy's
+    ``BDF``: on Robertson the same step counts (327 at rtol 1e-6, atol 1e-10). A step costs
+    two or three rhs evaluations and triangular solves where `Rodas5P` does a new LU and
+    eight evaluations, so it is the kernel for stiff systems of hundreds of states (1-D
+    Brusselator, 400 states, rtol 1e-6: 6x faster than diffrax's Kvaerno5 and 13x faster
+    than `Rodas5P`; ``benchmarks/bdf_size.py``). A dense LU dominates the cost from a few
+    hundred states on. Above 2,048 states it runs matrix-free (Newton-Krylov): no Jacobian,
+    a Jacobian-vector product per GMRES iteration, and the model's preconditioner, if it has
+    one (a `simkit.stencil.PDEModel` with a stiff ``linear`` part gets its FFT inverse,
+    `simkit.stencil.preconditioner`); memory O(n). On small systems at tight tolerances
+    `Rodas5P` or `RadauIIA5` take far fewer steps. The order reached and the Jacobians with
+    the LU factorisations (dense) or the GMRES iterations (matrix-free) are in
+    ``Solution.stats`` (``final_order``, ``num_jacobians``, ``num_lu_decompositions`` or
+    ``num_linear_iterations``). Dense output is the method's interpolating polynomial. Real
+    states only. See `simkit.kernels.bdf`.
+
+    Parameters
+    ----------
+    linear_solver : {"auto", "dense", "krylov"}
+        How the Newton iteration solves with ``I - c J``: ``"auto"`` dense up to 2,048
+        states and matrix-free above, or either one always.
+    preconditioner : callable, "model" or None
+        For the matrix-free solves: ``preconditioner(t, y, params, c)`` returns a function
+        ``v -> M^{-1} v`` with ``M`` an approximation of ``I - c J(t, y)`` (shape
+        ``(n_states,)`` in and out; traced, built once per step). ``"model"`` (default) takes
+        the model's ``preconditioner`` (`simkit.ODEModel`), None runs GMRES
+        unpreconditioned. Ignored by dense solves.
+    krylov_dim : int
+        The largest Krylov space of one GMRES solve (default 30): its iterations and its
+        memory, ``krylov_dim + 1`` vectors of the state's size.
+
+    Raises
+    ------
+    InputError
+        An unknown ``linear_solver``, a ``krylov_dim`` below 1, or a ``preconditioner`` that
+        is not callable, ``"model"`` or None.
 
     Examples
     --------
@@ -288,12 +316,58 @@ class BDF(AbstractKernel):
     >>> sol = simkit.solve(stiff, (0.0, 1.0), saveat=3, solver=simkit.BDF())
     >>> sol.solver_name, round(float(sol.ys[-1, 0]), 3), int(sol.stats["final_order"]) > 1
     ('simkit.BDF()', 0.541, True)
+    >>> sol = simkit.solve(stiff, (0.0, 1.0), saveat=3, solver=simkit.BDF(linear_solver="krylov"))
+    >>> round(float(sol.ys[-1, 0]), 3), int(sol.stats["num_linear_iterations"]) > 0
+    (0.541, True)
     """
 
     stiff = True
 
+    def __init__(self, linear_solver: str = "auto", preconditioner: Any = "model", krylov_dim: int = KRYLOV_DIM):
+        if linear_solver not in ("auto", "dense", "krylov"):
+            raise InputError(f"BDF: linear_solver must be 'auto', 'dense' or 'krylov', got {linear_solver!r}")
+        if not isinstance(krylov_dim, (int, np.integer)) or isinstance(krylov_dim, bool) or krylov_dim < 1:
+            raise InputError(f"BDF: krylov_dim must be a positive integer, got {krylov_dim!r}")
+        if not (preconditioner is None or preconditioner == "model" or callable(preconditioner)):
+            raise InputError(f"BDF: preconditioner must be a callable (t, y, params, c) -> (v -> M^-1 v), "
+                             f"'model' or None, got {preconditioner!r}")
+        self.linear_solver = linear_solver
+        self.preconditioner = preconditioner
+        self.krylov_dim = int(krylov_dim)
+
+    def _key(self) -> tuple:
+        return (type(self).__name__, self.linear_solver, self.preconditioner, self.krylov_dim)
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        label = getattr(self, "_label", None)
+        if label is not None:  # resolved from "model" by the front door: named as the user wrote it
+            return label
+        args = [f"linear_solver={self.linear_solver!r}"] if self.linear_solver != "auto" else []
+        if self.preconditioner != "model":
+            args.append(f"preconditioner={getattr(self.preconditioner, '__name__', repr(self.preconditioner))}")
+        if self.krylov_dim != KRYLOV_DIM:
+            args.append(f"krylov_dim={self.krylov_dim}")
+        return f"simkit.BDF({', '.join(args)})"
+
+    def with_model_preconditioner(self, model_preconditioner: Any) -> BDF:
+        """This solver with ``preconditioner="model"`` resolved to the model's (internal:
+        the front door calls it; the result solves the same way)."""
+        if self.preconditioner != "model":
+            return self
+        out = BDF(self.linear_solver, None, self.krylov_dim)
+        out.preconditioner = model_preconditioner
+        out._label = repr(self)
+        return out
+
     def method(self):
-        return BDFMethod()
+        pre = None if self.preconditioner == "model" else self.preconditioner
+        return BDFMethod(self.linear_solver, pre, self.krylov_dim)
 
     def order(self) -> int:
         """Order of the method: 5, the highest order it uses (it starts at 1).

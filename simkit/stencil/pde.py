@@ -24,6 +24,7 @@ from ..errors import InputTypeError, ShapeError
 from ..model import ODEModel
 from .boundary import AbstractBoundaryCondition, Padded, normalize, pad
 from .grid import Grid
+from .preconditioner import SpectralPreconditioner
 
 
 def _sum_grid(u: Any, ndim: int) -> Any:
@@ -516,7 +517,9 @@ class PDEModel(eqx.Module):
         ODEModel
             ``rhs(t, y, params)`` on ``y`` of shape ``(components * grid.size,)`` (C order,
             components first); state names ``"u[i]"`` index the flattened grid; the other
-            fields are the PDE model's.
+            fields are the PDE model's; with a ``linear`` part, ``preconditioner`` is its FFT
+            inverse (`simkit.stencil.preconditioner.SpectralPreconditioner`), which the
+            matrix-free `simkit.BDF` uses.
 
         Examples
         --------
@@ -526,11 +529,13 @@ class PDEModel(eqx.Module):
         >>> ode.n_states, ode.state_names[:2]
         (128, ('u[0]', 'u[1]'))
         """
-        mol = MethodOfLines(self.rhs, self.grid, _static_bcs(self.bcs), self.n_components)
+        bcs = _static_bcs(self.bcs)
+        mol = MethodOfLines(self.rhs, self.grid, bcs, self.n_components)
         names = _state_names(self.component_names, self.grid.size)
+        pre = None if self.linear is None else SpectralPreconditioner(self.linear, self.grid, bcs, self.n_components)
         return ODEModel(rhs=mol, params=self.params, y0=np.asarray(self.u0).reshape(-1),
                         state_names=names, name=self.name, t_span=self.t_span, stiff=self.stiff,
-                        source=self.source, description=self.description, units=self.units)
+                        source=self.source, description=self.description, units=self.units, preconditioner=pre)
 
     def __repr__(self) -> str:
         return f"PDEModel({self.name!r}, {self.grid}, components={self.component_names})"

@@ -1,0 +1,102 @@
+"""The stiff linear part of a PDE, inverted by FFT: a preconditioner for Newton-Krylov.
+
+A method-of-lines system ``du/dt = L u + N(u)`` whose stiffness is the linear operator
+``L`` (diffusion, hyperdiffusion) makes the Newton matrix ``I - c J`` of an implicit step as
+ill-conditioned as ``I - c L``: ``c |lambda_max(L)|`` is 10^4-10^6 on fine grids, and GMRES
+without help needs hundreds of iterations. ``L`` with constant coefficients on a periodic
+grid is a circular convolution, so ``(I - c L)^{-1}`` is a pointwise division in Fourier
+space: the classical "physics-based" preconditioner of SUNDIALS' and PETSc's users, built
+here automatically from the model's ``linear`` (`PDEModel`). What remains, ``I - c J``
+against ``I - c L``, is the reaction part: GMRES resolves it in a few iterations.
+
+The symbol of ``L`` is read off ``L`` itself: its response to a unit impulse in each
+component (``components`` evaluations of ``linear`` per use), moved to the origin and
+transformed; components may be coupled (a ``C x C`` solve per wavenumber). Boundaries that
+are not periodic, or coefficients that vary in space, make it an approximation (the impulse
+sits mid-grid, so it sees the interior stencil): GMRES still converges to the same
+solution, in more iterations. A preconditioner changes how fast the linear solves
+converge, never what they converge to.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import jax.numpy as jnp
+
+from .grid import Grid
+
+
+@dataclasses.dataclass(frozen=True)
+class SpectralPreconditioner:
+    """``(t, y, params, c) -> (v -> (I - c L)^{-1} v)`` for the linear part ``L`` of a PDE.
+
+    Parameters
+    ----------
+    linear : callable
+        ``linear(t, u, params, space) -> L u`` (a `PDEModel`'s ``linear``; affine is fine:
+        ``L 0`` is subtracted).
+    grid : Grid
+        The PDE's grid.
+    bcs : object
+        The PDE's boundary conditions (static form, as `PDEModel.to_ode` keeps them).
+    components : int
+        Number of field components.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, numpy as np
+    >>> from simkit.stencil import Grid, Periodic, laplacian
+    >>> from simkit.stencil.preconditioner import SpectralPreconditioner
+    >>> grid = Grid(32)
+    >>> lap = lambda t, u, p, space: p["D"] * laplacian(space.pad(u), space.spacing)
+    >>> pre = SpectralPreconditioner(lap, grid, Periodic(), 1)
+    >>> v = jnp.asarray(np.random.default_rng(0).standard_normal(32))
+    >>> apply = pre(0.0, v, {"D": 0.1}, 0.5)
+    >>> from simkit.stencil.pde import Space
+    >>> back = apply(v) - 0.5 * lap(0.0, apply(v)[None], {"D": 0.1}, Space(grid, Periodic()))[0]
+    >>> float(jnp.max(jnp.abs(back - v))) < 1e-12  # (I - c L) applied to the result gives v back
+    True
+    """
+
+    linear: Callable[..., Any]
+    grid: Grid
+    bcs: Any
+    components: int
+
+    @property
+    def __name__(self) -> str:  # how a solver's repr names it
+        return "spectral"
+
+    def __call__(self, t: Any, y: Any, params: dict, c: Any) -> Callable[[Any], Any]:
+        from .pde import Space  # pde imports this module
+
+        shape, ncomp = self.grid.shape, self.components
+        axes = tuple(range(1, 1 + len(shape)))
+        space = Space(self.grid, self.bcs)
+        zero = jnp.zeros((ncomp,) + shape, y.dtype)
+        base = self.linear(t, zero, params, space)
+        mid = tuple(s // 2 for s in shape)
+        columns = []
+        for j in range(ncomp):  # the response to a unit impulse in component j, at the origin
+            response = self.linear(t, zero.at[(j,) + mid].set(1.0), params, space) - base
+            columns.append(jnp.roll(response, tuple(-m for m in mid), axis=axes))
+        symbol = jnp.fft.rfftn(jnp.stack(columns, axis=1), axes=tuple(a + 1 for a in axes))  # (C, C) + k
+        eye = jnp.eye(ncomp, dtype=symbol.dtype).reshape((ncomp, ncomp) + (1,) * len(shape))
+        a = eye - c * symbol
+
+        def apply(v: Any) -> Any:
+            vhat = jnp.fft.rfftn(v.reshape((ncomp,) + shape), axes=axes)
+            if ncomp == 1:
+                uhat = vhat / a[0]
+            elif ncomp == 2:  # Cramer's rule, per wavenumber
+                det = a[0, 0] * a[1, 1] - a[0, 1] * a[1, 0]
+                uhat = jnp.stack([a[1, 1] * vhat[0] - a[0, 1] * vhat[1], a[0, 0] * vhat[1] - a[1, 0] * vhat[0]]) / det[None]
+            else:
+                mat = jnp.moveaxis(a, (0, 1), (-2, -1))
+                uhat = jnp.moveaxis(jnp.linalg.solve(mat, jnp.moveaxis(vhat, 0, -1)[..., None])[..., 0], -1, 0)
+            return jnp.fft.irfftn(uhat, s=shape, axes=axes).astype(v.dtype).reshape(-1)
+
+        return apply
