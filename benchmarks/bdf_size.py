@@ -1,17 +1,19 @@
-"""simkit.BDF on a stiff reaction-diffusion system by the method of lines, at three sizes.
+"""simkit.BDF on a stiff reaction-diffusion system by the method of lines, at four sizes.
 
-    python benchmarks/bdf_size.py [--repeats 3] [--sizes 50,200,800] [--out FILE]
+    python benchmarks/bdf_size.py [--repeats 3] [--sizes 50,200,800,1600] [--out FILE]
 
 The 1-D Brusselator with diffusion (Hairer & Wanner II, section IV.1, alpha = 1/50,
 u = 1 + sin(2 pi x), v = 3, Dirichlet ends), t in [0, 10], N grid points: 2N states
-(default N = 50, 200, 800: 100, 400, 1600 states; stiffness ~ alpha (N + 1)^2), rtol = atol =
+(default N = 50, 200, 800, 1600: 100, 400, 1600, 3200 states; stiffness ~ alpha (N + 1)^2), rtol = atol =
 1e-6. Rows:
 
-* simkit.BDF (dense Jacobian by ``jax.jacfwd``, LAPACK LU above `SMALL_SYSTEM` states);
+* simkit.BDF, dense (Jacobian by ``jax.jacfwd``, LAPACK LU above `SMALL_SYSTEM` states);
+* simkit.BDF, matrix-free (``linear_solver="krylov"``: GMRES on Jacobian-vector products,
+  no preconditioner: this model is a plain `ODEModel`);
 * simkit.Rodas5P (dense LU every step, the masked-loop LU of `simkit.kernels.linalg`);
   left out above ``--rodas-max`` states (default 400: the masked LU is O(n^3) per step);
-* simkit's default for a stiff model of this size (`simkit._prepare.choose_solver`: diffrax's
-  Kvaerno5 with simkit's Newton tolerances up to 2048 states);
+* simkit's default for a stiff model of this size (`simkit._prepare.choose_solver`: BDF,
+  dense up to 2048 states, matrix-free above);
 * SciPy's BDF with a plain NumPy rhs and ``jac_sparsity`` (the tridiagonal-by-blocks pattern:
   finite differences by column groups and a sparse LU), SciPy's best honest form.
 
@@ -100,7 +102,7 @@ def error(y, ref) -> float:
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--sizes", default="50,200,800", help="grid points N (2N states)")
+    parser.add_argument("--sizes", default="50,200,800,1600", help="grid points N (2N states)")
     parser.add_argument("--rodas-max", type=int, default=400, help="largest state count run with Rodas5P")
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "bdf_size.json"))
     args = parser.parse_args(argv)
@@ -115,7 +117,9 @@ def main(argv=None) -> dict:
         ref = scipy.integrate.solve_ivp(f_np, (0.0, T1), y0, method="Radau", rtol=1e-10, atol=1e-10,
                                         jac_sparsity=pattern).y[:, -1]
 
-        simkit_rows = {"simkit BDF": simkit.BDF(), "simkit default": None}
+        simkit_rows = {"simkit BDF (dense)": simkit.BDF(linear_solver="dense"),
+                       "simkit BDF (matrix-free, no preconditioner)": simkit.BDF(linear_solver="krylov"),
+                       "simkit default": None}
         if states <= args.rodas_max:
             simkit_rows["simkit Rodas5P"] = simkit.Rodas5P()
         calls, first, sols = {}, {}, {}
@@ -147,7 +151,7 @@ def main(argv=None) -> dict:
             else:
                 res = dict(time=run, compile=max(first[label] - run, 0.0), steps=int(sol.stats["num_steps"]),
                            error=error(sol.ys[-1], ref), status=int(sol.status), solver=sol.solver_name)
-                for key in ("final_order", "num_jacobians", "num_lu_decompositions"):
+                for key in ("final_order", "num_jacobians", "num_lu_decompositions", "num_linear_iterations"):
                     if key in sol.stats:
                         res[key] = int(sol.stats[key])
             row["results"][label] = res

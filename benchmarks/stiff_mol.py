@@ -1,18 +1,35 @@
 """Large stiff systems by the method of lines: the 2-D Brusselator (issue 12, item 4).
 
-    python benchmarks/stiff_mol.py [--n 32,72] [--rtols 1e-4,1e-6] [--repeats 1] [--solvers ...] [--out FILE]
+    python benchmarks/stiff_mol.py [--n 32,72,182] [--rtols 1e-4,1e-6] [--repeats 1]
+                                   [--solvers default,dense,unpreconditioned] [--scipy BDF,Radau] [--out FILE]
 
 ``simkit.models.get("brusselator_2d")`` on an n x n periodic grid (2 n^2 states: 2,048 at
-n = 32, 10,368 at n = 72), t in [0, 11.5], atol = rtol. Rows: simkit's default for the model
-(what `simkit.solve` picks by size) and the named simkit solvers, against SciPy's BDF, Radau
-and LSODA in their best honest form for a large system: a vectorised NumPy rhs (``np.roll``
-Laplacian, as a SciPy user writes it) and ``jac_sparsity`` (the 5-point pattern of each
-species plus the coupling of u and v at a point), so that SciPy colours the finite-difference
-Jacobian and factors it sparsely (``splu``). The error of a run is the largest over the final
-field of ``|y - ref| / (|ref| + 1)``, ``ref`` SciPy's BDF at rtol 1e-10 (n <= 32) or the
-tightest simkit run (the JSON says which). Run time: median of ``--repeats`` runs after a
-first, compiling, call (simkit) or of ``--repeats`` runs (SciPy); compile time apart.
-Writes ``benchmarks/results/stiff_mol.json`` with the machine.
+n = 32, 10,368 at n = 72, 66,248 at n = 182), alpha = 10 (the diffusion: c |lambda_max| of
+10^5-10^6 at the steps taken), t in [0, 11.5], atol = rtol. Rows:
+
+* simkit's default for the model (what `simkit.solve` picks: `simkit.BDF`, dense up to 2,048
+  states, matrix-free Newton-Krylov above with the FFT inverse of the diffusion as the
+  preconditioner, `simkit.stencil.preconditioner`);
+* ``dense``: `simkit.BDF(linear_solver="dense")` (n <= 32 only: a dense Jacobian of 10,368
+  states is 0.9 GB and its LU minutes);
+* ``krylov``: `simkit.BDF(linear_solver="krylov")` (matrix-free with the model's
+  preconditioner, at every size);
+* ``unpreconditioned``: `simkit.BDF(linear_solver="krylov", preconditioner=None)`;
+* SciPy's BDF (and Radau, n <= 32: minutes beyond) in their best honest form for a large
+  system: a vectorised NumPy rhs (``np.roll`` Laplacian, as a SciPy user writes it) and
+  ``jac_sparsity`` (the 5-point pattern of each species plus the coupling of u and v at a
+  point), so that SciPy colours the finite-difference Jacobian and factors it sparsely
+  (``splu``).
+
+Every row runs in a process of its own, which reports its run time, its peak resident
+memory (the whole process: Python, JAX's runtime and compiler included) and its final
+state. simkit: the median of ``--repeats`` runs after a first, compiling, call (compile
+time apart); SciPy: ``--repeats`` runs (one if a run takes over 20 s). The error of a run
+is the largest over the final field of ``|y - ref| / (|ref| + 1)``, ``ref`` SciPy's BDF at
+rtol 1e-10 for n <= 32; above, SciPy's BDF at 1e-10 takes hours, and ``ref`` is
+simkit's matrix-free BDF at rtol 1e-10, whose agreement with SciPy's reference at n = 32 is
+recorded (``reference_check``). Writes ``benchmarks/results/stiff_mol.json`` with the
+machine.
 """
 
 from __future__ import annotations
@@ -23,8 +40,11 @@ os.environ.setdefault("SIMKIT_COMPILATION_CACHE", "0")
 
 import argparse
 import json
+import resource
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 import jax
@@ -77,85 +97,110 @@ def sparsity(n: int) -> scipy.sparse.csr_matrix:
     return scipy.sparse.csr_matrix((np.ones_like(r, float), (r, c)), shape=(2 * n * n, 2 * n * n))
 
 
+
+
 def error(y, ref) -> float:
     return float(np.max(np.abs(np.asarray(y) - ref) / (np.abs(ref) + 1.0)))
 
 
-def run_simkit(m, rtol, solver, repeats, max_steps=100_000):
-    kw = {} if solver is None else {"solver": solver}
+SOLVERS = {"default": None, "dense": simkit.BDF(linear_solver="dense"), "krylov": simkit.BDF(linear_solver="krylov"),
+           "unpreconditioned": simkit.BDF(linear_solver="krylov", preconditioner=None)}
 
-    def call():
-        return simkit.solve(m, (0.0, T1), saveat=2, rtol=rtol, atol=rtol, throw=False, max_steps=max_steps, **kw)
 
-    start = time.perf_counter()
-    sol = jax.block_until_ready(call())
-    first = time.perf_counter() - start
-    runs = []
-    for _ in range(repeats):
+def peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def row(kind: str, label: str, n: int, rtol: float, repeats: int, out: str) -> None:
+    """One row, in this process: writes its final state to ``out`` (.npy) and prints a JSON line."""
+    m = model(n)
+    if kind == "simkit":
+        kw = {} if SOLVERS[label] is None else {"solver": SOLVERS[label]}
+
+        def call():
+            return jax.block_until_ready(simkit.solve(m, (0.0, T1), saveat=2, rtol=rtol, atol=rtol, throw=False,
+                                                      max_steps=100_000, **kw))
+
         start = time.perf_counter()
-        jax.block_until_ready(call())
-        runs.append(time.perf_counter() - start)
-    run = statistics.median(runs) if runs else first
-    return sol, run, max(first - run, 0.0) if runs else None
+        sol = call()
+        first = time.perf_counter() - start
+        runs = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            call()
+            runs.append(time.perf_counter() - start)
+        run = statistics.median(runs) if runs else first
+        res = dict(solver=sol.solver_name, time=run, compile=max(first - run, 0.0) if runs else None,
+                   status=int(sol.status), steps=int(sol.stats["num_steps"]),
+                   **{k: int(sol.stats[k]) for k in ("num_jacobians", "num_lu_decompositions", "num_linear_iterations",
+                                                       "num_rhs") if k in sol.stats})
+        y = np.asarray(sol.ys[-1])
+    else:
+        f, y0, pattern = numpy_rhs(n), np.asarray(m.u0, float).reshape(-1), sparsity(n)
+        runs = []
+        for _ in range(max(repeats, 1)):
+            start = time.perf_counter()
+            kw = {} if label == "LSODA" else {"jac_sparsity": pattern}
+            sol = scipy.integrate.solve_ivp(f, (0.0, T1), y0, method=label, rtol=rtol, atol=rtol, **kw)
+            runs.append(time.perf_counter() - start)
+            if runs[-1] > 20:
+                break
+        res = dict(time=statistics.median(runs), status=int(sol.status), steps=len(sol.t) - 1,
+                   njev=int(getattr(sol, "njev", -1) or -1), nlu=int(getattr(sol, "nlu", -1) or -1), nfev=int(sol.nfev))
+        y = sol.y[:, -1]
+    np.save(out, y)
+    res["peak_memory_mb"] = peak_mb()
+    print("ROW " + json.dumps(res), flush=True)
 
 
-def run_scipy(f, y0, method, rtol, jac_sparsity, repeats):
-    runs, out = [], None
-    for _ in range(max(repeats, 1)):
-        start = time.perf_counter()
-        kw = {} if method == "LSODA" else {"jac_sparsity": jac_sparsity}
-        out = scipy.integrate.solve_ivp(f, (0.0, T1), y0, method=method, rtol=rtol, atol=rtol, **kw)
-        runs.append(time.perf_counter() - start)
-        if runs[-1] > 20:
-            break
-    return out, statistics.median(runs)
-
-
-SOLVERS = {"default": None}
-for _name in ("BDF", "Rodas5P", "RadauIIA5"):
-    if hasattr(simkit, _name):
-        SOLVERS[_name] = getattr(simkit, _name)()
+def run_row(kind: str, label: str, n: int, rtol: float, repeats: int) -> tuple[dict, np.ndarray]:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "y.npy")
+        proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--row", kind, label, str(n), repr(rtol),
+                               str(repeats), out], capture_output=True, text=True, cwd=os.path.dirname(__file__))
+        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("ROW ")]
+        if proc.returncode != 0 or not lines:
+            raise RuntimeError(f"row {kind} {label} n={n} rtol={rtol} failed:\n{proc.stderr[-3000:]}")
+        return json.loads(lines[-1][4:]), np.load(out)
 
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", default="32,72")
+    parser.add_argument("--n", default="32,72,182")
     parser.add_argument("--rtols", default="1e-4,1e-6")
     parser.add_argument("--repeats", type=int, default=1)
-    parser.add_argument("--solvers", default="default,BDF")
+    parser.add_argument("--solvers", default="default,dense,unpreconditioned")
     parser.add_argument("--scipy", default="BDF,Radau")
+    parser.add_argument("--dense-max", type=int, default=32, help="largest n run with the dense BDF")
+    parser.add_argument("--radau-max", type=int, default=32, help="largest n run with SciPy's Radau")
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "stiff_mol.json"))
     args = parser.parse_args(argv)
-    rows = []
+    rows, check = [], None
     for n in [int(v) for v in args.n.split(",")]:
-        m = model(n)
-        f = numpy_rhs(n)
-        y0 = np.asarray(m.u0, float).reshape(-1)
-        pattern = sparsity(n)
-        ref_label = "scipy BDF rtol 1e-10"
-        ref = scipy.integrate.solve_ivp(f, (0.0, T1), y0, method="BDF", rtol=1e-10, atol=1e-10,
-                                        jac_sparsity=pattern).y[:, -1]
+        if n <= 32:
+            ref_label = "scipy BDF rtol 1e-10 (jac_sparsity)"
+            _, ref = run_row("scipy", "BDF", n, 1e-10, 0)
+            if check is None:  # how well simkit's own reference (used above n = 32) agrees with it
+                info, ours = run_row("simkit", "krylov", n, 1e-10, 0)
+                check = dict(n=n, error_of_simkit_krylov_1e-10=error(ours, ref), simkit_time=info["time"])
+        else:
+            ref_label = "simkit.BDF(linear_solver='krylov') rtol 1e-10"
+            _, ref = run_row("simkit", "krylov", n, 1e-10, 0)
         for rtol in [float(r) for r in args.rtols.split(",")]:
-            row = dict(n=n, states=2 * n * n, rtol=rtol, reference=ref_label, results={})
-            for label in args.solvers.split(","):
-                sol, run, comp = run_simkit(m, rtol, SOLVERS[label], args.repeats)
-                row["results"][f"simkit {label}"] = dict(
-                    solver=sol.solver_name, time=run, compile=comp, error=error(sol.ys[-1], ref),
-                    status=int(sol.status), steps=int(sol.stats.get("num_steps", -1)))
-                print(f"n={n} rtol={rtol:g} simkit {label:10s} {sol.solver_name:28s} {run:8.3f} s "
-                      f"compile {comp if comp is not None else float('nan'):6.2f} s error "
-                      f"{row['results'][f'simkit {label}']['error']:.1e} status {int(sol.status)}", flush=True)
-            for method in args.scipy.split(","):
-                out, run = run_scipy(f, y0, method, rtol, pattern, args.repeats)
-                row["results"][f"scipy {method}"] = dict(time=run, error=error(out.y[:, -1], ref),
-                                                         status=int(out.status), steps=len(out.t) - 1,
-                                                         njev=int(getattr(out, "njev", -1) or -1),
-                                                         nlu=int(getattr(out, "nlu", -1) or -1))
-                print(f"n={n} rtol={rtol:g} scipy {method:12s} {run:8.3f} s error "
-                      f"{row['results'][f'scipy {method}']['error']:.1e} status {out.status}", flush=True)
-            rows.append(row)
+            row_out = dict(n=n, states=2 * n * n, rtol=rtol, reference=ref_label, results={})
+            todo = [("simkit", s) for s in args.solvers.split(",") if not (s == "dense" and n > args.dense_max)]
+            todo += [("scipy", s) for s in args.scipy.split(",") if not (s == "Radau" and n > args.radau_max)]
+            for kind, label in todo:
+                res, y = run_row(kind, label, n, rtol, args.repeats)
+                res["error"] = error(y, ref)
+                row_out["results"][f"{kind} {label}"] = res
+                print(f"n={n} ({2 * n * n} states) rtol={rtol:g} {kind} {label:16s} {res.get('solver', ''):50s} "
+                      f"{res['time']:8.3f} s compile {res.get('compile') or float('nan'):6.2f} s "
+                      f"error {res['error']:.1e} peak {res['peak_memory_mb']:6.0f} MB status {res['status']}",
+                      flush=True)
+            rows.append(row_out)
     result = dict(command="python benchmarks/stiff_mol.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-                  machine=machine(), rows=rows)
+                  machine=machine(), reference_check=check, rows=rows)
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as fh:
         json.dump(result, fh, indent=1)
@@ -163,4 +208,8 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) > 1 and sys.argv[1] == "--row":
+        kind, label, n, rtol, repeats, out = sys.argv[2:8]
+        row(kind, label, int(n), float(rtol), int(repeats), out)
+    else:
+        main()

@@ -33,14 +33,13 @@ from .engines.programs import DiffraxProgram, KernelProgram
 from .errors import InputError, InputTypeError, ParameterError, ShapeError
 from .events import Event, as_events
 from .kernels import BDF, AbstractKernel, AutoSwitch, Rodas5P, Tsit5
-from .kernels.bdf import DENSE_MAX_STATES
 from .model import ODEModel
 from .params import _HOST, concrete, is_traced, merge_params  # noqa: F401 (re-exported)
 from .save_times import SaveAt, as_saveat
 from .solvers import default_solver
 
 KERNEL_MAX_STATES = 64  # the fused kernels are the default up to this many states
-DENSE_JACOBIAN_MAX_STATES = DENSE_MAX_STATES  # above this the stiff default is matrix-free Newton-Krylov
+DENSE_JACOBIAN_MAX_STATES = 2048  # complex stiff states (diffrax): dense Newton up to here, GMRES above
 _TSIT5, _KVAERNO5 = default_solver(False), default_solver(True)
 _KVAERNO5_KRYLOV = default_solver(True, matrix_free=True)
 
@@ -231,8 +230,8 @@ def choose_solver(model: ODEModel, solver: Any, saveat: SaveAt, n_states: int, c
         if model.stiff is not False:  # stiff, or unknown (the safe side)
             if not complex_state:
                 # the BDF kernel: one LU per step-size or order change, LAPACK above six states;
-                # 3.6-6x faster than Kvaerno5 at 100-1600 states (benchmarks/bdf_size.py); above
-                # 2048 states matrix-free with the model's preconditioner (benchmarks/stiff_mol.py)
+                # 3.6-6x faster than Kvaerno5 at 100-1600 states (benchmarks/bdf_size.py); matrix-free
+                # above 256 states (100 with the model's preconditioner; benchmarks/stiff_mol.py)
                 return BDF().with_model_preconditioner(model.preconditioner)
             if n_states <= DENSE_JACOBIAN_MAX_STATES:
                 return _KVAERNO5  # complex states: diffrax on (re, im)

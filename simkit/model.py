@@ -74,7 +74,7 @@ class ODEModel(eqx.Module):
         the Itô SDE ``dy = rhs dt + g * dW`` with independent Brownian motions (diagonal
         noise); `simkit.solve` then needs a ``key``.
     preconditioner : callable, optional
-        For matrix-free implicit solves of large systems (`simkit.BDF` above 2,048 states):
+        For matrix-free implicit solves of large systems (`simkit.BDF` above 100 states):
         ``preconditioner(t, y, params, c)`` returns ``v -> M^{-1} v`` with ``M`` an
         approximation of ``I - c J`` (``J`` the rhs's Jacobian at ``(t, y)``); traced, and
         hashable (it selects the compiled program). `simkit.stencil.PDEModel.to_ode` sets

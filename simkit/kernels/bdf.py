@@ -55,9 +55,14 @@ MAX_ORDER = 5
 NEWTON_MAXITER = 4  # SciPy's BDF (ode15s: 4)
 MIN_FACTOR, MAX_FACTOR = 0.2, 10.0
 ROWS = MAX_ORDER + 3  # D[0..k+2]: the differences and the two the order test needs
-# linear algebra: a dense Jacobian and LU up to this many states, matrix-free GMRES above
-# (a dense Jacobian of 65,536 states takes 34 GB); `BDF(linear_solver=...)` overrides it
-DENSE_MAX_STATES = 2048
+# linear algebra ("auto"): a dense Jacobian and LU up to this many states, matrix-free GMRES
+# above; with a preconditioner (a PDE's linear part) from fewer states. Measured at rtol 1e-6
+# (benchmarks/bdf_size.py, stiff_mol.py): without a preconditioner the two tie at 100-128
+# states and matrix-free is 2.3-2.5x faster at 288-400 (6-21x at 1,600-2,048); with the
+# FFT preconditioner dense is 1.3x faster at 72 states and matrix-free 1.6x at 128, 5x at 288.
+# A dense Jacobian of 65,536 states would take 34 GB. `BDF(linear_solver=...)` overrides it.
+DENSE_MAX_STATES = 256
+PRECONDITIONED_DENSE_MAX_STATES = 100
 KRYLOV_DIM = 30  # the largest Krylov space of one linear solve (SPGMR's maxl is 5; no restarts)
 KRYLOV_FRACTION = 0.05  # linear residual / Newton tolerance (CVODE's epslin)
 
@@ -185,7 +190,9 @@ class BDFMethod:
 
     def krylov(self, n: int) -> bool:
         """Whether a system of ``n`` states is solved matrix-free (static)."""
-        return self.linear_solver == "krylov" or (self.linear_solver == "auto" and n > DENSE_MAX_STATES)
+        if self.linear_solver != "auto":
+            return self.linear_solver == "krylov"
+        return n > (DENSE_MAX_STATES if self.preconditioner is None else PRECONDITIONED_DENSE_MAX_STATES)
 
     def init(self, rhs, t0, y0, params):
         return rhs(t0, y0, params)

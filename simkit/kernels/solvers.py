@@ -268,30 +268,33 @@ class BDF(AbstractKernel):
     """Variable-order BDF / NDF, orders 1 to 5 (Shampine & Reichelt's NDFs, as MATLAB's
     ``ode15s`` and SciPy's ``BDF``), for large stiff systems.
 
-    One Newton solve per step. Up to 2,048 states (``linear_solver="auto"``) with a dense
-    Jacobian (``jax.jacfwd``) kept across steps and recomputed only when Newton fails; the
-    matrix ``I - c J`` is refactored only when the step size or the order changes (LAPACK LU
-    above six states, `simkit.kernels.linalg`). The same algorithm and first step as SciPy's
-    ``BDF``: on Robertson the same step counts (327 at rtol 1e-6, atol 1e-10). A step costs
-    two or three rhs evaluations and triangular solves where `Rodas5P` does a new LU and
-    eight evaluations, so it is the kernel for stiff systems of hundreds of states (1-D
-    Brusselator, 400 states, rtol 1e-6: 6x faster than diffrax's Kvaerno5 and 13x faster
-    than `Rodas5P`; ``benchmarks/bdf_size.py``). A dense LU dominates the cost from a few
-    hundred states on. Above 2,048 states it runs matrix-free (Newton-Krylov): no Jacobian,
-    a Jacobian-vector product per GMRES iteration, and the model's preconditioner, if it has
-    one (a `simkit.stencil.PDEModel` with a stiff ``linear`` part gets its FFT inverse,
-    `simkit.stencil.preconditioner`); memory O(n). On small systems at tight tolerances
-    `Rodas5P` or `RadauIIA5` take far fewer steps. The order reached and the Jacobians with
-    the LU factorisations (dense) or the GMRES iterations (matrix-free) are in
-    ``Solution.stats`` (``final_order``, ``num_jacobians``, ``num_lu_decompositions`` or
+    One Newton solve per step. Small systems (``linear_solver="auto"``: up to 256 states,
+    100 with a preconditioner) use a dense Jacobian (``jax.jacfwd``) kept across steps and
+    recomputed only when Newton fails; the matrix ``I - c J`` is refactored only when the step
+    size or the order changes (LAPACK LU above six states, `simkit.kernels.linalg`). The same
+    algorithm and first step as SciPy's ``BDF``: on Robertson the same step counts (327 at
+    rtol 1e-6, atol 1e-10). A step costs two or three rhs evaluations and triangular solves
+    where `Rodas5P` does a new LU and eight evaluations. Larger systems run matrix-free
+    (Newton-Krylov): no Jacobian, one Jacobian-vector product per GMRES iteration, memory
+    O(n), and the model's preconditioner if it has one (a `simkit.stencil.PDEModel` with a
+    stiff ``linear`` part gets its FFT inverse, `simkit.stencil.preconditioner`). Measured
+    at rtol 1e-6: on the 2-D Brusselator of 2,048 states 0.19 s against 20.7 s dense and 1.1
+    s for SciPy's BDF with ``jac_sparsity``; at 66,248 states 6 s against SciPy's 200+ s
+    (``benchmarks/stiff_mol.py``). Without a preconditioner GMRES needs many iterations on
+    very stiff problems (1-D Brusselator of 3,200 states: 2.9 s, SciPy's sparse LU 0.13 s;
+    ``benchmarks/bdf_size.py``): pass one, or ``linear_solver="dense"`` for a few thousand
+    states whose Jacobian is dense (large reaction networks). On small systems at tight
+    tolerances `Rodas5P` or `RadauIIA5` take far fewer steps. The order reached and the
+    Jacobians with the LU factorisations (dense) or the GMRES iterations (matrix-free) are
+    in ``Solution.stats`` (``final_order``, ``num_jacobians``, ``num_lu_decompositions`` or
     ``num_linear_iterations``). Dense output is the method's interpolating polynomial. Real
     states only. See `simkit.kernels.bdf`.
 
     Parameters
     ----------
     linear_solver : {"auto", "dense", "krylov"}
-        How the Newton iteration solves with ``I - c J``: ``"auto"`` dense up to 2,048
-        states and matrix-free above, or either one always.
+        How the Newton iteration solves with ``I - c J``: ``"auto"`` dense up to 256
+        states (100 with a preconditioner) and matrix-free above, or either one always.
     preconditioner : callable, "model" or None
         For the matrix-free solves: ``preconditioner(t, y, params, c)`` returns a function
         ``v -> M^{-1} v`` with ``M`` an approximation of ``I - c J(t, y)`` (shape
