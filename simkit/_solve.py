@@ -80,9 +80,11 @@ def solve(
         object (forces the diffrax engine). Default: up to 64 states, `simkit.Tsit5()` or,
         when ``model.stiff``, `simkit.Rodas5P()` (``stiff=None``: `simkit.AutoSwitch()`);
         above, ``diffrax.Tsit5()`` for non-stiff models and `simkit.BDF()` for stiff (or
-        unknown) ones up to 2048 states; above 2048 states ``diffrax.Kvaerno5()`` with
-        simkit's Newton tolerances and matrix-free linear solves (GMRES on Jacobian-vector
-        products), so large PDE systems never build a dense Jacobian.
+        unknown) ones: with a dense Jacobian up to 256 states (100 when the model has a
+        preconditioner, as a PDE with a ``linear`` part), matrix-free above (Newton-GMRES
+        on Jacobian-vector products, preconditioned by the model's ``preconditioner``), so
+        large PDE systems never build a dense Jacobian. Complex stiff states above 64 get
+        ``diffrax.Kvaerno5()`` (matrix-free above 2,048 states).
     rtol, atol : float
         Error tolerances of the adaptive step controller (>= 0, not both 0; an rtol below
         100 machine epsilons is raised to that with a warning, as SciPy does).

@@ -116,8 +116,8 @@ DELIBERATE_DIFFERENCES = {
         "not applicable: simkit's rhs is one sample (vmap for batches) and Jacobians come from jax.jacfwd; "
         "there is no vectorized=, jac= or jac_sparsity= option."),
     "test_integration_sparse_difference": (
-        "not applicable: needs jac_sparsity= (simkit's implicit solvers use dense jacfwd Jacobians up to 2048 "
-        "states and matrix-free Newton-Krylov above)."),
+        "not applicable: needs jac_sparsity= (simkit's implicit solvers use dense jacfwd Jacobians for small "
+        "systems and matrix-free Newton-Krylov, with the model's preconditioner, for large ones)."),
     "test_integration_const_jac[jac=J, J_sparse]": (
         "not applicable: no jac= option; the constant Jacobian of fun_linear is what jacfwd returns (the problem "
         "itself is ported with Rodas4 and diffrax.Kvaerno5)."),

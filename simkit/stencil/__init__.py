@@ -26,6 +26,7 @@ from .operators import gradient as gradient
 from .operators import laplacian as laplacian
 from .pde import PDEModel as PDEModel
 from .pde import Space as Space
+from .preconditioner import SpectralPreconditioner as SpectralPreconditioner
 from .stepping import RK4 as RK4
 from .stepping import SSPRK3 as SSPRK3
 from .stepping import AbstractStepper as AbstractStepper
@@ -39,7 +40,7 @@ from .streamed import integrate_to_file as integrate_to_file
 __all__ = [
     "AbstractBoundaryCondition", "AbstractNumericalFlux", "AbstractStepper", "Central", "Dirichlet",
     "FieldSolution", "ForwardEuler", "Grid", "IMEXEuler", "Neumann", "PDEModel", "Padded", "Periodic",
-    "RK4", "Robin", "Rusanov", "SSPRK3", "Space", "Stencil", "advection", "biharmonic", "derivative",
+    "RK4", "Robin", "Rusanov", "SSPRK3", "Space", "SpectralPreconditioner", "Stencil", "advection", "biharmonic", "derivative",
     "divergence", "flux_divergence", "gradient", "integrate", "integrate_to_file", "laplacian", "pad", "rollout",
     "spectral_radius",
 ]

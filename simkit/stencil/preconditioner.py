@@ -48,8 +48,7 @@ class SpectralPreconditioner:
     Examples
     --------
     >>> import jax.numpy as jnp, numpy as np
-    >>> from simkit.stencil import Grid, Periodic, laplacian
-    >>> from simkit.stencil.preconditioner import SpectralPreconditioner
+    >>> from simkit.stencil import Grid, Periodic, SpectralPreconditioner, laplacian
     >>> grid = Grid(32)
     >>> lap = lambda t, u, p, space: p["D"] * laplacian(space.pad(u), space.spacing)
     >>> pre = SpectralPreconditioner(lap, grid, Periodic(), 1)
@@ -71,6 +70,25 @@ class SpectralPreconditioner:
         return "spectral"
 
     def __call__(self, t: Any, y: Any, params: dict, c: Any) -> Callable[[Any], Any]:
+        """The inverse of ``I - c L`` at time ``t``, for the solver's Newton iteration.
+
+        Parameters
+        ----------
+        t : float
+            Time (passed to ``linear``).
+        y : array, shape (components * grid.size,)
+            The state (only its dtype is used: ``L`` is linear).
+        params : dict
+            The model's parameters (traced).
+        c : float
+            The implicit method's coefficient (``h / alpha`` for BDF).
+
+        Returns
+        -------
+        callable
+            ``v -> (I - c L)^{-1} v`` on flattened fields, by one real FFT of ``v``, a
+            ``C x C`` solve per wavenumber and the inverse FFT.
+        """
         from .pde import Space  # pde imports this module
 
         shape, ncomp = self.grid.shape, self.components
