@@ -167,24 +167,24 @@ def hessian(program: FitProgram, arrays: dict, theta, of: str = "cost"):
     return jax.hessian(fn)(theta)
 
 
-@functools.partial(jax.jit, static_argnames=("program", "optimizer", "index"))
-def profile_costs(program: FitProgram, optimizer: AbstractDriver, arrays: dict, theta_hat, index: int, values,
+@functools.partial(jax.jit, static_argnames=("program", "optimizer"))
+def profile_costs(program: FitProgram, optimizer: AbstractDriver, arrays: dict, theta_hat, index, values,
                   max_iterations, max_evaluations):
     """The cost minimised over the other parameters with parameter ``index`` fixed at each
     of ``values`` (all at once under ``jax.vmap``; ``optimizer`` works in the transformed,
-    unconstrained coordinates)."""
+    unconstrained coordinates). ``index`` is traced, so the profiles of all parameters share
+    one compiled program: the minimisation runs over every coordinate, the fixed one pinned
+    (its gradient is exactly zero, so the optimiser never moves it)."""
     space = program.space
-    rest = [j for j in range(len(program.names)) if j != index]
-    if not rest:  # one free parameter: nothing to minimise over, the profile is the cost itself
-        return jax.vmap(lambda value: cost(program, arrays, theta_hat.at[index].set(value)))(values)
-    others = jnp.asarray(rest, jnp.int32)
+    if theta_hat.shape[0] == 1:  # nothing to minimise over: the profile is the cost itself
+        return jax.vmap(lambda value: cost(program, arrays, jnp.reshape(value, (1,)).astype(theta_hat.dtype)))(values)
+    pinned = jnp.arange(theta_hat.shape[0]) == index
 
-    def full(z_other, value):
-        z = jnp.zeros_like(theta_hat).at[others].set(z_other)
-        return space.to_natural(z).at[index].set(value)
+    def full(z, value):
+        return jnp.where(pinned, value, space.to_natural(z))
 
     def one(value):
-        z0 = space.to_internal(theta_hat)[others]
+        z0 = space.to_internal(theta_hat)
         out = minimise(optimizer, _objective(program, optimizer, arrays, lambda z: full(z, value)), z0, None, None,
                        max_iterations=max_iterations, max_evaluations=max_evaluations)
         return cost(program, arrays, full(out.x, value))

@@ -368,7 +368,8 @@ class FitResult(io.Saveable):
             values = np.linspace(lo, hi, n)
         values = jnp.asarray(values)
         optimizer = self.optimizer if not self.optimizer.bounded else BFGS()  # in transformed coordinates
-        costs = np.asarray(profile_costs(problem.program, optimizer, problem.arrays, jnp.asarray(self.theta), i, values,
+        costs = np.asarray(profile_costs(problem.program, optimizer, problem.arrays, jnp.asarray(self.theta),
+                                         jnp.asarray(i, jnp.int32), values,
                                          jnp.asarray(self.limits["max_iterations"]),
                                          jnp.asarray(self.limits["max_evaluations"])))
         best = min(self.cost, float(np.nanmin(costs)))

@@ -18,17 +18,14 @@ def _heat(n, bcs=sk.Dirichlet(0.0), rhs=pt.diffusion_rhs, lower=0.0, upper=1.0, 
                        u0=u, name="heat")
 
 
-def test_every_pde_model_is_well_formed_and_runs_stably():
+def test_every_pde_model_is_well_formed():
+    # that each runs stably (RK4, IMEX for Cahn-Hilliard, at half the stable step from its
+    # spectral radius) is tested with its decomposed run, tests/parallel/test_decompose.py
     for name in models.names("pde"):
         m = models.get(name)
         assert isinstance(m, sk.PDEModel) and m.name == name and len(m.source) > 20, name
         du = np.asarray(m.rhs(0.0, jnp.asarray(m.u0), m.params, m.space))
         assert du.shape == m.u0.shape and np.all(np.isfinite(du)), name
-        rho, _ = sk.spectral_radius(m, m.params, m.u0)
-        stepper = sk.IMEXEuler() if name == "cahn_hilliard" else sk.RK4()
-        dt = 0.5 * 2.78 / (rho if name != "cahn_hilliard" else sk.spectral_radius(m, m.params, m.u0, explicit_only=True)[0])
-        sol = sk.integrate(m, dt=dt, steps=20, stepper=stepper)
-        assert sol.us.shape == (2,) + m.u0.shape and np.all(np.isfinite(sol.us)), name
 
 
 def _semi_discrete_heat(grid, t, diffusivity=0.1):
