@@ -51,7 +51,7 @@ def draw(data: dict, path: str) -> list[str]:
     mol = "problem" not in rows[0]  # stiff_mol.py: its default is the row of interest
     cols = min(3, len(problems))
     nrows = -(-len(problems) // cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(5.2 * cols, 4.2 * nrows), squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(nrows, cols, figsize=(max(5.2 * cols, 6.5), 4.2 * nrows + 0.4 * (cols == 1)), squeeze=False, layout="constrained")
     handles: dict[str, object] = {}
     for ax, name in zip(axes.flat, problems):
         by_solver: dict[str, list[tuple[float, float]]] = {}
@@ -78,10 +78,14 @@ def draw(data: dict, path: str) -> list[str]:
         ax.grid(True, which="both", alpha=0.3)
     for ax in list(axes.flat)[len(problems):]:
         ax.axis("off")
-    fig.legend(list(handles.values()), list(handles.keys()), loc="outside right upper", fontsize=9)
-    fig.suptitle(f"{'method of lines' if mol else 'stiff suite'} work-precision "
-                 f"({data.get('command', 'python benchmarks/stiff.py')}; "
-                 f"{data.get('machine', {}).get('cores', '?')} cores)", fontsize=10)
+    if len(problems) == 1:  # one panel: the legend inside it (its upper right is empty here)
+        axes.flat[0].legend(list(handles.values()), list(handles.keys()), loc="upper right", fontsize=8)
+    else:
+        fig.legend(list(handles.values()), list(handles.keys()), loc="outside right upper", fontsize=9)
+    title = (f"{'method of lines' if mol else 'stiff suite'} work-precision "
+             f"({data.get('command', 'python benchmarks/stiff.py')}; "
+             f"{data.get('machine', {}).get('cores', '?')} cores)")
+    fig.suptitle("\n".join(textwrap.wrap(title, 60 * cols)), fontsize=10)
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
