@@ -56,12 +56,11 @@ def _gmres(matvec: Callable, b: Any, precondition: Callable, tol: Any, max_dim: 
         V = V.at[j + 1].set(w / jnp.where(hn > 0, hn, 1.0))
         h = h.at[j + 1].set(hn)
 
-        def rotate(i, h):  # the earlier rotations, on rows i, i + 1 for i < j
+        def rotate(i, h):  # the earlier rotations, on rows i, i + 1 (i < j: j of them, not m)
             a, c = h[i], h[i + 1]
-            new = h.at[i].set(s["cs"][i] * a + s["sn"][i] * c).at[i + 1].set(-s["sn"][i] * a + s["cs"][i] * c)
-            return jnp.where(i < j, new, h)
+            return h.at[i].set(s["cs"][i] * a + s["sn"][i] * c).at[i + 1].set(-s["sn"][i] * a + s["cs"][i] * c)
 
-        h = lax.fori_loop(0, m, rotate, h)
+        h = lax.fori_loop(0, j, rotate, h)
         r = jnp.sqrt(h[j] ** 2 + h[j + 1] ** 2)
         safe = jnp.where(r > 0, r, 1.0)
         c, sn = jnp.where(r > 0, h[j] / safe, 1.0), jnp.where(r > 0, h[j + 1] / safe, 0.0)
