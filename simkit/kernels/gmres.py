@@ -112,7 +112,7 @@ def gmres(matvec: Callable, b: Any, precondition: Callable, *, tol: Any, max_dim
     >>> a = jnp.array([[4.0, 1.0], [2.0, 3.0]])
     >>> x, k = gmres(lambda v: a @ v, jnp.array([1.0, 2.0]), lambda v: v, tol=1e-12, max_dim=2)
     >>> [round(float(v), 6) for v in x], int(k)
-    [0.1, 0.6, 2]
+    ([0.1, 0.6], 2)
     """
     # the tolerance as a reduction of the residual, so that a tangent solve (whose right-hand
     # side has its own scale) is as accurate, relatively, as the primal one
