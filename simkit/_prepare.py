@@ -23,7 +23,6 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-import diffrax as dfx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -36,12 +35,16 @@ from .kernels import BDF, AbstractKernel, AutoSwitch, Rodas5P, Tsit5
 from .model import ODEModel
 from .params import _HOST, concrete, is_traced, merge_params  # noqa: F401 (re-exported)
 from .save_times import SaveAt, as_saveat
-from .solvers import default_solver
+from .solvers import default_solver, diffrax_module, is_diffrax_solver
 
 KERNEL_MAX_STATES = 64  # the fused kernels are the default up to this many states
 DENSE_JACOBIAN_MAX_STATES = 2048  # complex stiff states (diffrax): dense Newton up to here, GMRES above
-_TSIT5, _KVAERNO5 = default_solver(False), default_solver(True)
-_KVAERNO5_KRYLOV = default_solver(True, matrix_free=True)
+
+
+@functools.lru_cache(maxsize=None)
+def _diffrax_default(stiff: bool, matrix_free: bool = False) -> Any:
+    """diffrax's default solvers, built once (diffrax imported on first use)."""
+    return default_solver(stiff, matrix_free)
 
 
 def memory_budget() -> int:
@@ -223,7 +226,7 @@ def choose_solver(model: ODEModel, solver: Any, saveat: SaveAt, n_states: int, c
         if isinstance(solver, AbstractKernel):
             raise InputError(f"{solver!r} solves ODEs; for the stochastic model {model.name!r} "
                              "use a diffrax SDE solver (default diffrax.Euler())")
-        return dfx.Euler() if solver is None else solver
+        return diffrax_module().Euler() if solver is None else solver
     if solver is None:
         if n_states <= KERNEL_MAX_STATES:
             return AutoSwitch() if model.stiff is None else Rodas5P() if model.stiff else Tsit5()
@@ -234,12 +237,12 @@ def choose_solver(model: ODEModel, solver: Any, saveat: SaveAt, n_states: int, c
                 # above 256 states (100 with the model's preconditioner; benchmarks/stiff_mol.py)
                 return BDF().with_model_preconditioner(model.preconditioner)
             if n_states <= DENSE_JACOBIAN_MAX_STATES:
-                return _KVAERNO5  # complex states: diffrax on (re, im)
-            return _KVAERNO5_KRYLOV
-        return _TSIT5
-    if isinstance(solver, type) and issubclass(solver, (AbstractKernel, dfx.AbstractSolver)):
+                return _diffrax_default(True)  # complex states: diffrax on (re, im)
+            return _diffrax_default(True, matrix_free=True)
+        return _diffrax_default(False)
+    if isinstance(solver, type) and (issubclass(solver, AbstractKernel) or is_diffrax_solver(solver, cls=True)):
         raise InputTypeError(f"solver must be a solver object, e.g. {solver.__name__}(), not the class")
-    if not isinstance(solver, (AbstractKernel, dfx.AbstractSolver)):
+    if not (isinstance(solver, AbstractKernel) or is_diffrax_solver(solver)):
         raise InputTypeError(f"solver must be a simkit kernel (simkit.Tsit5(), simkit.Rodas4(), ...) or a "
                              f"diffrax solver object, got {solver!r}")
     if isinstance(solver, BDF):

@@ -14,12 +14,36 @@ from __future__ import annotations
 
 from typing import Any
 
-import diffrax as dfx
+import sys
+from typing import TYPE_CHECKING
+
 import equinox as eqx
 import jax.numpy as jnp
 import lineax as lx
 import numpy as np
 import optimistix as optx
+
+if TYPE_CHECKING:
+    import diffrax as dfx
+
+
+def diffrax_module():
+    """diffrax, imported on first use: `import simkit` does not pay for it (0.14 s) until a
+    diffrax solver is chosen."""
+    import diffrax
+
+    return diffrax
+
+
+def is_diffrax_solver(obj: Any, *, cls: bool = False) -> bool:
+    """Whether ``obj`` is a diffrax solver object (with ``cls``, a solver class), without
+    importing diffrax: an object of a diffrax class exists only once diffrax is imported."""
+    dfx = sys.modules.get("diffrax")
+    if dfx is None:
+        return False
+    if cls:
+        return isinstance(obj, type) and issubclass(obj, dfx.AbstractSolver)
+    return isinstance(obj, dfx.AbstractSolver)
 
 
 def krylov_linear_solver() -> lx.AbstractLinearSolver:
@@ -33,24 +57,24 @@ def default_solver(stiff: bool, matrix_free: bool = False) -> dfx.AbstractSolver
     (for large systems: a method-of-lines PDE on a 256x256 grid has 65,536 states and a
     dense Jacobian of 34 GB)."""
     if not stiff:
-        return dfx.Tsit5()
+        return diffrax_module().Tsit5()
     if matrix_free:
         # Newton, not diffrax's VeryChord: a chord iteration keeps a factorisation, and a
         # Krylov solver's state (the linearised function) cannot be carried that way
-        return dfx.Kvaerno5(root_finder=optx.Newton(rtol=1e-3, atol=1e-6, norm=optx.rms_norm,
+        return diffrax_module().Kvaerno5(root_finder=optx.Newton(rtol=1e-3, atol=1e-6, norm=optx.rms_norm,
                                                     linear_solver=krylov_linear_solver()))
-    return dfx.Kvaerno5()
+    return diffrax_module().Kvaerno5()
 
 
 def is_implicit(solver: Any) -> bool:
     """True for diffrax solvers that run a nonlinear (Newton) solve each step."""
-    return isinstance(solver, dfx.AbstractImplicitSolver)
+    return is_diffrax_solver(solver) and isinstance(solver, diffrax_module().AbstractImplicitSolver)
 
 
 def solver_order(solver: Any) -> int:
     """Order of the solver's main method (used by the initial-step formula)."""
     try:
-        return int(solver.order(dfx.ODETerm(lambda t, y, a: y)))
+        return int(solver.order(diffrax_module().ODETerm(lambda t, y, a: y)))
     except Exception:  # solvers without a declared order (rare): a safe middle value
         return 4
 
@@ -132,5 +156,5 @@ def with_newton_tolerances(solver: Any, rtol: Any, atol: Any) -> Any:
     if isinstance(old, optx.Newton):  # matrix-free default: keep Newton and its linear solver
         root_finder = optx.Newton(rtol=n_rtol, atol=n_atol, norm=optx.rms_norm, linear_solver=old.linear_solver)
     else:
-        root_finder = dfx.VeryChord(rtol=n_rtol, atol=n_atol, norm=optx.rms_norm)
+        root_finder = diffrax_module().VeryChord(rtol=n_rtol, atol=n_atol, norm=optx.rms_norm)
     return eqx.tree_at(lambda s: s.root_finder, solver, root_finder)

@@ -10,7 +10,6 @@ import functools
 
 import jax.numpy as jnp
 
-from .diffrax_engine import run_diffrax as run_diffrax
 from .kernel_engine import run_kernel as run_kernel
 from .programs import DiffraxProgram as DiffraxProgram
 from .programs import KernelProgram as KernelProgram
@@ -32,6 +31,8 @@ def entry(program, args) -> tuple:
     arguments it calls it with (`simkit.inspect` lowers that same call)."""
     if isinstance(program, KernelProgram):
         return run_kernel, (program, args)
+    from .diffrax_engine import run_diffrax  # diffrax is imported when first used
+
     if jnp.iscomplexobj(args.y0):  # diffrax's complex support is experimental: solve (re, im)
         return run_diffrax, (_real_program(program), args._replace(y0=_to_real(args.y0)))
     return run_diffrax, (program, args)
@@ -58,6 +59,14 @@ def _real_fn(fn, kind: str):
 def _real_program(program: DiffraxProgram) -> DiffraxProgram:
     events = tuple(dataclasses.replace(ev, fn=_real_fn(ev.fn, "event")) for ev in program.events)
     return dataclasses.replace(program, rhs=_real_fn(program.rhs, "rhs"), events=events)
+
+
+def __getattr__(name: str):
+    if name == "run_diffrax":  # imported on first use (it imports diffrax)
+        from .diffrax_engine import run_diffrax
+
+        return run_diffrax
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["DiffraxProgram", "EngineResult", "KernelProgram", "entry", "run", "run_diffrax", "run_kernel"]

@@ -103,7 +103,8 @@ def test_matrix_free_bdf_matches_scipy_and_the_preconditioner_pays(bruss8):
     m, ref, sp = bruss8
     theirs = max(reference.compare(sp, ref, RTOL, ATOL).values())
     iterations = {}
-    for label, solver in (("spectral", KRYLOV), ("none", UNPRECONDITIONED)):
+    # simkit.BDF() is the default's program ("auto": matrix-free at 128 states with a preconditioner)
+    for label, solver in (("spectral", simkit.BDF()), ("none", UNPRECONDITIONED)):
         sol = simkit.solve(m, (0.0, T1), saveat=3, rtol=RTOL, atol=ATOL, solver=solver)
         assert sol.status == simkit.Status.SUCCESS
         ours = max(reference.compare(sol, ref, RTOL, ATOL).values())
@@ -139,10 +140,14 @@ def test_stiff_pde_defaults_to_matrix_free_bdf_with_its_preconditioner(bruss8):
     sol = simkit.solve(m, (0.0, T1), saveat=3, rtol=RTOL, atol=ATOL)
     assert sol.solver_name == "simkit.BDF()" and sol.status == simkit.Status.SUCCESS
     assert int(sol.stats["num_linear_iterations"]) >= int(sol.stats["num_steps"])  # matrix-free
-    np.testing.assert_array_equal(sol.ys, simkit.solve(m, (0.0, T1), saveat=3, rtol=RTOL, atol=ATOL, solver=KRYLOV).ys)
-    # a plain ODE model of this size (no preconditioner) stays dense
-    plain = simkit.solve(ode.replace(preconditioner=None), (0.0, 0.1), saveat=2, rtol=RTOL, atol=ATOL)
-    assert plain.solver_name == "simkit.BDF()" and "num_lu_decompositions" in plain.stats
+    np.testing.assert_array_equal(sol.ys, simkit.solve(m, (0.0, T1), saveat=3, rtol=RTOL, atol=ATOL,
+                                                       solver=simkit.BDF()).ys)
+    # a plain ODE model of this size (no preconditioner) stays dense: "auto" decides by size
+    # and by whether there is a preconditioner (the choice is static, made when tracing)
+    auto = simkit.BDF().with_model_preconditioner(None).method()
+    assert not auto.krylov(ode.n_states) and auto.krylov(257)
+    assert simkit.BDF().with_model_preconditioner(ode.preconditioner).method().krylov(ode.n_states)
+    assert KRYLOV.with_model_preconditioner(None).method().krylov(1)  # forced
 
 
 def test_bdf_options_are_checked_and_named():
