@@ -12,10 +12,8 @@ This module holds the two pieces simkit adds around them:
 
 from __future__ import annotations
 
-from typing import Any
-
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -62,7 +60,7 @@ def default_solver(stiff: bool, matrix_free: bool = False) -> dfx.AbstractSolver
         # Newton, not diffrax's VeryChord: a chord iteration keeps a factorisation, and a
         # Krylov solver's state (the linearised function) cannot be carried that way
         return diffrax_module().Kvaerno5(root_finder=optx.Newton(rtol=1e-3, atol=1e-6, norm=optx.rms_norm,
-                                                    linear_solver=krylov_linear_solver()))
+                                                                 linear_solver=krylov_linear_solver()))
     return diffrax_module().Kvaerno5()
 
 

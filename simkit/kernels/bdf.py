@@ -47,6 +47,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from ..errors import ShapeError
 from .gmres import gmres
 from .linalg import factor, solve
 from .methods import _rms, _scale
@@ -365,6 +366,10 @@ class BDFMethod:
                 return z
         else:
             apply = self.preconditioner(t_l, y_l, p_l, c_lu)
+            out = jax.eval_shape(apply, y_l)  # checked when tracing, before anything compiles
+            if getattr(out, "shape", None) != y_l.shape:
+                raise ShapeError(f"BDF: the preconditioner's function must map a vector of shape {y_l.shape} "
+                                 f"to one of that shape, got {getattr(out, 'shape', type(out).__name__)}")
 
             def precondition(z):
                 return apply(z * sc) / sc

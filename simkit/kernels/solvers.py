@@ -18,6 +18,11 @@ from .tableaus import RODAS5P as _RODAS5P_TABLEAU
 from .tableaus import TSIT5 as _TSIT5_TABLEAU
 
 
+def _is_model(preconditioner: Any) -> bool:
+    """Whether a `BDF` preconditioner argument is ``"model"`` (the model's own)."""
+    return isinstance(preconditioner, str) and preconditioner == "model"
+
+
 class AbstractKernel:
     """A fused simkit solver. Concrete kernels are final; they hold no parameters, so
     every instance of a class is equal (and selects the same compiled program).
@@ -331,7 +336,7 @@ class BDF(AbstractKernel):
             raise InputError(f"BDF: linear_solver must be 'auto', 'dense' or 'krylov', got {linear_solver!r}")
         if not isinstance(krylov_dim, (int, np.integer)) or isinstance(krylov_dim, bool) or krylov_dim < 1:
             raise InputError(f"BDF: krylov_dim must be a positive integer, got {krylov_dim!r}")
-        if not (preconditioner is None or preconditioner == "model" or callable(preconditioner)):
+        if not (preconditioner is None or _is_model(preconditioner) or callable(preconditioner)):
             raise InputError(f"BDF: preconditioner must be a callable (t, y, params, c) -> (v -> M^-1 v), "
                              f"'model' or None, got {preconditioner!r}")
         self.linear_solver = linear_solver
@@ -352,7 +357,7 @@ class BDF(AbstractKernel):
         if label is not None:  # resolved from "model" by the front door: named as the user wrote it
             return label
         args = [f"linear_solver={self.linear_solver!r}"] if self.linear_solver != "auto" else []
-        if self.preconditioner != "model":
+        if not _is_model(self.preconditioner):
             args.append(f"preconditioner={getattr(self.preconditioner, '__name__', repr(self.preconditioner))}")
         if self.krylov_dim != KRYLOV_DIM:
             args.append(f"krylov_dim={self.krylov_dim}")
@@ -361,7 +366,7 @@ class BDF(AbstractKernel):
     def with_model_preconditioner(self, model_preconditioner: Any) -> BDF:
         """This solver with ``preconditioner="model"`` resolved to the model's (internal:
         the front door calls it; the result solves the same way)."""
-        if self.preconditioner != "model":
+        if not _is_model(self.preconditioner):
             return self
         out = BDF(self.linear_solver, None, self.krylov_dim)
         out.preconditioner = model_preconditioner
@@ -369,7 +374,7 @@ class BDF(AbstractKernel):
         return out
 
     def method(self):
-        pre = None if self.preconditioner == "model" else self.preconditioner
+        pre = None if _is_model(self.preconditioner) else self.preconditioner
         return BDFMethod(self.linear_solver, pre, self.krylov_dim)
 
     def order(self) -> int:

@@ -160,3 +160,10 @@ def test_bdf_options_are_checked_and_named():
         simkit.BDF(krylov_dim=0)
     with pytest.raises(simkit.InputError, match="preconditioner"):
         simkit.BDF(preconditioner="jacobi")
+    with pytest.raises(simkit.InputError, match="preconditioner"):
+        simkit.BDF(preconditioner=np.eye(3))  # a matrix, not a function (was an ambiguous-truth ValueError)
+    # a preconditioner whose function returns the wrong shape: named when tracing, before compiling
+    truncating = simkit.BDF(linear_solver="krylov", preconditioner=lambda t, y, p, c: (lambda v: v[:5]))
+    ode = simkit.models.pde_reaction.brusselator_2d(4).to_ode()
+    with pytest.raises(simkit.ShapeError, match=r"shape \(32,\) to one of that shape, got \(5,\)"):
+        simkit.solve(ode, (0.0, 1.0), saveat=2, solver=truncating)
