@@ -1,17 +1,20 @@
-"""`ensemble`: many solves of one model, vmapped in chunks and sharded over devices.
+"""`ensemble`: many solves of one model, on refilled lanes or in vmapped chunks, sharded over devices.
 
 The call is prepared once by `simkit._prepare.prepare` (the same checks as `simkit.solve`);
-members run as ``jax.vmap`` of the engine over batched `SolveArgs` (no model is rebuilt per
-member; simkit's kernels stay fast batched: the member axis is the vectorised one), in chunks of a few hundred (``lax.map``
-over chunks keeps a chunk's state in cache), with the member axis split over the local
-devices by ``jax.shard_map`` so that each device stops when its own members are done.
-With ``balance=True`` a cheap pilot solve (tolerance 1e3 looser, no saving) estimates each
-member's step count and members of similar cost are grouped into the same chunks: a
-vmapped adaptive loop runs every lane for its slowest lane's steps. Measured (benchmarks/
-ensemble.py, 2 cores): the grouping lifts lockstep efficiency from 63% to 89% on Lorenz and
-cuts the main run by a third, but the pilot costs as much as it saves (Lorenz 47k vs 50k
-solves/s, van der Pol 23.2k vs 23.6k), so it is off by default; cache-sized chunks and
-per-device stopping are what bound the waste.
+no model is rebuilt per member, and the member axis is split over the local devices by
+``jax.shard_map`` so that each device stops when its own members are done. On a device:
+
+* **Refilled lanes** (the default for simkit's kernels saving at given times, without
+  events): ``chunk_size`` lanes step together and each takes the next member from the
+  device's queue when its own is done (`simkit.engines.kernel_queue`).
+* **Lockstep chunks** (``refill=False``, ``balance=True``, events, dense output, every
+  step saved, diffrax solvers, stochastic models): ``jax.vmap`` of the engine over chunks
+  of a few hundred members (``lax.map`` over chunks keeps a chunk's state in cache); a
+  chunk runs until its slowest member is done. With ``balance=True`` a cheap pilot solve
+  (tolerance 1e3 looser, no saving) estimates each member's step count and members of
+  similar cost share chunks. Measured (benchmarks/ensemble.py, 2 cores): the grouping
+  lifts lockstep efficiency from 63% to 89% on Lorenz, but the pilot costs about what it
+  saves, so it is off by default.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from jax.sharding import PartitionSpec
 from . import _config, engines
 from . import progress as _progress
 from ._prepare import check_count, check_rhs, merge_params, prepare
+from .engines.kernel_queue import queue_eligible, run_queue
 from .ensemble_solution import EnsembleSolution
 from .errors import InputError, InputTypeError, ParameterError, ShapeError
 from .model import ODEModel
@@ -48,8 +52,9 @@ class EnsembleProgram:
     """Static structure of an ensemble: the members' engine program, chunking and devices."""
 
     engine: Any  # a KernelProgram or DiffraxProgram (simkit.engines)
-    chunk: int
+    chunk: int  # members per vmapped chunk, or lanes of the refilled queue
     devices: tuple  # the member axis is sharded over these (jax devices are hashable)
+    queue: bool = False  # members on refilled lanes (simkit.engines.kernel_queue), not in chunks
 
 
 def _member_arrays(model: ODEModel, params: dict | None, y0: Any) -> tuple[int, dict, Any]:
@@ -99,7 +104,9 @@ def _member_arrays(model: ODEModel, params: dict | None, y0: Any) -> tuple[int, 
 
 
 def _run_members(program: EnsembleProgram, args, params, y0, keys):
-    """All members on one device: lax.map over chunks of the vmapped engine."""
+    """All members on one device: on refilled lanes, or lax.map over chunks of the vmapped engine."""
+    if program.queue:
+        return run_queue(program.engine, args, params, y0, program.chunk)
 
     def one(p, y, k):
         out = engines.run(program.engine, args._replace(params=p, y0=y, key=k if args.key is not None else None))
@@ -152,6 +159,7 @@ def ensemble(
     memory_budget: int = 256 * 2**20,
     devices: Sequence[Any] | None = None,
     balance: bool = False,
+    refill: bool = True,
     key: Any = None,
     progress: bool | None = None,
 ) -> EnsembleSolution:
@@ -190,6 +198,12 @@ def ensemble(
         Group members of similar estimated cost (a pilot solve) into chunks (never for
         stochastic models: their cost is fixed by ``dt0``). Off by default: on the
         benchmarks the pilot costs about what the grouping saves (see the module docstring).
+    refill : bool
+        Run the members of a device on ``chunk_size`` lanes that take the next member as
+        soon as they finish (`simkit.engines.kernel_queue`; default), for simkit's kernels
+        saving at given times without events. ``False``, or ``balance``, events, dense
+        output, ``saveat="steps"``, diffrax solvers and stochastic models: chunks of
+        ``jax.vmap``-ed solves, each running until its slowest member is done.
     key : jax.Array, optional
         For stochastic models, one ``jax.random`` key; member ``i`` gets
         ``jax.random.split(key, members)[i]``: reproducible and independent of chunking.
@@ -248,8 +262,9 @@ def ensemble(
     n_batches = math.ceil(chunks_per_device / per_batch)
     chunks_per_device = n_batches * per_batch
     padded = n_dev * chunks_per_device * chunk
-    program = EnsembleProgram(engine=plan.program, chunk=chunk, devices=tuple(devices))
     stochastic = model.diffusion is not None
+    queue = bool(refill) and not balance and not stochastic and queue_eligible(plan.program)
+    program = EnsembleProgram(engine=plan.program, chunk=chunk, devices=tuple(devices), queue=queue)
     if stochastic:
         member_keys = np.asarray(jax.random.key_data(jax.random.split(key, members)))
     else:

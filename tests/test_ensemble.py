@@ -25,15 +25,24 @@ def test_results_do_not_depend_on_chunks_devices_or_balancing():
     lorenz = models.get("lorenz")  # chaotic: any rounding difference would grow and show
     rhos = np.random.default_rng(1).uniform(10.0, 50.0, 70)
     kwargs = dict(params={"rho": rhos}, saveat=6, rtol=1e-6, atol=1e-6)
-    base = simkit.ensemble(lorenz, (0.0, 5.0), balance=True, **kwargs)  # 4 devices, balanced
+    base = simkit.ensemble(lorenz, (0.0, 5.0), **kwargs)  # 4 devices, refilled lanes
     assert len(jax.local_devices()) == 4
-    for other in (
+    for other in (  # refilled lanes: the same bits whatever the lanes and devices
         simkit.ensemble(lorenz, (0.0, 5.0), devices=jax.local_devices()[:1], **kwargs),
-        simkit.ensemble(lorenz, (0.0, 5.0), chunk_size=8, balance=False, **kwargs),
+        simkit.ensemble(lorenz, (0.0, 5.0), chunk_size=8, **kwargs),
         simkit.ensemble(lorenz, (0.0, 5.0), chunk_size=64, devices=jax.local_devices()[:2], **kwargs),
     ):
         np.testing.assert_array_equal(other.ys, base.ys)
         np.testing.assert_array_equal(other.stats["num_steps"], base.stats["num_steps"])
+    # lockstep chunks (balanced or not) are another program: the same steps, equal to rounding
+    balanced = simkit.ensemble(lorenz, (0.0, 5.0), balance=True, **kwargs)
+    for other in (balanced, simkit.ensemble(lorenz, (0.0, 5.0), chunk_size=8, refill=False, **kwargs)):
+        np.testing.assert_allclose(other.ys, base.ys, rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(other.stats["num_steps"], base.stats["num_steps"])
+        np.testing.assert_array_equal(other.stats["num_rhs"], base.stats["num_rhs"])
+    lockstep = simkit.ensemble(lorenz, (0.0, 5.0), chunk_size=64, refill=False, devices=jax.local_devices()[:2],
+                               **kwargs)
+    np.testing.assert_array_equal(lockstep.ys, balanced.ys)  # lockstep: the same bits whatever the chunks
 
 
 def test_batched_initial_states_and_failed_members_are_reported():
@@ -134,3 +143,29 @@ def test_progress_batches_give_identical_results_and_draw_a_bar(capsys):
     assert "200/200" in err and "ensemble lorenz" in err and "members" in err
     np.testing.assert_array_equal(shown.ys, quiet.ys)
     np.testing.assert_array_equal(shown.status, quiet.status)
+
+
+@pytest.mark.parametrize("case", ["backward_dense_saves_and_max_steps", "stiff_autoswitch"])
+def test_refilled_lanes_equal_lockstep_chunks(case):
+    # the queue (default) against lockstep chunks (refill=False): the same steps, saves,
+    # statuses and counters, in the cases the queue handles apart: time running backwards,
+    # save times not at t0 and several in one step, members stopped by max_steps, and
+    # a method with phases (AutoSwitch, stiff van der Pol members)
+    if case == "backward_dense_saves_and_max_steps":
+        model, name = models.get("lotka_volterra"), "alpha"  # 8 to 32 steps: 60 saves, several per step
+        values = np.linspace(0.3, 1.5, 21)
+        kwargs = dict(t_span=(10.0, 0.0), saveat=np.linspace(9.5, 0.0, 60), rtol=1e-4, atol=1e-4, max_steps=20)
+    else:
+        model, name = models.get("van_der_pol"), "mu"
+        values = np.geomspace(0.5, 300.0, 21)
+        kwargs = dict(t_span=(0.0, 3.0), saveat=4, rtol=1e-6, atol=1e-6, solver=simkit.AutoSwitch())
+    queue = simkit.ensemble(model, params={name: values}, chunk_size=8, devices=jax.local_devices()[:1], **kwargs)
+    lockstep = simkit.ensemble(model, params={name: values}, chunk_size=8, refill=False,
+                               devices=jax.local_devices()[:1], **kwargs)
+    np.testing.assert_array_equal(queue.status, lockstep.status)
+    if case == "backward_dense_saves_and_max_steps":
+        assert 0 < len(queue.failures) < len(values)  # some members run out of steps
+    for key in lockstep.stats:
+        np.testing.assert_array_equal(queue.stats[key], lockstep.stats[key], err_msg=key)
+    np.testing.assert_allclose(queue.ys, lockstep.ys, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(queue.t_final, lockstep.t_final, rtol=1e-14)

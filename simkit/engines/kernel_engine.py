@@ -16,7 +16,8 @@ from .programs import KernelProgram
 from .record import EngineResult
 
 
-def _first_step(program: KernelProgram, args):
+def first_step(program: KernelProgram, args):
+    """The first step's size: ``args.dt0``, or when it is NaN Hairer's estimate."""
     auto_dt0 = initial_step(program.rhs, args.t0, args.t1, args.y0, args.params, args.rtol, args.atol,
                             program.solver.starting_order())
     return jnp.where(jnp.isnan(args.dt0), auto_dt0, args.dt0)
@@ -27,7 +28,7 @@ def run_kernel(program: KernelProgram, args) -> EngineResult:
     """One kernel solve; ``args`` is a `simkit._prepare.SolveArgs`."""
     solver = program.solver
     t0, t1, y0, params = args.t0, args.t1, args.y0, args.params
-    dt0 = _first_step(program, args)
+    dt0 = first_step(program, args)
     save_ts = save_grid(t0, t1, program.n_save) if program.save == "linspace" else args.save_ts
     loop = KernelLoopProgram(solver=solver, rhs=program.rhs, events=program.events,
                              max_steps=program.max_steps, save_steps=program.save == "steps",
@@ -51,7 +52,7 @@ def run_kernel(program: KernelProgram, args) -> EngineResult:
 def kernel_state0(program: KernelProgram, args) -> dict:
     """The loop state before the first step of the solve ``(program, args)``."""
     return initial_state(program.solver.method(), program.rhs, args.t0, args.t1, args.y0, args.params,
-                         args.rtol, args.atol, _first_step(program, args), max_steps=program.max_steps)
+                         args.rtol, args.atol, first_step(program, args), max_steps=program.max_steps)
 
 
 @functools.partial(jax.jit, static_argnames=("program", "final"))

@@ -64,50 +64,34 @@ def initial_state(method: Any, rhs, t0, t1, y0, params, rtol, atol, dt0, *, max_
     return state0
 
 
-def adaptive_loop(
-    method: Any,
-    rhs,
-    t0,
-    t1,
-    y0,
-    params,
-    save_ts,
-    rtol,
-    atol,
-    dt0,
-    max_step,
-    *,
-    max_steps: int,
-    events: tuple = (),
-    save_steps: bool = False,
-    dense_output: bool = False,
-    state: dict[str, Any] | None = None,
-    final: bool = True,
-) -> dict[str, Any]:
-    """Solve from ``t0`` to ``t1`` with ``method``; ``dt0`` is the first step's magnitude,
-    ``max_step`` the largest step (``inf``: none).
+def segment(method: Any, rhs, params, t, hs, y, f, y_new, dense, f_new, rtol, atol) -> dict[str, Any]:
+    """A step's dense data in the form ``method.expand`` gives it, from the step itself:
+    the method's ``segment`` when it has one (the explicit methods, whose ``expand`` redoes
+    the step), else ``expand`` of what ``keep`` keeps."""
+    if hasattr(method, "segment"):
+        return method.segment(t, hs, y, y_new, dense, f_new)
+    return method.expand(rhs, params, t, hs, method.keep(y, f, y_new, dense, f_new), rtol, atol)
 
-    Resumable in pieces (save times only): ``state`` continues from the ``state`` that an
-    earlier call returned (default: `initial_state`), and ``final=False`` stops once the
-    last of ``save_ts`` is reached instead of going on to ``t1`` (no step is shortened to
-    end there, so the pieces take exactly the steps of one whole solve).
 
-    Returns ts, ys, status, t_final, y_final, event_index, event_time, the event records
-    (event_ts, event_ys, event_counts) and counters; with `dense_output`, also ``dense``: every
-    accepted step's start, signed size and the method's kept data (``max_steps`` rows, the
-    first ``num_accepted_steps`` filled), from which `KernelInterpolation` evaluates the
-    method's own interpolant anywhere. Recording them changes no computed value.
-    """
-    dtype = jnp.real(y0).dtype
+def loop_stats(method: Any, c: dict[str, Any]) -> dict[str, Any]:
+    """A finished loop state's counters, as `adaptive_loop` reports them in ``stats``."""
+    return dict(num_steps=c["n_steps"], num_accepted_steps=c["n_acc"], num_rejected_steps=c["n_steps"] - c["n_acc"],
+                num_rhs=c["n_rhs"], **(method.extra_stats(c["ctrl"]) if hasattr(method, "extra_stats") else {}))
+
+
+def stepper(method: Any, rhs, t0, t1, params, rtol, atol, max_step, *, max_steps: int, events: tuple = (),
+            dense_output: bool = False, dtype: Any = None):
+    """The stepping loop's parts for one solve: ``attempt(c, phase=None) -> (c_new,
+    accepted, full)`` (one step attempt from the loop state ``c`` with its bookkeeping: error
+    test, events, step-size proposal, status; ``full``: the attempted step's dense data, as
+    ``expand`` gives it), ``running(c)`` and ``expand(seg)`` (a
+    step's dense data). `adaptive_loop` runs them in its loops; `simkit.engines.kernel_queue`
+    runs them on the refilled lanes of an ensemble."""
     eps = jnp.finfo(dtype).eps
     direction = jnp.where(t1 >= t0, 1.0, -1.0).astype(dtype)
     n_ev, cap = len(events), capacity(events)
     if events:
         ev_max = jnp.asarray([ev.max_records for ev in events], jnp.int32)  # per event (cap: the largest)
-    if state is None:
-        state = initial_state(method, rhs, t0, t1, y0, params, rtol, atol, dt0, max_steps=max_steps,
-                              events=events, dense_output=dense_output)
-    state0, seg0 = state, state["seg"]
     per_attempt = method.rhs_per_step + (0 if method.fsal else 1)
 
     def attempt(c, phase=None):
@@ -159,7 +143,9 @@ def adaptive_loop(
             row = jnp.where(accepted, c["n_acc"], max_steps)  # out of bounds: dropped
             new["rec"] = jax.tree_util.tree_map(lambda buf, v: buf.at[row].set(v, mode="drop"), c["rec"],
                                                 dict(t=t, hs=hs, kept=seg["kept"]))
-        return new, accepted
+        # the attempted step's dense data (for `kernel_queue`, which saves from it at once;
+        # unused here, so XLA drops it)
+        return new, accepted, segment(method, rhs, params, t, hs, y, c["f"], y_new, dense, f_new, rtol, atol)
 
     def crossings(c, t, y, t_new, y_new, hs, dense, f_new, accepted):
         """Every event crossing inside an accepted step, located on the interpolant; the
@@ -196,6 +182,66 @@ def adaptive_loop(
     def expand(seg):
         return method.expand(rhs, params, seg["t"], seg["hs"], seg["kept"], rtol, atol)
 
+    return attempt, running, expand
+
+
+def save_at(method: Any, rhs, params, expand, c: dict[str, Any], target, k, n_save: int, full, key, direction):
+    """``(value, full, key)``: the state saved at ``target`` (row ``k``) once the loop has
+    stopped at or past it (else, a failed solve, the last state). ``full`` is the dense data
+    of the step that ``key`` names, recomputed once per step that covers save times (not
+    for the final target t1, row ``n_save``, which is not saved)."""
+    covered = direction * (target - c["t"]) <= 0
+    fresh = covered & (key != c["n_steps"]) & (k < n_save)
+    full = lax.cond(fresh, lambda: expand(c["seg"]), lambda: full)
+    key = jnp.where(fresh, c["n_steps"], key)
+    theta = (target - full["t"]) / full["hs"]
+    value = jnp.where(covered, method.interpolate(rhs, params, full, theta), c["y"])
+    return value, full, key
+
+
+def adaptive_loop(
+    method: Any,
+    rhs,
+    t0,
+    t1,
+    y0,
+    params,
+    save_ts,
+    rtol,
+    atol,
+    dt0,
+    max_step,
+    *,
+    max_steps: int,
+    events: tuple = (),
+    save_steps: bool = False,
+    dense_output: bool = False,
+    state: dict[str, Any] | None = None,
+    final: bool = True,
+) -> dict[str, Any]:
+    """Solve from ``t0`` to ``t1`` with ``method``; ``dt0`` is the first step's magnitude,
+    ``max_step`` the largest step (``inf``: none).
+
+    Resumable in pieces (save times only): ``state`` continues from the ``state`` that an
+    earlier call returned (default: `initial_state`), and ``final=False`` stops once the
+    last of ``save_ts`` is reached instead of going on to ``t1`` (no step is shortened to
+    end there, so the pieces take exactly the steps of one whole solve).
+
+    Returns ts, ys, status, t_final, y_final, event_index, event_time, the event records
+    (event_ts, event_ys, event_counts) and counters; with `dense_output`, also ``dense``: every
+    accepted step's start, signed size and the method's kept data (``max_steps`` rows, the
+    first ``num_accepted_steps`` filled), from which `KernelInterpolation` evaluates the
+    method's own interpolant anywhere. Recording them changes no computed value.
+    """
+    dtype = jnp.real(y0).dtype
+    direction = jnp.where(t1 >= t0, 1.0, -1.0).astype(dtype)
+    if state is None:
+        state = initial_state(method, rhs, t0, t1, y0, params, rtol, atol, dt0, max_steps=max_steps,
+                              events=events, dense_output=dense_output)
+    state0, seg0 = state, state["seg"]
+    attempt, running, expand = stepper(method, rhs, t0, t1, params, rtol, atol, max_step, max_steps=max_steps,
+                                       events=events, dense_output=dense_output, dtype=dtype)
+
     if save_steps:
         n_save = max_steps + 1
         ts0 = jnp.full((n_save,), jnp.inf, dtype).at[0].set(t0)
@@ -203,7 +249,7 @@ def adaptive_loop(
 
         def body(carry):
             c, ts, ys = carry
-            c, accepted = attempt(c)
+            c, accepted, _ = attempt(c)
             idx = jnp.where(accepted, c["n_acc"], n_save - 1)
             ts = ts.at[idx].set(jnp.where(accepted, c["t"], ts[idx]))
             ys = ys.at[idx].set(jnp.where(accepted, c["y"], ys[idx]))
@@ -247,14 +293,7 @@ def adaptive_loop(
             c, ys, full, key = carry
             target = targets[k]
             c = advance(c, target)
-            covered = direction * (target - c["t"]) <= 0
-            # the step's dense data, recomputed once per step that covers save times (not
-            # for the final target t1, whose row is dropped)
-            fresh = covered & (key != c["n_steps"]) & (k < n_save)
-            full = lax.cond(fresh, lambda: expand(c["seg"]), lambda: full)
-            key = jnp.where(fresh, c["n_steps"], key)
-            theta = (target - full["t"]) / full["hs"]
-            value = jnp.where(covered, method.interpolate(rhs, params, full, theta), c["y"])
+            value, full, key = save_at(method, rhs, params, expand, c, target, k, n_save, full, key, direction)
             return c, ys.at[k].set(value), full, key
 
         n_targets = n_save + int(final)
@@ -276,7 +315,6 @@ def adaptive_loop(
         event_time = jnp.asarray(jnp.nan, dtype)
         records = dict(event_ts=jnp.zeros((0, 0), dtype), event_ys=jnp.zeros((0, 0) + y0.shape, y0.dtype),
                        event_counts=jnp.zeros((0,), jnp.int32))
-    n_steps = c["n_steps"]
     if dense_output:
         records["dense"] = c["rec"]
     if not final:
@@ -285,8 +323,6 @@ def adaptive_loop(
     return dict(
         ts=ts_out, ys=ys_out, status=status.astype(jnp.int32), t_final=c["t"], y_final=c["y"],
         event_index=event_index.astype(jnp.int32), event_time=event_time.astype(dtype), **records,
-        stats=dict(num_steps=n_steps, num_accepted_steps=c["n_acc"],
-                   num_rejected_steps=n_steps - c["n_acc"], num_rhs=c["n_rhs"],
-                   **(method.extra_stats(c["ctrl"]) if hasattr(method, "extra_stats") else {})),
+        stats=loop_stats(method, c),
         **({} if final else {"state": c}),
     )

@@ -103,6 +103,9 @@ class _RecomputeDense:
             f_new = rhs(t + hs, y_new, params)
         return dict(t=t, y=kept["y"], y_new=y_new, dense=dense, hs=hs, f_new=f_new)
 
+    def segment(self, t, hs, y, y_new, dense, f_new):
+        return dict(t=t, y=y, y_new=y_new, dense=dense, hs=hs, f_new=f_new)  # what `expand` recomputes
+
 
 class ExplicitRK(_HairerPI, _RecomputeDense):
     """Explicit FSAL Runge–Kutta pair with its own interpolant (DOPRI5, Tsit5)."""

@@ -177,6 +177,10 @@ class AutoSwitchMethod:
     def keep(self, y, f, y_new, dense, f_new):
         return dict(y=y, f=f, y_new=y_new, s=dense["s"], stiff=dense["stiff"])
 
+    def segment(self, t, hs, y, y_new, dense, f_new):
+        # what `expand` recomputes (its stiff branch's f_new is not read by the interpolant)
+        return dict(t=t, hs=hs, y=y, y_new=y_new, f_new=f_new, dense=dense)
+
     def expand(self, rhs, params, t, hs, kept, rtol, atol):
         def explicit(_):
             full = self.e.expand(rhs, params, t, hs, dict(y=kept["y"], f=kept["f"]), rtol, atol)

@@ -1,0 +1,200 @@
+"""Ensemble members on refilled lanes: one stepping loop over a queue of members.
+
+``jax.vmap`` of a whole adaptive solve runs in lockstep: a chunk of lanes steps until its
+slowest member is done, and the finished lanes idle (Lorenz, rho in [10, 50]: members take
+250-590 steps, a 256-lane chunk runs about as many iterations as its slowest member).
+Here the lanes take members from a queue instead. The loop runs at the level of the
+chunk, and each iteration does three things:
+
+1. one step attempt in every lane still stepping towards its next save time
+   (`simkit.kernels.loop.stepper`, vmapped);
+2. the save times the lanes have reached, interpolated in the step just taken (from its
+   stages, which XLA fuses with the step) and written straight into the device's output;
+   a step that covers several save times takes further passes, which redo its dense
+   output (rare unless the save times are denser than the steps);
+3. when enough lanes are done, a refill: their results are written out and the next
+   members start there. The first-step estimate and the initial loop state cost about
+   one step, so a refill starts up to ``lanes // 8`` members at once, in a batch of that
+   width (the lanes that finish first wait for it).
+
+Measured (Lorenz, rho in [10, 50], 10,000 members, 256 lanes, one device): 1.6x fewer
+iterations than lockstep chunks of 256, each about 25 % dearer (the saves and the refill
+test run every iteration): 1.23x the solves per second.
+
+A member takes the same steps, with the same arithmetic, as it would in its own
+`simkit.solve`. In an ensemble, every member's result is the same bits whatever its lane,
+the number of lanes or the device count, because the lane counts are multiples of the
+CPU's vector width.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from ..kernels.loop import RUNNING, initial_state, loop_stats, stepper
+from ..save_times import save_grid
+from ..status import Status
+from .kernel_engine import first_step
+from .programs import KernelProgram
+
+NUM_RHS_FIRST_STEP = 2  # rhs evaluations of the first-step estimate (as `run_kernel` counts them)
+
+
+def queue_eligible(program: Any) -> bool:
+    """Whether `run_queue` runs ``program``: a kernel solve saving at given times (no
+    events, no dense output, not every step)."""
+    return (isinstance(program, KernelProgram) and not program.events and not program.dense
+            and program.save in ("linspace", "ts"))
+
+
+def run_queue(program: KernelProgram, args, params: dict, y0: jax.Array, lanes: int) -> dict[str, Any]:
+    """Solve every member (the leading axis of ``y0``, shape ``(members, n)``, and of each
+    ``params`` value) on ``lanes`` refilled lanes; ``args`` holds the shared settings (a
+    `simkit._prepare.SolveArgs`). ``lanes`` must be a multiple of 8. Returns ts, ys, status,
+    stats, t_final and y_final with a leading member axis, as ``jax.vmap`` of
+    `simkit.engines.run_kernel` would."""
+    method = program.solver.method()
+    rhs = program.rhs
+    members = y0.shape[0]
+    lanes = min(lanes, members)
+    batch = max(1, lanes // 8)  # lanes started per refill
+    dtype = jnp.real(y0).dtype
+    t0, t1, rtol, atol = args.t0, args.t1, args.rtol, args.atol
+    direction = jnp.where(t1 >= t0, 1.0, -1.0).astype(dtype)
+    save_ts = save_grid(t0, t1, program.n_save) if program.save == "linspace" else args.save_ts
+    n_save = save_ts.shape[0]
+    targets = jnp.concatenate([save_ts, jnp.reshape(t1, (1,)).astype(save_ts.dtype)])
+    n_targets = n_save + 1  # the save times, then t1
+
+    def parts(p):
+        return stepper(method, rhs, t0, t1, p, rtol, atol, args.max_step, max_steps=program.max_steps,
+                       dtype=dtype)
+
+    def start(y, p):  # a member's loop state before its first step, as `run_kernel` builds it
+        dt0 = first_step(program, args._replace(y0=y, params=p))
+        return initial_state(method, rhs, t0, t1, y, p, rtol, atol, dt0, max_steps=program.max_steps)
+
+    def target_of(k):
+        return targets[jnp.minimum(k, n_targets - 1)]
+
+    def covered(c, k):  # the lane's next save time (or t1) is reached
+        return direction * (target_of(k) - c["t"]) <= 0
+
+    def lane_step(c, p, k):
+        attempt, running, _ = parts(p)
+        new, _, full = attempt(c)
+        go = running(c) & ~covered(c, k)
+        return jax.tree_util.tree_map(lambda a, b: jnp.where(go, a, b), new, c), full
+
+    def first_of(mask):  # the indices of the first `batch` true lanes (then `lanes`), no sort
+        pos = jnp.cumsum(mask.astype(jnp.int32)) - 1
+        slot = jnp.where(mask & (pos < batch), pos, batch)
+        return jnp.full((batch,), lanes, jnp.int32).at[slot].set(jnp.arange(lanes, dtype=jnp.int32), mode="drop")
+
+    def take(tree, index):
+        return jax.tree_util.tree_map(lambda a: a[index], tree)
+
+    def put(tree, index, value):  # rows ``index`` of every leaf (out of range: dropped)
+        return jax.tree_util.tree_map(lambda a, v: a.at[index].set(v, mode="drop"), tree, value)
+
+    first = jnp.arange(lanes, dtype=jnp.int32)
+    p0 = take(params, first)
+    c0 = jax.vmap(start)(y0[:lanes], p0)
+    stats_shape = jax.eval_shape(lambda c: loop_stats(method, c), take(c0, 0))
+    out0 = dict(
+        ys=jnp.zeros((members, n_save) + y0.shape[1:], y0.dtype),
+        status=jnp.zeros((members,), jnp.int32), t_final=jnp.zeros((members,), dtype),
+        y_final=jnp.zeros_like(y0),
+        stats=jax.tree_util.tree_map(lambda s: jnp.zeros((members,), s.dtype), stats_shape),
+    )
+    s0 = dict(c=c0, p=p0, m=first, k=jnp.zeros((lanes,), jnp.int32), next=jnp.asarray(lanes, jnp.int32),
+              out=out0)
+
+    def active(s):
+        return s["m"] < members
+
+    def saves_due(s):  # a reached save time not yet written, or a member that stopped early
+        due = jax.vmap(lambda c, p, k: (k < n_targets) & (covered(c, k) | ~parts(p)[1](c)))(s["c"], s["p"], s["k"])
+        return active(s) & due
+
+    def save_pass(s, full=None):
+        # the save time each due lane has reached, interpolated in the step just taken
+        # (``full``: this iteration's step, as it came out of the attempt; None: redone
+        # from the loop state, for a step that covers several save times); a member that
+        # has not stepped yet is at t0 and saves its state (as `adaptive_loop` does, at
+        # theta = 0); a member that stopped early saves its last state
+        due = saves_due(s)
+
+        def value(c, p, k, full):
+            if full is None:
+                full = parts(p)[2](c["seg"])
+            theta = (target_of(k) - full["t"]) / full["hs"]
+            interp = method.interpolate(rhs, p, full, theta)
+            return jnp.where(covered(c, k) & (c["n_steps"] > 0), interp, c["y"])
+
+        values = jax.vmap(value)(s["c"], s["p"], s["k"], full)
+        row = jnp.where(due & (s["k"] < n_save), s["m"], members)  # out of range: dropped
+        ys = s["out"]["ys"].at[row, jnp.minimum(s["k"], n_save - 1)].set(values, mode="drop")
+        return s | dict(k=s["k"] + due.astype(jnp.int32), out=s["out"] | dict(ys=ys))
+
+    def refill(s):
+        done = active(s) & (s["k"] == n_targets)
+        c = s["c"]
+        # results of the finished lanes, at their members' rows
+        row = jnp.where(done, s["m"], members)
+        status = jnp.where(c["status"] == RUNNING, int(Status.MAX_STEPS), c["status"]).astype(jnp.int32)
+        stats = jax.vmap(lambda c: loop_stats(method, c))(c)
+        stats["num_rhs"] = stats["num_rhs"] + NUM_RHS_FIRST_STEP
+        out = s["out"] | put(dict(status=s["out"]["status"], t_final=s["out"]["t_final"],
+                                  y_final=s["out"]["y_final"], stats=s["out"]["stats"]), row,
+                             dict(status=status, t_final=c["t"], y_final=c["y"], stats=stats))
+        # the next members start in up to `batch` of them (the first done lanes); the
+        # others wait for the next refill, or go idle once the queue is empty
+        lane = first_of(done)
+        n_done = jnp.sum(done, dtype=jnp.int32)
+        slot = jnp.arange(batch, dtype=jnp.int32)
+        member = s["next"] + slot
+        fill = (slot < n_done) & (member < members)
+        src = jnp.minimum(member, members - 1)
+        p_new = take(params, src)
+        c_new = jax.vmap(start)(y0[src], p_new)
+        target_lane = jnp.where(fill, lane, lanes)  # out of range: dropped
+        next_member = s["next"] + jnp.sum(fill, dtype=jnp.int32)
+        retire = done & (next_member >= members)
+        m = jnp.where(retire, members, s["m"]).at[target_lane].set(member, mode="drop")
+        return s | dict(c=put(c, target_lane, c_new), p=put(s["p"], target_lane, p_new), m=m,
+                        k=s["k"].at[target_lane].set(0, mode="drop"), next=next_member, out=out)
+
+    def refill_due(s):
+        done = active(s) & (s["k"] == n_targets)
+        n_done = jnp.sum(done, dtype=jnp.int32)
+        # a full batch, or every active lane done, or the queue empty (they retire)
+        return (n_done >= batch) | ((n_done > 0) & ((n_done == jnp.sum(active(s), dtype=jnp.int32))
+                                                    | (s["next"] >= members)))
+
+    def body(s):
+        c, full = jax.vmap(lane_step)(s["c"], s["p"], s["k"])
+        s = s | dict(c=c)
+        # one pass straight from the step's stages (XLA fuses it with them), then, when a
+        # step covered several save times, more passes that redo the step's dense output
+        # (behind a conditional: XLA would hoist that loop-invariant work out of a bare
+        # while loop, into every iteration)
+        s = save_pass(s, full)
+        # t1 itself, the last target, saves nothing: passed over at once (a member that
+        # saves at t1, as most do, would otherwise need a second pass when it ends)
+        s = s | dict(k=s["k"] + (saves_due(s) & (s["k"] == n_save)).astype(jnp.int32))
+        s = lax.cond(jnp.any(saves_due(s)),
+                     lambda s: lax.while_loop(lambda s: jnp.any(saves_due(s)), save_pass, s), lambda s: s, s)
+        return lax.cond(refill_due(s), refill, lambda s: s, s)
+
+    s = lax.while_loop(lambda s: jnp.any(active(s)), body, s0)
+    out = s["out"]
+    reached = direction * (save_ts[None, :] - out["t_final"][:, None]) <= 0
+    ts = jnp.where(reached, save_ts[None, :], jnp.inf)
+    ys = jnp.where(reached[..., None], out["ys"], out["y_final"][:, None, :])
+    return dict(ts=ts, ys=ys, status=out["status"], stats=out["stats"], t_final=out["t_final"],
+                y_final=out["y_final"])
