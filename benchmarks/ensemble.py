@@ -5,10 +5,12 @@
 
 Lorenz (rho ~ U[10, 50], t 0..10, rtol = atol = 1e-6, Tsit5, ``--members`` members) and van der
 Pol (mu log-uniform in [0.1, 100], t 0..20, 1e-6, Rodas4, a quarter as many members), in solves
-per second: simkit.ensemble (default and balanced, all devices and one) and the naive
-``jax.jit(jax.vmap(solve))`` (medians of ``--repeats`` interleaved rounds; compile + first call
-apart), against a SciPy loop with a plain NumPy rhs (`stiff.numpy_rhs`: RK45 for Lorenz, LSODA
-for van der Pol), one ``solve_ivp`` per member. The SciPy loop runs on the first
+per second: simkit.ensemble (default: refilled lanes, all devices and one; lockstep chunks,
+plain and balanced) and the naive ``jax.jit(jax.vmap(solve))`` (medians of ``--repeats``
+interleaved rounds; compile + first call apart), against numbalsoda (DOP853 for Lorenz, LSODA
+for van der Pol; numba cfunc rhs) in a numba loop over the members, one thread and
+``prange`` over every core (``NUMBA_NUM_THREADS``), and a SciPy loop with a plain NumPy rhs
+(`stiff.numpy_rhs`: RK45 for Lorenz, LSODA for van der Pol), one ``solve_ivp`` per member. The SciPy loop runs on the first
 ``--scipy-members`` members only (10,000 would take minutes) and its rate is extrapolated per
 member: solves/s = members run / time.
 
@@ -68,6 +70,83 @@ def scipy_loop(model, name, values, t1, method, tol):
     return time.perf_counter() - start
 
 
+def numbalsoda_loops():
+    """numbalsoda's DOP853 (Lorenz) and LSODA (van der Pol) over the members in numba: one
+    thread (``njit``) and every core (``njit(parallel=True)`` with ``prange``); None when
+    numbalsoda is not installed. Each member's parameter reaches the cfunc rhs as ``p[0]``."""
+    try:
+        import numba as nb
+        from numbalsoda import dop853, lsoda, lsoda_sig
+    except ImportError:
+        return None
+
+    @nb.cfunc(lsoda_sig)
+    def lorenz(t, u, du, p):
+        du[0] = 10.0 * (u[1] - u[0])
+        du[1] = u[0] * (p[0] - u[2]) - u[1]
+        du[2] = u[0] * u[1] - (8.0 / 3.0) * u[2]
+
+    @nb.cfunc(lsoda_sig)
+    def vdp(t, u, du, p):
+        du[0] = u[1]
+        du[1] = p[0] * (1.0 - u[0] * u[0]) * u[1] - u[0]
+
+    lorenz_ptr, vdp_ptr = lorenz.address, vdp.address
+
+    def lorenz_loop(values, u0, t_eval, tol):
+        out = np.empty((values.shape[0], u0.shape[0]))
+        for i in nb.prange(values.shape[0]):
+            usol, ok = dop853(lorenz_ptr, u0, t_eval, data=np.array([values[i]]), rtol=tol, atol=tol)
+            out[i] = usol[-1]
+            if not ok:
+                out[i] = np.nan
+        return out
+
+    def vdp_loop(values, u0, t_eval, tol):
+        out = np.empty((values.shape[0], u0.shape[0]))
+        for i in nb.prange(values.shape[0]):
+            usol, ok = lsoda(vdp_ptr, u0, t_eval, data=np.array([values[i]]), rtol=tol, atol=tol)
+            out[i] = usol[-1]
+            if not ok:
+                out[i] = np.nan
+        return out
+
+    return {name: (nb.njit(fn), nb.njit(parallel=True)(fn)) for name, fn in
+            (("lorenz", lorenz_loop), ("van_der_pol", vdp_loop))}
+
+
+def lane_efficiency(steps, n_devices, lanes=256, refill_fraction=16):
+    """Useful lane-iterations over all lane-iterations, from each member's step attempts
+    (``stats["num_steps"]``) and the schedule of each ensemble mode, per device (members in
+    contiguous blocks): lockstep chunks of ``lanes`` run each chunk for its slowest member;
+    refilled lanes are simulated as `simkit.engines.kernel_queue` runs them (one attempt
+    per iteration; a member's first iteration saves at t0; a refill once 1/16 of the lanes,
+    or the last ones, are done)."""
+    steps = np.asarray(steps, int)
+    out = dict(lockstep=[], refilled=[])
+    for block in np.array_split(steps, n_devices):
+        work = block.sum()
+        lock = sum(block[i:i + lanes].max() for i in range(0, len(block), lanes))
+        out["lockstep"].append(work / (lanes * lock))
+        queue = list(block + 1)[::-1]
+        left = np.array([queue.pop() for _ in range(min(lanes, len(block)))])
+        live = np.ones(len(left), bool)
+        iterations = 0
+        while live.any():
+            iterations += 1
+            left = np.where(live, left - 1, left)
+            done = live & (left <= 0)
+            if done.sum() >= max(1, lanes // refill_fraction) or (done.any() and (done.sum() == live.sum()
+                                                                                or not queue)):
+                for i in np.flatnonzero(done):
+                    if queue:
+                        left[i] = queue.pop()
+                    else:
+                        live[i] = False
+        out["refilled"].append(work / (lanes * iterations))
+    return {k: float(np.mean(v)) for k, v in out.items()}
+
+
 def report(title, n, t, compile_s, scipy_row=None):
     rates = {k: n / v for k, v in t.items()}
     print(f"\n{title}, {n} members: solves/s")
@@ -99,6 +178,13 @@ def main() -> None:
     devices = jax.local_devices()
     print(f"{len(devices)} CPU devices, {os.cpu_count()} cores")
     results = {}
+    peers = numbalsoda_loops()
+    nb_threads = None
+    if peers:
+        import numba
+
+        nb_threads = numba.get_num_threads()
+        print(f"numbalsoda with numba, {nb_threads} threads")
 
     lorenz = models.get("lorenz")
     rhos = rng.uniform(10.0, 50.0, n)
@@ -108,18 +194,30 @@ def main() -> None:
                                        rtol=1e-6, atol=1e-6, **kw).ys
 
     fns = {
-        "simkit.ensemble (balanced, all devices)": ens(balance=True),
-        "simkit.ensemble (default: unbalanced, all devices)": ens(),
+        "simkit.ensemble (default: refilled lanes, all devices)": ens(),
         "simkit.ensemble (default, one device)": ens(devices=devices[:1]),
+        "simkit.ensemble (lockstep chunks: refill=False)": ens(refill=False),
+        "simkit.ensemble (lockstep chunks, balanced)": ens(balance=True),
         "naive jit(vmap(solve)), simkit Tsit5": naive(lorenz, simkit.Tsit5(), 10.0, 1e-6, rho=rhos),
         "naive jit(vmap(solve)), diffrax Tsit5": naive(lorenz, dfx.Tsit5(), 10.0, 1e-6, rho=rhos),
     }
+    if peers:
+        u0, t_eval = np.asarray(lorenz.y0, float), np.array([0.0, 10.0])
+        serial, parallel = peers["lorenz"]
+        fns[f"numbalsoda DOP853, numba prange ({nb_threads} threads)"] = lambda: parallel(rhos, u0, t_eval, 1e-6)
+        fns["numbalsoda DOP853, numba one thread"] = lambda: serial(rhos, u0, t_eval, 1e-6)
     compile_s = {k: timed(f) for k, f in fns.items()}
+    for k, f in fns.items():  # a failed numbalsoda member would be a NaN row
+        assert not k.startswith("numbalsoda") or np.all(np.isfinite(f())), f"{k}: a member failed"
     t = interleaved(fns, args.repeats, warm_up=False)
     k = min(args.scipy_members, n)
     scipy_s = scipy_loop(lorenz, "rho", rhos[:k], 10.0, "RK45", 1e-6)
+    effs = lane_efficiency(simkit.ensemble(lorenz, (0.0, 10.0), params={"rho": rhos}, saveat=2, rtol=1e-6,
+                                           atol=1e-6).stats["num_steps"], len(devices))
+    print(f"lane efficiency (from the members' step counts): {effs}")
     results["lorenz"] = report("Lorenz, rho ~ U[10, 50], t 0..10, rtol = atol = 1e-6", n, t, compile_s,
                                ("scipy RK45 loop (NumPy rhs)", k, scipy_s))
+    results["lorenz"]["lane_efficiency"] = effs
 
     vdp = models.get("van_der_pol")
     mus = np.exp(rng.uniform(np.log(0.1), np.log(100.0), n // 4))
@@ -130,20 +228,32 @@ def main() -> None:
                                        solver=simkit.Rodas4(), **kw).ys
 
     fns = {
-        "simkit.ensemble (balanced)": vdp_ens(balance=True),
-        "simkit.ensemble (unbalanced)": vdp_ens(balance=False),
+        "simkit.ensemble (default: refilled lanes)": vdp_ens(),
+        "simkit.ensemble (lockstep chunks: refill=False)": vdp_ens(refill=False),
+        "simkit.ensemble (lockstep chunks, balanced)": vdp_ens(balance=True),
         "naive jit(vmap(solve)), simkit Rodas4": naive(vdp, simkit.Rodas4(), 20.0, 1e-6, mu=mus),
     }
+    if peers:
+        u0, t_eval = np.asarray(vdp.y0, float), np.array([0.0, 20.0])
+        serial, parallel = peers["van_der_pol"]
+        fns[f"numbalsoda LSODA, numba prange ({nb_threads} threads)"] = lambda: parallel(mus, u0, t_eval, 1e-6)
+        fns["numbalsoda LSODA, numba one thread"] = lambda: serial(mus, u0, t_eval, 1e-6)
     compile_s = {k: timed(f) for k, f in fns.items()}
+    for k, f in fns.items():  # a failed numbalsoda member would be a NaN row
+        assert not k.startswith("numbalsoda") or np.all(np.isfinite(f())), f"{k}: a member failed"
     t = interleaved(fns, args.repeats, warm_up=False)
     k = min(args.scipy_members, m)
     scipy_s = scipy_loop(vdp, "mu", mus[:k], 20.0, "LSODA", 1e-6)
+    effs_vdp = lane_efficiency(simkit.ensemble(vdp, (0.0, 20.0), params={"mu": mus}, saveat=2, rtol=1e-6, atol=1e-6,
+                                               solver=simkit.Rodas4()).stats["num_steps"], len(devices))
+    print(f"lane efficiency (from the members' step counts): {effs_vdp}")
     results["van_der_pol"] = report("Van der Pol, mu log-uniform in [0.1, 100], t 0..20, 1e-6, Rodas4", m, t,
                                     compile_s, ("scipy LSODA loop (NumPy rhs)", k, scipy_s))
+    results["van_der_pol"]["lane_efficiency"] = effs_vdp
     wall = time.perf_counter() - start_all
     print(f"\nwall time {wall:.0f} s")
     result = dict(command=" ".join(["python benchmarks/ensemble.py", *sys.argv[1:]]),
-                  machine=before | dict(scipy=scipy.__version__, simkit=simkit.__version__),
+                  machine=before | dict(scipy=scipy.__version__, simkit=simkit.__version__, numba_threads=nb_threads),
                   load_average_after=list(os.getloadavg()), wall_s=wall, repeats=args.repeats, **results)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as fh:

@@ -12,14 +12,16 @@ chunk, and each iteration does three things:
    stages, which XLA fuses with the step) and written straight into the device's output;
    a step that covers several save times takes further passes, which redo its dense
    output (rare unless the save times are denser than the steps);
-3. when enough lanes are done, a refill: their results are written out and the next
-   members start there. The first-step estimate and the initial loop state cost about
-   one step, so a refill starts up to ``lanes // 8`` members at once, in a batch of that
-   width (the lanes that finish first wait for it).
+3. when 1/16 of the lanes (or the last ones) are done, a refill: their results are
+   written out and the next members start there. The first-step estimate and the initial
+   loop state cost about half a step at full width, hence the batching: a done lane waits
+   for the refill.
 
-Measured (Lorenz, rho in [10, 50], 10,000 members, 256 lanes, one device): 1.6x fewer
-iterations than lockstep chunks of 256, each about 25 % dearer (the saves and the refill
-test run every iteration): 1.23x the solves per second.
+Measured (`benchmarks/ensemble.py`, 2 cores): the lanes do useful work 92 % of the time on
+Lorenz with rho in [10, 50] (lockstep chunks of 256: 61 %) and 80 % on van der Pol with mu
+log-uniform in [0.1, 100] (54 %), but an iteration costs about a quarter more than a
+lockstep one (the saves and the refill test run in every iteration): 1.0-1.25x the
+solves per second of lockstep chunks, across runs.
 
 A member takes the same steps, with the same arithmetic, as it would in its own
 `simkit.solve`. In an ensemble, every member's result is the same bits whatever its lane,
@@ -41,6 +43,7 @@ from ..status import Status
 from .kernel_engine import first_step
 from .programs import KernelProgram
 
+REFILL_FRACTION = 16  # a refill waits for 1/16 of the lanes (or the last ones) to be done
 NUM_RHS_FIRST_STEP = 2  # rhs evaluations of the first-step estimate (as `run_kernel` counts them)
 
 
@@ -54,14 +57,15 @@ def queue_eligible(program: Any) -> bool:
 def run_queue(program: KernelProgram, args, params: dict, y0: jax.Array, lanes: int) -> dict[str, Any]:
     """Solve every member (the leading axis of ``y0``, shape ``(members, n)``, and of each
     ``params`` value) on ``lanes`` refilled lanes; ``args`` holds the shared settings (a
-    `simkit._prepare.SolveArgs`). ``lanes`` must be a multiple of 8. Returns ts, ys, status,
+    `simkit._prepare.SolveArgs`). ``lanes`` should be a multiple of 8 (the CPU's vector
+    width), for results that do not depend on the lanes. Returns ts, ys, status,
     stats, t_final and y_final with a leading member axis, as ``jax.vmap`` of
     `simkit.engines.run_kernel` would."""
     method = program.solver.method()
     rhs = program.rhs
     members = y0.shape[0]
     lanes = min(lanes, members)
-    batch = max(1, lanes // 8)  # lanes started per refill
+    batch = max(1, lanes // REFILL_FRACTION)  # done lanes a refill waits for
     dtype = jnp.real(y0).dtype
     t0, t1, rtol, atol = args.t0, args.t1, args.rtol, args.atol
     direction = jnp.where(t1 >= t0, 1.0, -1.0).astype(dtype)
@@ -89,11 +93,6 @@ def run_queue(program: KernelProgram, args, params: dict, y0: jax.Array, lanes: 
         new, _, full = attempt(c)
         go = running(c) & ~covered(c, k)
         return jax.tree_util.tree_map(lambda a, b: jnp.where(go, a, b), new, c), full
-
-    def first_of(mask):  # the indices of the first `batch` true lanes (then `lanes`), no sort
-        pos = jnp.cumsum(mask.astype(jnp.int32)) - 1
-        slot = jnp.where(mask & (pos < batch), pos, batch)
-        return jnp.full((batch,), lanes, jnp.int32).at[slot].set(jnp.arange(lanes, dtype=jnp.int32), mode="drop")
 
     def take(tree, index):
         return jax.tree_util.tree_map(lambda a: a[index], tree)
@@ -152,22 +151,22 @@ def run_queue(program: KernelProgram, args, params: dict, y0: jax.Array, lanes: 
         out = s["out"] | put(dict(status=s["out"]["status"], t_final=s["out"]["t_final"],
                                   y_final=s["out"]["y_final"], stats=s["out"]["stats"]), row,
                              dict(status=status, t_final=c["t"], y_final=c["y"], stats=stats))
-        # the next members start in up to `batch` of them (the first done lanes); the
-        # others wait for the next refill, or go idle once the queue is empty
-        lane = first_of(done)
-        n_done = jnp.sum(done, dtype=jnp.int32)
-        slot = jnp.arange(batch, dtype=jnp.int32)
-        member = s["next"] + slot
-        fill = (slot < n_done) & (member < members)
-        src = jnp.minimum(member, members - 1)
+        # the next members start there, in the order of the lanes; once the queue is
+        # empty, the lanes left over go idle. The new states are computed at full width
+        # and selected (gathering the done lanes and scattering into every leaf of the
+        # loop state measured no faster)
+        member = s["next"] + jnp.cumsum(done, dtype=jnp.int32) - 1
+        fill = done & (member < members)
+        src = jnp.where(fill, member, 0)
         p_new = take(params, src)
         c_new = jax.vmap(start)(y0[src], p_new)
-        target_lane = jnp.where(fill, lane, lanes)  # out of range: dropped
-        next_member = s["next"] + jnp.sum(fill, dtype=jnp.int32)
-        retire = done & (next_member >= members)
-        m = jnp.where(retire, members, s["m"]).at[target_lane].set(member, mode="drop")
-        return s | dict(c=put(c, target_lane, c_new), p=put(s["p"], target_lane, p_new), m=m,
-                        k=s["k"].at[target_lane].set(0, mode="drop"), next=next_member, out=out)
+
+        def pick(new, old):
+            return jnp.where(fill.reshape(fill.shape + (1,) * (new.ndim - 1)), new, old)
+
+        return s | dict(c=jax.tree_util.tree_map(pick, c_new, c), p=jax.tree_util.tree_map(pick, p_new, s["p"]),
+                        m=jnp.where(fill, member, jnp.where(done, members, s["m"])),
+                        k=jnp.where(fill, 0, s["k"]), next=s["next"] + jnp.sum(fill, dtype=jnp.int32), out=out)
 
     def refill_due(s):
         done = active(s) & (s["k"] == n_targets)
