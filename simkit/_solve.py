@@ -242,7 +242,8 @@ def _failure_message(model: ODEModel, sol: Solution, t0: Any, t1: Any, solver: A
     elif code == Status.NONFINITE:
         msg += " Check the parameters and initial state, or whether the solution blows up."
     elif code == Status.NONLINEAR_FAILURE:
-        msg += " Try tighter tolerances or a smaller dt0."
+        msg += blow_up or (" The Newton iteration failed at every step size down to the smallest: check the "
+                           "Jacobian and preconditioner for NaN, or try tighter tolerances or a smaller dt0.")
     elif code == Status.TOO_MANY_EVENTS:
         counts = np.asarray(sol.event_counts)
         msg += (f" Crossings per event: {counts.tolist()}; raise the event's max_records "

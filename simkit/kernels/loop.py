@@ -120,11 +120,14 @@ def stepper(method: Any, rhs, t0, t1, params, rtol, atol, max_step, *, max_steps
         # (0.1 |h| <= eps |t|), never to the span (a span of 1e11 must still allow tiny
         # steps near t = 0), and a step that is zero or subnormal
         underflow = (0.1 * h_new <= eps * jnp.abs(t)) | (h_new <= jnp.finfo(dtype).tiny)
+        # an implicit method whose Newton iteration failed at the smallest step: its failure
+        # (a NaN Jacobian or preconditioner, say), not the step size's
+        newton_failed = ~work["converged"] if work is not None and "converged" in work else False
+        too_small = jnp.where(newton_failed, int(Status.NONLINEAR_FAILURE), int(Status.STEP_SIZE_UNDERFLOW))
         status = jnp.where(
             fired, int(Status.EVENT),
             jnp.where(accepted & last, int(Status.SUCCESS),
-                      jnp.where(~accepted & underflow,
-                                jnp.where(finite, int(Status.STEP_SIZE_UNDERFLOW), int(Status.NONFINITE)),
+                      jnp.where(~accepted & underflow, jnp.where(finite, too_small, int(Status.NONFINITE)),
                                 RUNNING)))
         if events:  # more crossings than an event can record: stop rather than lose them
             status = jnp.where(jnp.any(ev["count"] > ev_max), int(Status.TOO_MANY_EVENTS), status)

@@ -167,3 +167,14 @@ def test_bdf_options_are_checked_and_named():
     ode = simkit.models.pde_reaction.brusselator_2d(4).to_ode()
     with pytest.raises(simkit.ShapeError, match=r"shape \(32,\) to one of that shape, got \(5,\)"):
         simkit.solve(ode, (0.0, 1.0), saveat=2, solver=truncating)
+
+
+def test_a_nan_preconditioner_is_reported_as_a_newton_failure():
+    # every Newton iteration fails (GMRES returns NaN): the step shrinks to nothing, and the
+    # status names the Newton iteration, not the step size
+    poisoned = simkit.BDF(linear_solver="krylov", preconditioner=lambda t, y, p, c: (lambda v: v * jnp.nan))
+    ode = simkit.models.pde_reaction.brusselator_2d(4).to_ode()
+    sol = simkit.solve(ode, (0.0, 1.0), saveat=2, solver=poisoned, throw=False)
+    assert sol.status == simkit.Status.NONLINEAR_FAILURE
+    with pytest.raises(simkit.SolveError, match=r"failed at t = 0 .*Newton.*NaN"):
+        simkit.solve(ode, (0.0, 1.0), saveat=2, solver=poisoned)
