@@ -1,34 +1,34 @@
-"""Dense LU with partial pivoting: masked loops for the smallest systems, LAPACK above.
+"""Dense LU with partial pivoting: straight-line code for the smallest systems, LAPACK above.
 
-Written with ``fori_loop`` and masked elementwise operations rather than
-``jax.scipy.linalg.lu_factor``: LAPACK's batched LU runs ~3.5x slower inside
-``jax.shard_map`` on CPU (measured, jax 0.10.2: 4096 batched 2x2 factor+solve, 200 times:
-0.39 s under vmap, 1.34 s under shard_map over 2 devices), which made sharded stiff
-ensembles slower than one device. These loops vectorise across a batch like any
-elementwise code.
+For up to `SMALL_SYSTEM` states the factorisation and the triangular solves are written out
+at trace time (Python loops over the static size; `lu_factor` keeps masked whole-matrix
+updates per column, `lu_solve` is element by element), not ``jax.scipy.linalg.lu_factor``:
+LAPACK's batched LU runs ~3.5x slower inside ``jax.shard_map`` on CPU (measured, jax 0.10.2:
+4096 batched 2x2 factor+solve, 200 times: 0.39 s under vmap, 1.34 s under shard_map over 2
+devices), which made sharded stiff ensembles slower than one device, and the small systems
+of a stiff kernel's step should fuse with the step around them. An earlier version used
+``fori_loop``s with a traced index (dynamic slices and updates XLA:CPU keeps as loops of
+small operations: Rodas4 ran 13 such loops per step). `factor` and `solve` dispatch on the
+(static) size. Measured on the 2-core development machine (jax 0.10.2, float64, factor +
+solve repeated inside one jit, per call; compile time of that program):
 
-Those loops do O(n^3) masked work per factorisation (every column touches the whole
-matrix), so they lose to LAPACK as soon as the system is not tiny. `factor` and `solve`
-dispatch on the (static) size: the loops up to `SMALL_SYSTEM` states, LAPACK's
-``getrf``/``getrs`` (``jax.scipy.linalg.lu_factor``/``lu_solve``) above. Measured on the
-2-core development machine (jax 0.10.2, float64, factor + solve repeated inside one jit,
-per call):
+====  ===============  =================  ===========  ========================
+n     ``fori_loop``s   straight-line      LAPACK       vmap 1024: straight/LAPACK
+====  ===============  =================  ===========  ========================
+2     0.36 us          0.12 us (0.10 s)   0.84 us      0.14
+3     0.90 us          0.35 us (0.25 s)   0.93 us      0.25
+4     1.14 us          0.50 us (0.30 s)   0.95 us      0.31
+6     1.75 us          1.46 us (0.50 s)   1.17 us      0.66
+8     2.66 us          2.15 us (0.64 s)   1.28 us      0.85
+12    9.53 us          5.83 us (1.01 s)   4.85 us      1.06
+16    14.6 us          9.76 us (1.39 s)   2.94 us      1.28
+====  ===============  =================  ===========  ========================
 
-====  ==========  ===========  ========================  =============================
-n     one, loops  one, LAPACK  vmap 1024: loops/LAPACK  shard_map 2x512: loops/LAPACK
-====  ==========  ===========  ========================  =============================
-2     0.6 us      1.1 us       0.32                      0.47
-4     1.4 us      1.2 us       0.50                      0.36
-6     2.0 us      1.4 us       1.49                      0.56
-8     2.7 us      1.4 us       2.34                      1.26
-16    14.7 us     3.1 us       2.0 (vmap 64)             2.5 (2x32)
-64    186 us      27 us        10.7 (vmap 64)            11.4 (2x32)
-128   1460 us     101 us       11.3 (vmap 64)            9.6 (2x32)
-====  ==========  ===========  ========================  =============================
-
-So the loops pay only for batches of systems of up to about six states (ensembles of
-small stiff models, where LAPACK's per-matrix call dominates). Every stiff kernel (Rosenbrock,
-Radau IIA, BDF) factors through `factor`/`solve`.
+Straight-line code wins for single systems up to 4 states and for batches up to about 10;
+it compiles slower as n grows. `SMALL_SYSTEM` stays at 6: Robertson (3 states) with Rodas5P
+went from 0.82 to 0.57 ms per solve with it, Radau IIA from 1.32 to 1.01, a 2,500-member
+van der Pol ensemble (Rodas4) from 75 to 55 ms. Every stiff kernel (Rosenbrock, Radau IIA,
+BDF) factors through `factor`/`solve`.
 """
 
 from __future__ import annotations
@@ -36,19 +36,18 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
-from jax import lax
 
-SMALL_SYSTEM = 6  # the largest size factored by the masked loops in `factor`
+SMALL_SYSTEM = 6  # the largest size factored by the straight-line code in `factor`
 
 
 def lu_factor(a):
     """``(lu, perm)`` of a square matrix with partial pivoting: ``a[perm] = L @ U``,
-    L unit lower triangular (below the diagonal of ``lu``), U upper triangular."""
+    L unit lower triangular (below the diagonal of ``lu``), U upper triangular. Straight-line
+    code: a Python loop over the static size, masked whole-matrix updates per column."""
     n = a.shape[-1]
     idx = jnp.arange(n)
-
-    def body(k, carry):
-        a, perm = carry
+    perm = idx
+    for k in range(n):
         column = jnp.where(idx >= k, jnp.abs(a[:, k]), -1.0)
         p = jnp.argmax(column)
         swap = jnp.where(idx == k, p, jnp.where(idx == p, k, idx))
@@ -56,32 +55,28 @@ def lu_factor(a):
         factors = jnp.where(idx > k, a[:, k] / a[k, k], 0.0)
         a = a - factors[:, None] * jnp.where(idx > k, a[k, :], 0.0)[None, :]
         a = a.at[:, k].set(jnp.where(idx > k, factors, a[:, k]))
-        return a, perm
-
-    return lax.fori_loop(0, n, body, (a, idx))
+    return a, perm
 
 
 def lu_solve(lu_perm, b):
-    """Solve ``a x = b`` from `lu_factor`'s output."""
+    """Solve ``a x = b`` from `lu_factor`'s output: the two triangular sweeps written out
+    element by element (static indices: XLA fuses them)."""
     lu, perm = lu_perm
     n = lu.shape[-1]
-    idx = jnp.arange(n)
     y = b[perm]
-
-    def forward(i, y):
-        return y.at[i].set(y[i] - jnp.sum(jnp.where(idx < i, lu[i, :], 0.0) * y))
-
-    y = lax.fori_loop(0, n, forward, y)
-
-    def backward(j, x):
-        i = n - 1 - j
-        return x.at[i].set((x[i] - jnp.sum(jnp.where(idx > i, lu[i, :], 0.0) * x)) / lu[i, i])
-
-    return lax.fori_loop(0, n, backward, y)
+    rows = [y[i] for i in range(n)]
+    for i in range(n):
+        for j in range(i):
+            rows[i] = rows[i] - lu[i, j] * rows[j]
+    for i in reversed(range(n)):
+        for j in range(i + 1, n):
+            rows[i] = rows[i] - lu[i, j] * rows[j]
+        rows[i] = rows[i] / lu[i, i]
+    return jnp.stack(rows)
 
 
 def factor(a):
-    """LU factors of a square matrix for `solve`: the masked loops (`lu_factor`) for
+    """LU factors of a square matrix for `solve`: the straight-line code (`lu_factor`) for
     ``n <= SMALL_SYSTEM``, LAPACK (``jax.scipy.linalg.lu_factor``) above. The two
     layouts differ (a permutation or LAPACK's pivot swaps); `solve` tells them apart by
     the same static size."""

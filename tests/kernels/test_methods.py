@@ -98,12 +98,12 @@ def test_small_lu_with_partial_pivoting_matches_numpy():
     from simkit.kernels.linalg import lu_factor, lu_solve
 
     rng = np.random.default_rng(3)
-    for n in (1, 2, 3, 8, 20):
-        a = rng.normal(size=(n, n))
+    for n, complex_ in ((1, False), (2, False), (3, False), (6, False), (3, True)):
+        a = rng.normal(size=(n, n)) + (1j * rng.normal(size=(n, n)) if complex_ else 0)  # complex: Radau IIA
         if n > 1:
             a[0, 0] = 0.0  # needs a row exchange
         b = rng.normal(size=n)
-        x = lu_solve(lu_factor(jnp.asarray(a)), jnp.asarray(b))
+        x = lu_solve(lu_factor(jnp.asarray(a)), jnp.asarray(b, a.dtype))
         np.testing.assert_allclose(np.asarray(x), np.linalg.solve(a, b), rtol=1e-10, atol=1e-12)
     batch = rng.normal(size=(16, 3, 3))
     rhs = rng.normal(size=(16, 3))
