@@ -91,28 +91,19 @@ def numbalsoda_loops():
         du[0] = u[1]
         du[1] = p[0] * (1.0 - u[0] * u[0]) * u[1] - u[0]
 
-    lorenz_ptr, vdp_ptr = lorenz.address, vdp.address
+    def members_loop(solver, rhs_ptr):  # one numbalsoda solve per member; the state at the end
+        def loop(values, u0, t_eval, tol):
+            out = np.empty((values.shape[0], u0.shape[0]))
+            for i in nb.prange(values.shape[0]):
+                usol, ok = solver(rhs_ptr, u0, t_eval, data=np.array([values[i]]), rtol=tol, atol=tol)
+                out[i] = usol[-1]
+                if not ok:
+                    out[i] = np.nan
+            return out
 
-    def lorenz_loop(values, u0, t_eval, tol):
-        out = np.empty((values.shape[0], u0.shape[0]))
-        for i in nb.prange(values.shape[0]):
-            usol, ok = dop853(lorenz_ptr, u0, t_eval, data=np.array([values[i]]), rtol=tol, atol=tol)
-            out[i] = usol[-1]
-            if not ok:
-                out[i] = np.nan
-        return out
+        return nb.njit(loop), nb.njit(parallel=True)(loop)
 
-    def vdp_loop(values, u0, t_eval, tol):
-        out = np.empty((values.shape[0], u0.shape[0]))
-        for i in nb.prange(values.shape[0]):
-            usol, ok = lsoda(vdp_ptr, u0, t_eval, data=np.array([values[i]]), rtol=tol, atol=tol)
-            out[i] = usol[-1]
-            if not ok:
-                out[i] = np.nan
-        return out
-
-    return {name: (nb.njit(fn), nb.njit(parallel=True)(fn)) for name, fn in
-            (("lorenz", lorenz_loop), ("van_der_pol", vdp_loop))}
+    return dict(lorenz=members_loop(dop853, lorenz.address), van_der_pol=members_loop(lsoda, vdp.address))
 
 
 def lane_efficiency(steps, n_devices, lanes=256, refill_fraction=16):
