@@ -185,8 +185,9 @@ def ensemble(
     saveat, solver, rtol, atol, max_steps, events
         As in `simkit.solve`, shared by every member.
     chunk_size : int, optional
-        Members per vmapped chunk (default 256, or fewer for small ensembles; rounded up to
-        a multiple of 8). Results do not depend on it, nor on the devices, bit for bit.
+        Lanes per device of the refilled queue, or members per vmapped chunk in lockstep
+        (default 256, or fewer for small ensembles; rounded up to a multiple of 8). Results
+        do not depend on it, nor on the devices, bit for bit.
     memory_budget : int
         Bytes one chunk's saved trajectories may take (default 256 MiB); the default chunk
         size shrinks to fit it.
