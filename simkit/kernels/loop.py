@@ -107,13 +107,16 @@ def stepper(method: Any, rhs, t0, t1, params, rtol, atol, max_step, *, max_steps
                                                              **kw)
         if f_new is None:
             f_new = rhs(t + hs, y_new, params)
+        # the attempted step's dense data, in the form the method's interpolant reads: for
+        # event location here, and for `kernel_queue`, which saves from it at once
+        full = segment(method, rhs, params, t, hs, y, c["f"], y_new, dense, f_new, rtol, atol)
         finite = jnp.isfinite(err_norm) & jnp.all(jnp.isfinite(y_new))
         err_norm = jnp.where(finite, err_norm, jnp.inf)
         accepted = err_norm <= 1.0
         t_new = jnp.where(last, t1, t + hs)
         t_stop, y_stop, fired, ev, stop_index = t_new, y_new, jnp.asarray(False), c["ev"], c["stop_index"]
         if events:
-            t_stop, y_stop, fired, ev, stop_index = crossings(c, t, y, t_new, y_new, hs, dense, f_new, accepted)
+            t_stop, y_stop, fired, ev, stop_index = crossings(c, t, t_new, y_new, hs, full, accepted)
         h_new, ctrl = method.propose(err_norm, h, c["ctrl"], accepted, c["last_rej"], work, **kw)
         h_new = lax.stop_gradient(h_new)
         # a step too small to move t: relative to |t| as in Hairer's codes
@@ -146,18 +149,16 @@ def stepper(method: Any, rhs, t0, t1, params, rtol, atol, max_step, *, max_steps
             row = jnp.where(accepted, c["n_acc"], max_steps)  # out of bounds: dropped
             new["rec"] = jax.tree_util.tree_map(lambda buf, v: buf.at[row].set(v, mode="drop"), c["rec"],
                                                 dict(t=t, hs=hs, kept=seg["kept"]))
-        # the attempted step's dense data (for `kernel_queue`, which saves from it at once;
-        # unused here, so XLA drops it)
-        return new, accepted, segment(method, rhs, params, t, hs, y, c["f"], y_new, dense, f_new, rtol, atol)
+        return new, accepted, full
 
-    def crossings(c, t, y, t_new, y_new, hs, dense, f_new, accepted):
-        """Every event crossing inside an accepted step, located on the interpolant; the
-        step is cut at the first crossing that completes an event's terminal count."""
+    def crossings(c, t, t_new, y_new, hs, full, accepted):
+        """Every event crossing inside an accepted step, located on the interpolant of the
+        step's dense data ``full``; the step is cut at the first crossing that completes an
+        event's terminal count."""
         ev = c["ev"]
-        step_seg = dict(t=t, y=y, y_new=y_new, dense=dense, hs=hs, f_new=f_new)
 
         def interp(theta):
-            return method.interpolate(rhs, params, step_seg, theta)
+            return method.interpolate(rhs, params, full, theta)
 
         g_new = event_values(events, t_new, y_new, params)
         s = ev["sign"]  # the sign of each event's last non-zero value (0: none yet)
