@@ -104,6 +104,7 @@ def minimise(optimizer: AbstractDriver, fn: Callable, x0: Any, lower: Any, upper
         return (~optimizer.converged(state) & ~optimizer.failed(state)
                 & (optimizer.iterations(state) < max_iterations) & (optimizer.evaluations(state) < max_evaluations))
 
+    fn = _once_per_value(fn)
     state = optimizer.init(fn, x0, lower, upper)
     dynamic, static = eqx.partition(state, eqx.is_array)  # the carry: array leaves only
 
@@ -122,6 +123,31 @@ def minimise(optimizer: AbstractDriver, fn: Callable, x0: Any, lower: Any, upper
                             jnp.where(iterations >= max_iterations, int(FitStatus.MAX_ITERATIONS),
                                       int(FitStatus.MAX_EVALUATIONS)))))
     return Outcome(x, iterations, evaluations, status)
+
+
+def _once_per_value(fn: Callable) -> Callable:
+    """``fn`` traced once per argument: a second call with the same array or tracer, in the
+    same trace, returns the first call's result instead of tracing, compiling and running
+    another copy of the solves inside ``fn``. jaxopt's Levenberg-Marquardt evaluates the
+    residuals at an accepted point twice per iteration (to test the step, then again after
+    accepting it); with this, once. Where JAX's current trace cannot be read (its module
+    moved), nothing is shared."""
+    from jax._src import core
+
+    def current():
+        return getattr(getattr(core, "trace_ctx", None), "trace", None)
+
+    memo: list = []
+
+    def once(x):
+        trace = current()
+        if trace is not None and memo and memo[0] is x and memo[1] is trace:
+            return memo[2]
+        out = fn(x)
+        memo[:] = [x, trace, out]  # the latest call only
+        return out
+
+    return once
 
 
 def value_and_grad(fn: Callable, n_params: int) -> Callable:

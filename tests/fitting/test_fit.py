@@ -111,6 +111,25 @@ def test_multistart_keeps_every_cost_and_returns_the_best():
     assert len(ax.get_lines()[0].get_xdata()) == 6
 
 
+def test_levenberg_marquardt_evaluates_the_residuals_once_per_point():
+    """jaxopt's update evaluates the residuals at an accepted point twice (to test the step,
+    then again to move there); the driver keeps one: one evaluation per iteration, plus one
+    for the Jacobian's (batched) tangents and one at the start."""
+    import jax
+
+    calls = []
+
+    def residuals(x):
+        jax.debug.callback(lambda: calls.append(1))  # runs once per evaluation of the primal
+        return jnp.array([10.0 * (x[1] - x[0] ** 2), 1.0 - x[0]])  # Rosenbrock's
+
+    x, iterations, converged = fitting.LevenbergMarquardt().run(residuals, jnp.array([-1.2, 1.0]))
+    jax.effects_barrier()
+    assert bool(converged) and np.allclose(x, [1.0, 1.0], atol=1e-8)
+    n = int(iterations)
+    assert n >= 5 and len(calls) <= 2 * n + 3, (n, len(calls))  # 3 n + 3 before
+
+
 def test_multistart_reports_the_best_starts_own_status():
     """Some starts stop at the iteration limit; the best one reached the optimum and says
     so, as the same start run alone does (the limit is traced: no new compilation)."""
