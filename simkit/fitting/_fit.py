@@ -198,7 +198,7 @@ def fit(
     with _progress.bar(2, f"fit {model.name}", progress=progress if int(starts) > 1 else False,
                        unit="stages") as stages:
         stages.set_postfix_str(f"{int(starts)} starts", refresh=False)
-        thetas, iterations, evaluations, codes, costs = problem.run(
+        thetas, iterations, evaluations, codes, costs, least_squares = problem.run(
             optimizer, jnp.asarray(points, dtype), max_iterations=limits["max_iterations"],
             max_evaluations=limits["max_evaluations"])
         costs = np.asarray(costs)
@@ -211,7 +211,8 @@ def fit(
         stages.update(1)
         best = int(np.argmin(np.where(finite, costs, np.inf)))
         theta = np.asarray(thetas[best])
-        stats = uncertainty(problem, theta, confidence)
+        kept = None if least_squares is None else tuple(np.asarray(a[best]) for a in least_squares)
+        stats = uncertainty(problem, theta, confidence, kept)
         stages.update(1)
     return FitResult.build(problem, theta, float(costs[best]), best, (iterations, evaluations, codes, costs), points,
                            stats, optimizer, confidence, limits)

@@ -9,7 +9,9 @@ solver.
 **The extension contract** (`AbstractDriver`): ``init(fn, x0, lower, upper) -> state``,
 ``step(fn, state, lower, upper) -> state`` (one iteration), ``params(state)``,
 ``converged(state)``, ``failed(state)``, ``iterations(state)``, ``evaluations(state)`` (of
-``fn``), and ``default_max_iterations()``. ``fn`` returns residuals (``residual = True``) or a
+``fn``), and ``default_max_iterations()``; optionally ``residuals_and_jacobian(state)``
+(what a least-squares optimiser keeps at its point, which spares `simkit.fit` compiling the
+Jacobian again for the uncertainties). ``fn`` returns residuals (``residual = True``) or a
 scalar loss. Everything is jittable and vmappable (multi-start runs under ``jax.vmap``).
 `minimise` runs the steps in one ``lax.while_loop`` until the optimiser converges or fails, or
 a limit on iterations or on evaluations of ``fn`` is reached, and says which (`FitStatus`).
@@ -85,12 +87,16 @@ def describe(status: int, *, max_iterations: int, max_evaluations: int, max_step
 
 class Outcome(NamedTuple):
     """One run of `minimise`: the final point, the iterations and evaluations of ``fn`` it
-    took, and its `FitStatus` code."""
+    took, its `FitStatus` code, and where the optimiser keeps them (see
+    `AbstractDriver.residuals_and_jacobian`), the residuals and their Jacobian at ``x``
+    (else None)."""
 
     x: Any
     iterations: Any
     evaluations: Any
     status: Any
+    residuals: Any = None
+    jacobian: Any = None
 
 
 def minimise(optimizer: AbstractDriver, fn: Callable, x0: Any, lower: Any, upper: Any, *,
@@ -98,7 +104,9 @@ def minimise(optimizer: AbstractDriver, fn: Callable, x0: Any, lower: Any, upper
     """Run ``optimizer`` on ``fn`` from ``x0`` until it converges or fails, or until
     ``max_iterations`` iterations or ``max_evaluations`` evaluations of ``fn`` are spent
     (checked between iterations: one iteration's line search may pass the evaluation limit
-    by its own length). Jittable and vmappable."""
+    by its own length). A start where ``fn`` is not finite (a failed solve) is not
+    iterated: nothing to descend (`FitStatus.MAX_ITERATIONS` after 0 iterations). Jittable
+    and vmappable."""
 
     def going(state):
         return (~optimizer.converged(state) & ~optimizer.failed(state)
@@ -106,6 +114,8 @@ def minimise(optimizer: AbstractDriver, fn: Callable, x0: Any, lower: Any, upper
 
     fn = _once_per_value(fn)
     state = optimizer.init(fn, x0, lower, upper)
+    # most optimisers evaluate fn at x0 in init: the same value, not another solve
+    max_iterations = jnp.where(jnp.all(jnp.isfinite(fn(x0))), max_iterations, 0)
     dynamic, static = eqx.partition(state, eqx.is_array)  # the carry: array leaves only
 
     def body(dynamic):
@@ -122,7 +132,8 @@ def minimise(optimizer: AbstractDriver, fn: Callable, x0: Any, lower: Any, upper
                   jnp.where(optimizer.failed(state), int(FitStatus.OPTIMIZER_FAILED),
                             jnp.where(iterations >= max_iterations, int(FitStatus.MAX_ITERATIONS),
                                       int(FitStatus.MAX_EVALUATIONS)))))
-    return Outcome(x, iterations, evaluations, status)
+    kept = optimizer.residuals_and_jacobian(state)
+    return Outcome(x, iterations, evaluations, status, *(kept if kept is not None else (None, None)))
 
 
 def _once_per_value(fn: Callable) -> Callable:
@@ -141,10 +152,11 @@ def _once_per_value(fn: Callable) -> Callable:
 
     def once(x):
         trace = current()
-        if trace is not None and memo and memo[0] is x and memo[1] is trace:
-            return memo[2]
+        for arg, at, out in memo:
+            if trace is not None and arg is x and at is trace:
+                return out
         out = fn(x)
-        memo[:] = [x, trace, out]  # the latest call only
+        memo[:] = [(x, trace, out)] + memo[:3]  # the last four calls
         return out
 
     return once
@@ -423,6 +435,34 @@ class AbstractDriver(eqx.Module):
         """
         raise NotImplementedError
 
+    def residuals_and_jacobian(self, state: Any) -> tuple[Any, Any] | None:
+        """The residuals and their Jacobian at `params` (``state``), where the optimiser
+        keeps them; None (the default) where it does not.
+
+        Parameters
+        ----------
+        state : pytree
+            A state of `init`/`step`.
+
+        Returns
+        -------
+        tuple or None
+            ``(r, J)``: ``r`` of shape ``(m,)`` and ``J`` of shape ``(m, n_params)``, both at
+            ``params(state)``; or None.
+
+        Examples
+        --------
+        >>> import jax.numpy as jnp
+        >>> from simkit.fitting import BFGS, LevenbergMarquardt
+        >>> opt, fn = LevenbergMarquardt(), lambda x: 2.0 * x - jnp.array([1.0, 2.0])  # residuals
+        >>> r, jac = opt.residuals_and_jacobian(opt.init(fn, jnp.zeros(2), None, None))
+        >>> r.tolist(), jac.tolist()
+        ([-1.0, -2.0], [[2.0, 0.0], [0.0, 2.0]])
+        >>> BFGS().residuals_and_jacobian(None) is None
+        True
+        """
+        return None
+
     def run(self, fn: Callable, x0: Any, lower: Any = None, upper: Any = None) -> tuple[Any, Any, Any]:
         """Minimise ``fn`` from ``x0`` within the default iteration limit.
 
@@ -529,6 +569,9 @@ class LevenbergMarquardt(_JaxoptDriver):
         return _jaxopt().LevenbergMarquardt(residual_fun=fn, maxiter=self.maxiter, xtol=self.xtol, gtol=self.gtol,
                                             stop_criterion="madsen-nielsen", materialize_jac=True,
                                             solver="cholesky", implicit_diff=False)
+
+    def residuals_and_jacobian(self, state):
+        return state[1].residual, state[1].jac  # both at state[0]: jaxopt updates them together
 
     def converged(self, state):
         x, inner = state

@@ -125,25 +125,32 @@ def _objective(program: FitProgram, optimizer: AbstractDriver, arrays: dict, to_
 @functools.partial(jax.jit, static_argnames=("program", "optimizer"))
 def run_starts(program: FitProgram, optimizer: AbstractDriver, arrays: dict, starts, max_iterations, max_evaluations):
     """Every start (rows of ``starts``, natural values) run to its own end: final points,
-    iterations, evaluations, `FitStatus` codes and costs, one row per start. The limits are
-    traced: changing them does not recompile."""
+    iterations, evaluations, `FitStatus` codes, costs and, where the optimiser keeps them
+    (`AbstractDriver.residuals_and_jacobian`), the residuals and their Jacobian in the
+    natural parameters; one row per start. The limits are traced: changing them does not
+    recompile."""
     space = program.space
+    limits = {"max_iterations": max_iterations, "max_evaluations": max_evaluations}
 
-    def limits(x0):  # a start where the solve fails (infinite cost) is not run: nothing to descend
-        finite = jnp.isfinite(cost(program, arrays, x0))
-        return {"max_iterations": jnp.where(finite, max_iterations, 0), "max_evaluations": max_evaluations}
+    def finish(theta, out, slope):
+        """``slope``: d theta / d x, elementwise (the transforms act per parameter)."""
+        if out.jacobian is None or not optimizer.residual:
+            return theta, out.iterations, out.evaluations, out.status, cost(program, arrays, theta), None
+        r = out.residuals  # residuals(theta) itself: the cost without another solve
+        return (theta, out.iterations, out.evaluations, out.status, 0.5 * jnp.sum(r * r),
+                (r, out.jacobian / slope[None, :]))  # chain rule; not finite where a transform saturates
 
     if optimizer.bounded:
         def one(x0):
             out = minimise(optimizer, _objective(program, optimizer, arrays, lambda th: th), x0,
-                           jnp.asarray(space.lower), jnp.asarray(space.upper), **limits(x0))
-            return out.x, out.iterations, out.evaluations, out.status, cost(program, arrays, out.x)
+                           jnp.asarray(space.lower), jnp.asarray(space.upper), **limits)
+            return finish(out.x, out, jnp.ones_like(out.x))
     else:
         def one(x0):
             out = minimise(optimizer, _objective(program, optimizer, arrays, space.to_natural),
-                           space.to_internal(x0), None, None, **limits(x0))
-            theta = space.to_natural(out.x)
-            return theta, out.iterations, out.evaluations, out.status, cost(program, arrays, theta)
+                           space.to_internal(x0), None, None, **limits)
+            theta, slope = jax.jvp(space.to_natural, (out.x,), (jnp.ones_like(out.x),))
+            return finish(theta, out, slope)
 
     if starts.shape[0] == 1:  # no vmap: a batched solver turns its branches into selects
         return jax.tree_util.tree_map(lambda a: a[None], one(starts[0]))

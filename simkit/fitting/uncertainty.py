@@ -22,7 +22,12 @@ def inverse(matrix: np.ndarray) -> np.ndarray:
     return np.linalg.pinv(matrix, rcond=1e-12, hermitian=True)
 
 
-def uncertainty(problem: Any, theta: np.ndarray, confidence: float) -> dict[str, Any]:
+def uncertainty(problem: Any, theta: np.ndarray, confidence: float,
+                least_squares: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
+    """Covariance, standard errors, correlation, intervals and identifiability hints at
+    ``theta`` (natural parameters, shape ``(p,)``). ``least_squares``: the residuals (all
+    points, masked ones as zeros) and their Jacobian at ``theta`` where the optimiser kept
+    them; computed here (one more compiled program) where None or not finite."""
     from scipy import stats as scipy_stats
 
     theta_j = jnp.asarray(theta)
@@ -30,7 +35,10 @@ def uncertainty(problem: Any, theta: np.ndarray, confidence: float) -> dict[str,
     p = len(names)
     out: dict[str, Any] = {}
     if problem.loss.residual_form:
-        r, jac = jacobian(problem.program, problem.arrays, theta_j)
+        if least_squares is not None and all(np.all(np.isfinite(a)) for a in least_squares):
+            r, jac = least_squares
+        else:
+            r, jac = jacobian(problem.program, problem.arrays, theta_j)
         r, jac = np.asarray(r)[problem._flat_mask], np.asarray(jac)[problem._flat_mask]
         m = r.shape[0]
         dof = max(m - p, 1)

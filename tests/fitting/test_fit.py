@@ -107,6 +107,12 @@ def test_multistart_keeps_every_cost_and_returns_the_best():
     assert np.sum(np.isclose(result.start_costs, result.cost, rtol=1e-6)) >= 3  # most starts agree
     assert 0.01 < result.estimates["r"] < 5.0
     assert result.converged and set(result.start_status) == {fitting.FitStatus.CONVERGED}
+    # the covariance from the Jacobian Levenberg-Marquardt kept (in the bounded transforms'
+    # coordinates, chained to the natural ones) equals one from a freshly compiled Jacobian
+    from simkit.fitting.uncertainty import uncertainty
+
+    fresh = uncertainty(result.problem, result.theta, result.confidence)
+    np.testing.assert_allclose(result.cov, fresh["cov"], rtol=1e-7)
     ax = result.plot_waterfall()
     assert len(ax.get_lines()[0].get_xdata()) == 6
 
