@@ -32,7 +32,7 @@ from jax.sharding import PartitionSpec
 
 from . import _config, engines
 from . import progress as _progress
-from ._prepare import check_count, check_rhs, merge_params, prepare
+from ._prepare import check_count, check_flag, check_rhs, merge_params, prepare
 from .engines.kernel_queue import queue_eligible, run_queue
 from .ensemble_solution import EnsembleSolution
 from .errors import InputError, InputTypeError, ParameterError, ShapeError
@@ -236,6 +236,7 @@ def ensemble(
     """
     if not isinstance(model, ODEModel):
         raise InputTypeError(f"ensemble() expects an ODEModel, got {type(model).__name__}")
+    balance, refill = check_flag("balance", balance), check_flag("refill", refill)
     members, p_b, y0_b = _member_arrays(model, params, y0)
     if members == 0:
         raise ShapeError("ensemble(): the member axis is empty (0 members)")

@@ -129,6 +129,16 @@ def check_count(name: str, value: Any, *, minimum: int = 1) -> int:
     return int(value)
 
 
+def check_flag(name: str, value: Any, *, allow_none: bool = False) -> bool | None:
+    """A bool (Python's or NumPy's), or None where ``allow_none``: a string such as
+    ``"no"`` or a number would otherwise be read by its truth value."""
+    if value is None and allow_none:
+        return None
+    if not isinstance(value, (bool, np.bool_)):
+        raise InputTypeError(f"{name} must be True or False{' (or None)' if allow_none else ''}, got {value!r}")
+    return bool(value)
+
+
 def time_span(model: Any, t_span: Any, *, allow_infinite_end: bool = False) -> tuple[Any, Any]:
     """``(t0, t1)`` from ``t_span`` or the model's default; finite (``t1 = ±inf`` only with a
     terminal event), real, a pair."""
@@ -325,7 +335,7 @@ def prepare(
                       f"({eps:.3g}): raised to {100 * eps:.3g}, as SciPy does", UserWarning, stacklevel=3)
         rtol = 100 * eps
     max_steps = check_count("max_steps", max_steps)
-    sv = as_saveat(saveat, dense)
+    sv = as_saveat(saveat, check_flag("dense", dense))
     span = None
     c0, c1 = concrete(t0), concrete(t1)
     if c0 is not None and c1 is not None:

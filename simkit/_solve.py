@@ -18,7 +18,7 @@ import jax
 import numpy as np
 
 from . import _config, engines
-from ._prepare import SolvePlan, concrete, is_traced, prepare
+from ._prepare import SolvePlan, check_flag, concrete, is_traced, prepare
 from .errors import SolveError
 from .model import ODEModel, Params
 from .save_times import SaveSteps, save_grid
@@ -139,6 +139,7 @@ def solve(
     >>> sol.ys.shape, sol.solver_name
     ((11, 3), 'simkit.Tsit5()')
     """
+    check_flag("throw", throw)
     plan = prepare(model, t_span, y0=y0, params=params, saveat=saveat, solver=solver, rtol=rtol, atol=atol,
                    max_steps=max_steps, max_step=max_step, dt0=dt0, events=events, dense=dense, key=key)
     trivial = _trivial(plan)

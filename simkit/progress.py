@@ -15,7 +15,9 @@ import os
 import sys
 from typing import Any, TextIO
 
-from .errors import InputError
+import numpy as np
+
+from .errors import InputError, InputTypeError
 
 ENV = "SIMKIT_PROGRESS"
 SHOW_AFTER_S = 3.0  # an automatic bar appears once the work has run this long
@@ -48,6 +50,8 @@ def setting(progress: bool | None = None) -> bool | None:
     (True, False)
     """
     if progress is not None:
+        if not isinstance(progress, (bool, np.bool_)):  # "no" would read as True
+            raise InputTypeError(f"progress must be True, False or None, got {progress!r}")
         return bool(progress)
     value = os.environ.get(ENV, "").strip().lower()
     if value in _OFF:

@@ -18,6 +18,7 @@ from jax import lax
 from jax.sharding import Mesh, PartitionSpec
 
 from .. import _config
+from .._prepare import check_flag
 from ..errors import InputError, InputTypeError, ShapeError
 from ..stencil.field_solution import FieldSolution
 from ..stencil.grid import Grid
@@ -257,6 +258,7 @@ def integrate(
         raise InputTypeError(f"parallel.integrate() expects a PDEModel, got {type(model).__name__}")
     mesh = mesh_for(model.grid) if mesh is None else mesh
     check_mesh(model, mesh)
+    check_flag("throw", throw)
     program, u_init, params_j, dt_arg = prepare(model, dt=dt, steps=steps, save_every=save_every,
                                                 stepper=stepper, params=params, u0=u0, t0=t0,
                                                 diagnostics=diagnostics, check_stability=check_stability)

@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _config
-from .._prepare import check_number, merge_params
+from .._prepare import check_flag, check_number, merge_params
 from ..errors import InputError, InputTypeError, ShapeError, SolveError
 from ..status import Status
 from .field_solution import FieldSolution
@@ -563,6 +563,7 @@ def prepare(model: PDEModel, *, dt: float | Callable, steps: int, save_every: in
     if not isinstance(model, PDEModel):
         raise InputTypeError(f"stencil.integrate() expects a PDEModel, got {type(model).__name__}")
     check_number("t0", t0)
+    check_flag("check_stability", check_stability)
     program = build_program(model, dt=dt, steps=steps, save_every=save_every, stepper=stepper,
                             diagnostics=diagnostics)
     stepper = program.stepper
@@ -707,6 +708,7 @@ def integrate(
     >>> sol.us.shape, [round(t, 6) for t in sol.ts.tolist()], sol.stepper_name
     ((3, 1, 128), [0.0, 0.0005, 0.001], 'RK4')
     """
+    check_flag("throw", throw)
     program, u_init, params_j, dt_arg = prepare(model, dt=dt, steps=steps, save_every=save_every,
                                                 stepper=stepper, params=params, u0=u0, t0=t0,
                                                 diagnostics=diagnostics, check_stability=check_stability)

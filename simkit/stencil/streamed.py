@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _config, checkpoint, progress
+from .._prepare import check_flag
 from ..errors import InputError, SolveError
 from .pde import PDEModel
 from .stepping import AbstractStepper, _rollout, finish, prepare
@@ -97,6 +98,7 @@ def integrate_to_file(
     """
     if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
         raise InputError(f"chunk must be a positive whole number of saves, got {chunk!r}")
+    check_flag("resume", resume), check_flag("throw", throw)
     program, u_init, params_j, dt_arg = prepare(model, dt=dt, steps=steps, save_every=save_every,
                                                 stepper=stepper, params=params, u0=u0, t0=t0,
                                                 diagnostics=diagnostics, check_stability=check_stability)
