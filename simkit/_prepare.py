@@ -135,7 +135,8 @@ def check_flag(name: str, value: Any, *, allow_none: bool = False) -> bool | Non
     if value is None and allow_none:
         return None
     if not isinstance(value, (bool, np.bool_)):
-        raise InputTypeError(f"{name} must be True or False{' (or None)' if allow_none else ''}, got {value!r}")
+        allowed = "True, False or None" if allow_none else "True or False"
+        raise InputTypeError(f"{name} must be {allowed}, got {value!r}")
     return bool(value)
 
 

@@ -103,7 +103,8 @@ def solve_to_file(
     if getattr(model, "diffusion", None) is not None:
         raise InputError(f"solve_to_file: model {getattr(model, 'name', '?')!r} is stochastic; "
                          "streamed solves run simkit's ODE kernels (use simkit.solve)")
-    check_flag("resume", resume), check_flag("throw", throw)
+    check_flag("resume", resume)
+    check_flag("throw", throw)
     plan = prepare(model, t_span, y0=y0, params=params, saveat=saveat, solver=solver, rtol=rtol, atol=atol,
                    max_steps=max_steps, max_step=max_step, dt0=dt0, events=None, dense=False, key=None)
     program, args = plan.program, plan.args

@@ -15,9 +15,8 @@ import os
 import sys
 from typing import Any, TextIO
 
-import numpy as np
-
-from .errors import InputError, InputTypeError
+from ._prepare import check_flag
+from .errors import InputError
 
 ENV = "SIMKIT_PROGRESS"
 SHOW_AFTER_S = 3.0  # an automatic bar appears once the work has run this long
@@ -49,10 +48,9 @@ def setting(progress: bool | None = None) -> bool | None:
     >>> setting(True), setting(False)  # an explicit choice wins over SIMKIT_PROGRESS
     (True, False)
     """
-    if progress is not None:
-        if not isinstance(progress, (bool, np.bool_)):  # "no" would read as True
-            raise InputTypeError(f"progress must be True, False or None, got {progress!r}")
-        return bool(progress)
+    choice = check_flag("progress", progress, allow_none=True)  # "no" would read as True
+    if choice is not None:
+        return choice
     value = os.environ.get(ENV, "").strip().lower()
     if value in _OFF:
         return False

@@ -55,13 +55,13 @@ def _close_figures():
 # `pytest -n 2 --dist loadfile` ends on short modules: a long one last leaves a core idle
 # while it finishes (the 40-s bit-identity test ran last). Order only; every worker collects
 # the same order, and xdist keeps it (it would otherwise sort modules by their number of tests).
+LONGEST_FIRST = ("test_fit.py", "test_models_vs_scipy.py", "test_docs.py", "test_kernel_solve.py",
+                 "test_scipy_ivp_port.py", "test_examples.py", "test_decompose.py", "test_exact_strict.py")
 
 
 def pytest_configure(config):
     if hasattr(config.option, "loadscopereorder"):
         config.option.loadscopereorder = False
-LONGEST_FIRST = ("test_fit.py", "test_models_vs_scipy.py", "test_docs.py", "test_kernel_solve.py",
-                 "test_scipy_ivp_port.py", "test_examples.py", "test_decompose.py", "test_exact_strict.py")
 
 
 def pytest_collection_modifyitems(items):

@@ -98,7 +98,8 @@ def integrate_to_file(
     """
     if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
         raise InputError(f"chunk must be a positive whole number of saves, got {chunk!r}")
-    check_flag("resume", resume), check_flag("throw", throw)
+    check_flag("resume", resume)
+    check_flag("throw", throw)
     program, u_init, params_j, dt_arg = prepare(model, dt=dt, steps=steps, save_every=save_every,
                                                 stepper=stepper, params=params, u0=u0, t0=t0,
                                                 diagnostics=diagnostics, check_stability=check_stability)
