@@ -410,6 +410,27 @@ class RolloutProgram:
         return dataclasses.replace(self, grid=grid)
 
 
+def repeat_in_two_buffers(one: Callable, n: int, state: Any, on: Any) -> Any:
+    """``one`` applied ``n`` times to ``(u, t)``, two applications per loop iteration, the
+    first inside a ``lax.cond`` on ``on`` (a traced true).
+
+    A stencil step cannot write its field in place (it reads neighbours), so a loop of one
+    step per iteration writes a new buffer and then copies it into the loop carry: two passes
+    over memory per step. Two steps per iteration alternate between two buffers: the first
+    writes a temporary, the second writes the carry's own buffer (its input, the carry, is no
+    longer read). The ``cond`` keeps XLA from fusing the two steps into one loop that would
+    recompute the first step at every neighbour of the second (measured 66 ms per step at
+    2048^2, against 4 unfused). Its other branch, never taken, is a NaN field, so that a
+    false ``on`` could never pass unnoticed (the rollout reports a non-finite field)."""
+
+    def first(s):
+        return jax.lax.cond(on, one, lambda s: (jnp.full_like(s[0], jnp.nan), s[1]), s)
+
+    pairs, odd = divmod(n, 2)
+    state = jax.lax.fori_loop(0, pairs, lambda _, s: one(first(s)), state)
+    return one(state) if odd else state
+
+
 def rollout_body(program: RolloutProgram, space: Space, u0, params, t0, dt):
     """The rollout as a pure function of its inputs: ``(us, ts, diagnostics, bad)``.
 
@@ -428,15 +449,17 @@ def rollout_body(program: RolloutProgram, space: Space, u0, params, t0, dt):
     def step_size(u):
         return dt if program.dt_rule is None else program.dt_rule(u, params, space)
 
+    on = t0 == t0  # traced true (a NaN t0 would give a NaN field, reported as non-finite)
+
     def block(carry, k):
         u, t, bad = carry
 
-        def one(_, state):
+        def one(state):
             u, t = state
             h = step_size(u)
             return program.stepper.step(rhs, linear, t, u, h, space), t + h
 
-        u, t = jax.lax.fori_loop(0, program.save_every, one, (u, t))
+        u, t = repeat_in_two_buffers(one, program.save_every, (u, t), on)
         nonfinite = jnp.sum(space.sum(jnp.where(jnp.isfinite(u), 0.0, 1.0)))  # global count
         bad = jnp.where((bad < 0) & (nonfinite > 0), k, bad)
         return (u, t, bad), (u, t, diagnostics(u))
