@@ -185,16 +185,11 @@ class SSPRK3(AbstractStepper):
     imaginary_limit = 3**0.5
 
     def step(self, rhs, linear, t, u, dt, space):
-        # Shu-Osher form v <- a u + b (v + dt rhs(v)), the stages in a loop so that each is one
-        # fused pass reading loop parameters (see RK4.step)
-        offset = jnp.asarray([0.0, 1.0, 0.5], u.dtype)
-        keep = jnp.asarray([0.0, 0.75, 1 / 3], u.dtype)
-        blend = jnp.asarray([1.0, 0.25, 2 / 3], u.dtype)
-
-        def stage(i, v):
-            return keep[i] * u + blend[i] * (v + dt * rhs(t + offset[i] * dt, v))
-
-        return jax.lax.fori_loop(0, 3, stage, u)
+        # Shu-Osher form; each stage written to its own buffer (see `in_own_buffer`)
+        on = traced_true(t)
+        v1 = in_own_buffer(lambda u: u + dt * rhs(t, u), u, on)
+        v2 = in_own_buffer(lambda v: 0.75 * u + 0.25 * (v + dt * rhs(t + dt, v)), v1, on)
+        return u / 3 + 2 / 3 * (v2 + dt * rhs(t + 0.5 * dt, v2))
 
 
 class RK4(AbstractStepper):
@@ -226,20 +221,13 @@ class RK4(AbstractStepper):
     imaginary_limit = 2 * 2**0.5
 
     def step(self, rhs, linear, t, u, dt, space):
-        # k1 + 2 k2 + 2 k3 + k4 with the stages in a loop: each iteration adds the previous
-        # stage's k to the sum and computes the next k from loop parameters only, so every
-        # stencil result has one consumer and XLA fuses each stage into one pass (unrolled,
-        # it materialised every shifted view of every stage input: ~4x slower at 1024^2)
-        offset = jnp.asarray([0.0, 0.5, 0.5, 1.0], u.dtype)
-        weight = jnp.asarray([0.0, 1.0, 2.0, 2.0], u.dtype)  # of the previous stage's k
-
-        def stage(i, carry):
-            k, total = carry
-            h = offset[i] * dt
-            return rhs(t + h, u + h * k), total + weight[i] * k
-
-        k4, total = jax.lax.fori_loop(0, 4, stage, (jnp.zeros_like(u), jnp.zeros_like(u)))
-        return u + dt / 6 * (total + k4)
+        # each k written to its own buffer (see `in_own_buffer`): one pass over memory per
+        # stage, the last stage fused with the sum
+        on = traced_true(t)
+        k1 = in_own_buffer(lambda u: rhs(t, u), u, on)
+        k2 = in_own_buffer(lambda k: rhs(t + dt / 2, u + dt / 2 * k), k1, on)
+        k3 = in_own_buffer(lambda k: rhs(t + dt / 2, u + dt / 2 * k), k2, on)
+        return u + dt / 6 * (k1 + 2 * k2 + 2 * k3 + rhs(t + dt, u + dt * k3))
 
 
 class IMEXEuler(AbstractStepper):
@@ -410,24 +398,41 @@ class RolloutProgram:
         return dataclasses.replace(self, grid=grid)
 
 
+def traced_true(t: Any) -> Any:
+    """``t == t``: true, and not a constant XLA could fold when ``t`` is traced (false only
+    for a NaN time, whose field is NaN anyway)."""
+    t = jnp.asarray(t)
+    return t == t
+
+
+def in_own_buffer(f: Callable, x: Any, on: Any) -> Any:
+    """``f(x)`` computed into a buffer of its own (``on`` from `traced_true`).
+
+    XLA:CPU fuses a computed field into each stencil that reads it, recomputing it at every
+    neighbour: two Euler steps fused took 66 ms per step at 2048^2 against 4 apart, and
+    unrolled RK4 stages ~4x the time of stages kept apart. A ``lax.cond`` is a boundary fusion
+    does not cross, and `lax.optimization_barrier` is not (it is gone before fusion). The
+    other branch, never taken, is a NaN field: a false ``on`` could not pass unnoticed (the
+    rollout reports a non-finite field)."""
+
+    def nan_like(x):
+        return jax.tree_util.tree_map(lambda a: jnp.full_like(a, jnp.nan) if jnp.issubdtype(a.dtype, jnp.inexact)
+                                      else a, x)
+
+    return jax.lax.cond(on, f, nan_like, x)
+
+
 def repeat_in_two_buffers(one: Callable, n: int, state: Any, on: Any) -> Any:
-    """``one`` applied ``n`` times to ``(u, t)``, two applications per loop iteration, the
-    first inside a ``lax.cond`` on ``on`` (a traced true).
+    """``one`` applied ``n`` times to ``state``, two applications per loop iteration, the
+    first in its own buffer (`in_own_buffer`).
 
     A stencil step cannot write its field in place (it reads neighbours), so a loop of one
     step per iteration writes a new buffer and then copies it into the loop carry: two passes
     over memory per step. Two steps per iteration alternate between two buffers: the first
     writes a temporary, the second writes the carry's own buffer (its input, the carry, is no
-    longer read). The ``cond`` keeps XLA from fusing the two steps into one loop that would
-    recompute the first step at every neighbour of the second (measured 66 ms per step at
-    2048^2, against 4 unfused). Its other branch, never taken, is a NaN field, so that a
-    false ``on`` could never pass unnoticed (the rollout reports a non-finite field)."""
-
-    def first(s):
-        return jax.lax.cond(on, one, lambda s: (jnp.full_like(s[0], jnp.nan), s[1]), s)
-
+    longer read). 2048^2 heat, Euler: 6.98 -> 4.65 ms per step (benchmarks/README.md)."""
     pairs, odd = divmod(n, 2)
-    state = jax.lax.fori_loop(0, pairs, lambda _, s: one(first(s)), state)
+    state = jax.lax.fori_loop(0, pairs, lambda _, s: one(in_own_buffer(one, s, on)), state)
     return one(state) if odd else state
 
 
@@ -449,7 +454,7 @@ def rollout_body(program: RolloutProgram, space: Space, u0, params, t0, dt):
     def step_size(u):
         return dt if program.dt_rule is None else program.dt_rule(u, params, space)
 
-    on = t0 == t0  # traced true (a NaN t0 would give a NaN field, reported as non-finite)
+    on = traced_true(t0)
 
     def block(carry, k):
         u, t, bad = carry
