@@ -186,9 +186,8 @@ class SSPRK3(AbstractStepper):
 
     def step(self, rhs, linear, t, u, dt, space):
         # Shu-Osher form; each stage written to its own buffer (see `in_own_buffer`)
-        on = traced_true(t)
-        v1 = in_own_buffer(lambda u: u + dt * rhs(t, u), u, on)
-        v2 = in_own_buffer(lambda v: 0.75 * u + 0.25 * (v + dt * rhs(t + dt, v)), v1, on)
+        v1 = in_own_buffer(lambda u: u + dt * rhs(t, u), u)
+        v2 = in_own_buffer(lambda v: 0.75 * u + 0.25 * (v + dt * rhs(t + dt, v)), v1)
         return u / 3 + 2 / 3 * (v2 + dt * rhs(t + 0.5 * dt, v2))
 
 
@@ -223,10 +222,9 @@ class RK4(AbstractStepper):
     def step(self, rhs, linear, t, u, dt, space):
         # each k written to its own buffer (see `in_own_buffer`): one pass over memory per
         # stage, the last stage fused with the sum
-        on = traced_true(t)
-        k1 = in_own_buffer(lambda u: rhs(t, u), u, on)
-        k2 = in_own_buffer(lambda k: rhs(t + dt / 2, u + dt / 2 * k), k1, on)
-        k3 = in_own_buffer(lambda k: rhs(t + dt / 2, u + dt / 2 * k), k2, on)
+        k1 = in_own_buffer(lambda u: rhs(t, u), u)
+        k2 = in_own_buffer(lambda k: rhs(t + dt / 2, u + dt / 2 * k), k1)
+        k3 = in_own_buffer(lambda k: rhs(t + dt / 2, u + dt / 2 * k), k2)
         return u + dt / 6 * (k1 + 2 * k2 + 2 * k3 + rhs(t + dt, u + dt * k3))
 
 
@@ -398,31 +396,31 @@ class RolloutProgram:
         return dataclasses.replace(self, grid=grid)
 
 
-def traced_true(t: Any) -> Any:
-    """``t == t``: true, and not a constant XLA could fold when ``t`` is traced (false only
-    for a NaN time, whose field is NaN anyway)."""
-    t = jnp.asarray(t)
-    return t == t
-
-
-def in_own_buffer(f: Callable, x: Any, on: Any) -> Any:
-    """``f(x)`` computed into a buffer of its own (``on`` from `traced_true`).
+def in_own_buffer(f: Callable, x: Any) -> Any:
+    """``f(x)`` computed into a buffer of its own (``x`` a field or a pytree holding fields).
 
     XLA:CPU fuses a computed field into each stencil that reads it, recomputing it at every
     neighbour: two Euler steps fused took 66 ms per step at 2048^2 against 4 apart, and
     unrolled RK4 stages ~4x the time of stages kept apart. A ``lax.cond`` is a boundary fusion
-    does not cross, and `lax.optimization_barrier` is not (it is gone before fusion). The
-    other branch, never taken, is a NaN field: a false ``on`` could not pass unnoticed (the
-    rollout reports a non-finite field)."""
+    does not cross (`lax.optimization_barrier` is not: it is gone before fusion). Its
+    predicate is true and must not be a constant XLA could fold, even where the caller's
+    numbers are constants and a short loop is unrolled: it is read from the data, ``p != p or
+    p == p`` for one value ``p`` of ``x``. The other branch, never taken, is NaN."""
+    leaves = [a for a in jax.tree_util.tree_leaves(x) if jnp.issubdtype(a.dtype, jnp.inexact) and a.size]
+    if not leaves:
+        return f(x)
+    probe = leaves[0].reshape(-1)[0]
+    if jnp.iscomplexobj(probe):
+        probe = probe.real
 
     def nan_like(x):
         return jax.tree_util.tree_map(lambda a: jnp.full_like(a, jnp.nan) if jnp.issubdtype(a.dtype, jnp.inexact)
                                       else a, x)
 
-    return jax.lax.cond(on, f, nan_like, x)
+    return jax.lax.cond((probe != probe) | (probe == probe), f, nan_like, x)
 
 
-def repeat_in_two_buffers(one: Callable, n: int, state: Any, on: Any) -> Any:
+def repeat_in_two_buffers(one: Callable, n: int, state: Any) -> Any:
     """``one`` applied ``n`` times to ``state``, two applications per loop iteration, the
     first in its own buffer (`in_own_buffer`).
 
@@ -432,7 +430,7 @@ def repeat_in_two_buffers(one: Callable, n: int, state: Any, on: Any) -> Any:
     writes a temporary, the second writes the carry's own buffer (its input, the carry, is no
     longer read). 2048^2 heat, Euler: 6.98 -> 4.65 ms per step (benchmarks/README.md)."""
     pairs, odd = divmod(n, 2)
-    state = jax.lax.fori_loop(0, pairs, lambda _, s: one(in_own_buffer(one, s, on)), state)
+    state = jax.lax.fori_loop(0, pairs, lambda _, s: one(in_own_buffer(one, s)), state)
     return one(state) if odd else state
 
 
@@ -454,8 +452,6 @@ def rollout_body(program: RolloutProgram, space: Space, u0, params, t0, dt):
     def step_size(u):
         return dt if program.dt_rule is None else program.dt_rule(u, params, space)
 
-    on = traced_true(t0)
-
     def block(carry, k):
         u, t, bad = carry
 
@@ -464,7 +460,7 @@ def rollout_body(program: RolloutProgram, space: Space, u0, params, t0, dt):
             h = step_size(u)
             return program.stepper.step(rhs, linear, t, u, h, space), t + h
 
-        u, t = repeat_in_two_buffers(one, program.save_every, (u, t), on)
+        u, t = repeat_in_two_buffers(one, program.save_every, (u, t))
         nonfinite = jnp.sum(space.sum(jnp.where(jnp.isfinite(u), 0.0, 1.0)))  # global count
         bad = jnp.where((bad < 0) & (nonfinite > 0), k, bad)
         return (u, t, bad), (u, t, diagnostics(u))

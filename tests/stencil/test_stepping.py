@@ -230,3 +230,40 @@ def test_a_fractional_step_count_is_refused_not_truncated(kwargs, name):
         sk.integrate(m, dt=1e-4, **kwargs)
     with pytest.raises(simkit.InputError, match=name):
         sk.rollout(m, dt=1e-4, **kwargs)
+
+
+@pytest.mark.parametrize("stepper", [sk.ForwardEuler(), sk.SSPRK3(), sk.RK4()], ids=lambda s: type(s).__name__)
+def test_rollout_is_the_stepper_applied_step_by_step(stepper):
+    """The compiled time loop (two steps per iteration, stages in their own buffers) computes
+    what the stepper's formula gives one step at a time: odd and even step counts, saves."""
+    from simkit.stencil.pde import Space
+
+    m = models.get("gray_scott")  # two components, periodic
+    dt, space = 1.0, Space(m.grid, m.bcs)
+    step = jax.jit(lambda t, u: stepper.step(lambda t, u: m.rhs(t, u, m.params, space), None, t, u, dt, space))
+    us, ts, _ = sk.rollout(m, dt=dt, steps=10, save_every=5, stepper=stepper)
+    u, expected = jnp.asarray(m.u0), [np.asarray(m.u0)]
+    for k in range(10):
+        u = step(k * dt, u)
+        if k % 5 == 4:
+            expected.append(np.asarray(u))
+    np.testing.assert_allclose(np.asarray(us), np.stack(expected), rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(np.asarray(ts), [0.0, 5.0, 10.0])
+
+
+@pytest.mark.parametrize("stepper", [sk.ForwardEuler(), sk.RK4()], ids=lambda s: type(s).__name__)
+def test_time_loop_writes_no_field_copy(stepper):
+    """A one-step loop copies each new field into the loop carry (a second pass over memory);
+    two steps per iteration in two buffers do not, and a `lax.cond` keeps XLA from fusing the
+    steps or stages together, also under an outer `jit` whose numbers are constants (XLA
+    then unrolls the short loop). Read from XLA's optimised HLO (benchmarks/README.md)."""
+    import re
+
+    m = models.get("heat_2d")
+    u0 = jnp.asarray(m.u0)
+    text = jax.jit(lambda u: sk.rollout(m, u0=u, dt=1e-5, steps=4, stepper=stepper)[0]).lower(u0).compile().as_text()
+    field = "f64[" + ",".join(map(str, u0.shape)) + "]"
+    computations = re.split(r"\n(?=%|ENTRY)", text)
+    inner = [c for c in computations if not c.startswith("ENTRY")]  # the entry copies u0 in, once
+    assert sum(len(re.findall(re.escape(field) + r"\{[^}]*\} copy\(", c)) for c in inner) == 0
+    assert text.count(" conditional(") >= (1 if isinstance(stepper, sk.ForwardEuler) else 4)
