@@ -157,7 +157,9 @@ def main() -> None:
     h = heat.grid.spacing[0]
     dt = 0.2 * h * h
     c = dt / (h * h)
-    steps = {"heat": 40, "numpy": 8, "numba": 40, "roll": 40, "heat_half": 100, "gs": 25}
+    # enough steps per call that a call's fixed cost (fresh output buffers: page faults of
+    # ~11 ms per 32 MB on this VM) is a few percent of it
+    steps = {"heat": 200, "numpy": 8, "numba": 200, "roll": 40, "heat_half": 400, "gs": 50}
     euler = dict(stepper=sk.ForwardEuler(), check_stability=False)
     u0 = heat.u0[0]
 
