@@ -7,7 +7,8 @@ Rows, interleaved (one call of each per round, medians over rounds; each call ru
 steps inside one compiled program or loop):
 
 - heat n x n: `simkit.stencil.integrate` (ForwardEuler, one compiled rollout); numba, one
-  thread (rows with wrapped neighbour rows, edge columns apart: no ``%`` in the inner loop);
+  thread (rows with wrapped neighbour rows, edge columns apart: no ``%`` in the inner loop), and
+  the same loop with ``prange`` over rows on all threads (XLA runs simkit's loop on all cores);
   NumPy with slices into a ghost-padded array; a plain ``jax.jit`` + ``fori_loop`` with
   ``jnp.roll``; a NumPy triad for the bandwidth.
 - roofline: one read and one write of the grid per step at the triad bandwidth measured in
@@ -101,6 +102,22 @@ def numba_kernels() -> dict[str, Callable] | None:
             u, out = out, u
         return u
 
+    @numba.njit(cache=False, parallel=True)
+    def heat_threads(u, out, c, steps):
+        # the same loop, its rows over all threads (XLA runs simkit's loop on both cores too)
+        n, m = u.shape
+        for _ in range(steps):
+            for i in numba.prange(n):
+                up = u[i - 1] if i > 0 else u[n - 1]
+                down = u[i + 1] if i < n - 1 else u[0]
+                row, o = u[i], out[i]
+                o[0] = row[0] + c * (up[0] + down[0] + row[m - 1] + row[1] - 4.0 * row[0])
+                for j in range(1, m - 1):
+                    o[j] = row[j] + c * (up[j] + down[j] + row[j - 1] + row[j + 1] - 4.0 * row[j])
+                o[m - 1] = row[m - 1] + c * (up[m - 1] + down[m - 1] + row[m - 2] + row[0] - 4.0 * row[m - 1])
+            u, out = out, u
+        return u
+
     @numba.njit(cache=False)
     def triad(a, b, c, s):
         for i in range(a.size):
@@ -111,7 +128,7 @@ def numba_kernels() -> dict[str, Callable] | None:
         for i in numba.prange(a.size):
             a[i] = b[i] + s * c[i]
 
-    return {"heat": heat, "triad": triad, "triad_threads": triad_threads}
+    return {"heat": heat, "heat_threads": heat_threads, "triad": triad, "triad_threads": triad_threads}
 
 
 def step_anatomy(model: sk.PDEModel, dt: float) -> dict:
@@ -199,6 +216,8 @@ def main() -> None:
         scratch = np.empty_like(u0)
         fns["numba heat (1 thread)"] = lambda: kernels["heat"](u0.copy(), scratch, c, steps["numba"])
         per_call["numba heat (1 thread)"] = steps["numba"]
+        fns["numba heat (all threads)"] = lambda: kernels["heat_threads"](u0.copy(), scratch, c, steps["numba"])
+        per_call["numba heat (all threads)"] = steps["numba"]
         fns["triad (1 thread)"] = lambda: kernels["triad"](a.reshape(-1), b.reshape(-1), cc.reshape(-1), 0.5)
         fns["triad (all threads)"] = lambda: kernels["triad_threads"](a.reshape(-1), b.reshape(-1), cc.reshape(-1), 0.5)
     else:
@@ -218,6 +237,7 @@ def main() -> None:
     simkit = median["simkit heat"]
     ratios = {
         "simkit / numba (goal <= 1.25)": simkit / median["numba heat (1 thread)"] if kernels else None,
+        "simkit / numba all threads": simkit / median["numba heat (all threads)"] if kernels else None,
         "numpy / simkit (goal >= 5)": median["numpy heat"] / simkit,
         "roofline / simkit (goal >= 0.5)": roofline / simkit,
         "gray-scott rk4 stage / heat euler step, same grid (goal <= 1.5)":
