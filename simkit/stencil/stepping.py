@@ -409,7 +409,7 @@ def in_own_buffer(f: Callable, x: Any) -> Any:
     leaves = [a for a in jax.tree_util.tree_leaves(x) if jnp.issubdtype(a.dtype, jnp.inexact) and a.size]
     if not leaves:
         return f(x)
-    probe = leaves[0].reshape(-1)[0]
+    probe = jax.lax.stop_gradient(leaves[0].reshape(-1)[0])
     if jnp.iscomplexobj(probe):
         probe = probe.real
 
@@ -417,7 +417,20 @@ def in_own_buffer(f: Callable, x: Any) -> Any:
         return jax.tree_util.tree_map(lambda a: jnp.full_like(a, jnp.nan) if jnp.issubdtype(a.dtype, jnp.inexact)
                                       else a, x)
 
-    return jax.lax.cond((probe != probe) | (probe == probe), f, nan_like, x)
+    return jax.lax.cond(_always_true(probe), f, nan_like, x)
+
+
+@jax.custom_batching.custom_vmap
+def _always_true(p: Any) -> Any:
+    return (p != p) | (p == p)
+
+
+@_always_true.def_vmap
+def _always_true_batched(axis_size: int, in_batched: list, p: Any) -> tuple[Any, bool]:
+    # one predicate for the whole batch: under jax.vmap a batched predicate turns the cond
+    # into a select, which XLA fuses with the stencil that reads it (2 RK4 runs at 512^2,
+    # vmapped: 3.9 s; 0.11-0.16 s this way, as before the two-buffer loop)
+    return jnp.all((p != p) | (p == p)), False
 
 
 def repeat_in_two_buffers(one: Callable, n: int, state: Any) -> Any:
