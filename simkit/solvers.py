@@ -17,12 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 import equinox as eqx
 import jax.numpy as jnp
-import lineax as lx
 import numpy as np
-import optimistix as optx
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported where used: `import simkit` does not pay for them (0.12 s)
     import diffrax as dfx
+    import lineax as lx
 
 
 def diffrax_module():
@@ -46,6 +45,8 @@ def is_diffrax_solver(obj: Any, *, cls: bool = False) -> bool:
 
 def krylov_linear_solver() -> lx.AbstractLinearSolver:
     """GMRES on Jacobian-vector products: the Newton linear solve without forming ``J``."""
+    import lineax as lx
+
     return lx.GMRES(rtol=1e-8, atol=1e-12, restart=30, stagnation_iters=30, max_steps=300)
 
 
@@ -57,6 +58,8 @@ def default_solver(stiff: bool, matrix_free: bool = False) -> dfx.AbstractSolver
     if not stiff:
         return diffrax_module().Tsit5()
     if matrix_free:
+        import optimistix as optx
+
         # Newton, not diffrax's VeryChord: a chord iteration keeps a factorisation, and a
         # Krylov solver's state (the linearised function) cannot be carried that way
         return diffrax_module().Kvaerno5(root_finder=optx.Newton(rtol=1e-3, atol=1e-6, norm=optx.rms_norm,
@@ -149,6 +152,8 @@ def newton_tolerances(rtol: Any, atol: Any) -> tuple[Any, Any]:
 
 def with_newton_tolerances(solver: Any, rtol: Any, atol: Any) -> Any:
     """``solver`` with its root finder replaced by a VeryChord using `newton_tolerances`."""
+    import optimistix as optx
+
     n_rtol, n_atol = newton_tolerances(rtol, atol)
     old = getattr(solver, "root_finder", None)
     if isinstance(old, optx.Newton):  # matrix-free default: keep Newton and its linear solver
