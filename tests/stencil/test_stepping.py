@@ -232,14 +232,27 @@ def test_a_fractional_step_count_is_refused_not_truncated(kwargs, name):
         sk.rollout(m, dt=1e-4, **kwargs)
 
 
-@pytest.mark.parametrize("stepper", [sk.ForwardEuler(), sk.SSPRK3(), sk.RK4()], ids=lambda s: type(s).__name__)
-def test_rollout_is_the_stepper_applied_step_by_step(stepper):
-    """The compiled time loop (two steps per iteration, stages in their own buffers) computes
-    what the stepper's formula gives one step at a time: odd and even step counts, saves."""
-    from simkit.stencil.pde import Space
+def _large_heat():
+    """A field of `LARGE_FIELD` values (128^2), periodic: the two-buffer forms."""
+    grid = sk.Grid((128, 128), 0.0, 1.0)
+    u0 = np.random.default_rng(0).random((1,) + grid.shape)
+    return sk.PDEModel(rhs=pt.diffusion_rhs, grid=grid, bcs=sk.Periodic(), params={"diffusivity": 0.1}, u0=u0,
+                       name="heat_128")
 
-    m = models.get("gray_scott")  # two components, periodic
-    dt, space = 1.0, Space(m.grid, m.bcs)
+
+@pytest.mark.parametrize("name, dt", [("gray_scott", 1.0), ("heat_2d", 1e-4)])
+@pytest.mark.parametrize("stepper", [sk.ForwardEuler(), sk.SSPRK3(), sk.RK4()], ids=lambda s: type(s).__name__)
+def test_rollout_is_the_stepper_applied_step_by_step(stepper, name, dt):
+    """The compiled time loop computes what the stepper's formula gives one step at a time
+    (odd and even step counts, saves): on a large field (gray_scott, 2 x 128^2 values: two
+    steps per iteration, stages in their own buffers) and a small one (heat_2d, 64^2: one
+    step per iteration, stages in a loop)."""
+    from simkit.stencil.pde import Space
+    from simkit.stencil.stepping import LARGE_FIELD
+
+    m = models.get(name)
+    assert (np.size(m.u0) >= LARGE_FIELD) == (name == "gray_scott")
+    space = Space(m.grid, m.bcs)
     step = jax.jit(lambda t, u: stepper.step(lambda t, u: m.rhs(t, u, m.params, space), None, t, u, dt, space))
     us, ts, _ = sk.rollout(m, dt=dt, steps=10, save_every=5, stepper=stepper)
     u, expected = jnp.asarray(m.u0), [np.asarray(m.u0)]
@@ -248,7 +261,7 @@ def test_rollout_is_the_stepper_applied_step_by_step(stepper):
         if k % 5 == 4:
             expected.append(np.asarray(u))
     np.testing.assert_allclose(np.asarray(us), np.stack(expected), rtol=1e-13, atol=1e-15)
-    np.testing.assert_allclose(np.asarray(ts), [0.0, 5.0, 10.0])
+    np.testing.assert_allclose(np.asarray(ts), [0.0, 5 * dt, 10 * dt])
 
 
 @pytest.mark.parametrize("stepper", [sk.ForwardEuler(), sk.RK4()], ids=lambda s: type(s).__name__)
@@ -259,7 +272,7 @@ def test_time_loop_writes_no_field_copy(stepper):
     then unrolls the short loop). Read from XLA's optimised HLO (benchmarks/README.md)."""
     import re
 
-    m = models.get("heat_2d")
+    m = _large_heat()
     u0 = jnp.asarray(m.u0)
     text = jax.jit(lambda u: sk.rollout(m, u0=u, dt=1e-5, steps=4, stepper=stepper)[0]).lower(u0).compile().as_text()
     field = "f64[" + ",".join(map(str, u0.shape)) + "]"
@@ -273,7 +286,7 @@ def test_vmapped_rollout_keeps_its_steps_apart_and_equals_its_members():
     """Under `jax.vmap` the steps' `lax.cond` stays a conditional (one predicate for the
     batch; a batched one turns it into a select that XLA fuses: 25x slower, measured), and
     values and gradients are the members' own."""
-    m = models.get("heat_2d")
+    m = _large_heat()
     members = jnp.stack([jnp.asarray(m.u0), 0.5 * jnp.asarray(m.u0) + 0.1])
 
     def final(u, d=0.1):
@@ -287,3 +300,17 @@ def test_vmapped_rollout_keeps_its_steps_apart_and_equals_its_members():
     loss = lambda d: jnp.sum(jax.vmap(lambda u: final(u, d)[-1])(members) ** 2)
     grad_one = jax.jit(jax.grad(lambda d, u: jnp.sum(final(u, d)[-1] ** 2)))
     np.testing.assert_allclose(jax.grad(loss)(0.1), sum(grad_one(0.1, u) for u in members), rtol=1e-12)
+
+
+@pytest.mark.parametrize("stepper", [sk.ForwardEuler(), sk.SSPRK3(), sk.RK4()], ids=lambda s: type(s).__name__)
+def test_compact_and_two_buffer_forms_agree(stepper, monkeypatch):
+    """Below `LARGE_FIELD` values the loop and the stages take their compact forms; the same
+    operations in the same order, so both forms give the same fields (rounding apart)."""
+    from simkit.stencil import stepping
+
+    m = models.get("heat_2d")
+    run = lambda: np.asarray(sk.rollout(m, dt=1e-4, steps=7, save_every=7, stepper=stepper)[0])
+    compact = run()
+    monkeypatch.setattr(stepping, "LARGE_FIELD", 1)
+    jax.clear_caches()  # the compiled rollout does not key on the module constant
+    np.testing.assert_allclose(run(), compact, rtol=1e-14, atol=1e-15)
