@@ -422,12 +422,13 @@ class RolloutProgram:
 
 LARGE_FIELD = 16_384
 """Values in a field (per device) from which the time loop runs two steps per iteration and
-SSPRK3/RK4 compute each stage in a buffer of its own. Below it the loop-carry copy is a
-pass over a field in cache, and the compact forms (one step per iteration, stages in a loop)
-compile 1.5-3x faster: measured per step, old compact form against the new one, 64^2 heat
-RK4 61 against 29 us but compile 0.21 against 0.44 s, Gray-Scott 64^2 RK4 74 against 70 us
-(compile 0.25 against 0.80 s); from 128^2 the new form wins, 2.8x for heat RK4 at 128^2 and
-7x at 256^2 (benchmarks/README.md)."""
+SSPRK3/RK4 compute each stage in a buffer of its own. Below it the compact forms (one step
+per iteration, stages in a loop: one copy of the rhs in the program, not up to 12) compile
+1.5-3x faster, and their loop-carry copies are passes over a field in cache. Measured at
+64^2, compact against two-buffer form: Gray-Scott RK4 74 against 70 us per step, compile
+0.25 against 0.80 s; heat RK4 61 against 29 us, compile 0.21 against 0.44 s (the two-buffer
+form pays off after about 7,000 steps there). From 128^2 the two-buffer form wins by far:
+heat RK4 2.8x at 128^2, 7x at 256^2 (benchmarks/README.md)."""
 
 
 def in_own_buffer(f: Callable, x: Any) -> Any:
