@@ -201,8 +201,9 @@ def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True,
         "## Library models against SciPy",
         "",
         "Each model solved by `simkit.solve` with each applicable solver (simkit's kernels "
-        "Tsit5, DOPRI5, DOP853 and diffrax's Tsit5 for non-stiff models; simkit's Rodas5P (the default "
-        "for small stiff models), Rodas4 and diffrax's Kvaerno5 for stiff ones) at the tolerances shown, and by SciPy `solve_ivp` "
+        "Tsit5, DOPRI5, DOP853 and diffrax's Tsit5 for non-stiff models; simkit's Rodas5P (the "
+        "default for small stiff models), Rodas4 and diffrax's Kvaerno5 for stiff ones) at the "
+        "tolerances shown, and by SciPy `solve_ivp` "
         "(DOP853 at rtol 1e-13, or Radau with the `jax.jacfwd` Jacobian at rtol 1e-12 for stiff models). "
         "Error: `max |y - y_ref| / (atol + rtol |y_ref|)` over 41 save times; `bound` is 3x the "
         "factor measured for that model and solver (see `simkit/validation/cases.py`).",
