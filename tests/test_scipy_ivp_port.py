@@ -51,6 +51,7 @@ KERNELS = {"Tsit5": simkit.Tsit5(), "DOPRI5": simkit.DOPRI5(), "DOP853": simkit.
 DIFFRAX = {"diffrax.Tsit5": diffrax.Tsit5(), "diffrax.Kvaerno5": diffrax.Kvaerno5()}
 SOLVERS = {**KERNELS, **DIFFRAX}
 SWITCHING = {"AutoSwitch": simkit.AutoSwitch()}  # SciPy's LSODA case only (test_integration_stiff)
+BY_NAME = {**SOLVERS, **SWITCHING}
 IMPLICIT = ("Rodas5P", "diffrax.Kvaerno5")
 # Beyond the fun_rational core (every solver), a case runs on one solver per code path, so that
 # the file compiles few programs: DOPRI5 (simkit's explicit Runge-Kutta kernel, the method of
@@ -241,7 +242,7 @@ def solve_at(t_span, solver, saveat, **kwargs):
 def solve(model, t_span, solver, **kwargs):
     kwargs.setdefault("rtol", RTOL)
     kwargs.setdefault("atol", ATOL)
-    sol = simkit.solve(model, t_span, solver={**SOLVERS, **SWITCHING}[solver], max_steps=MAX_STEPS, **kwargs)
+    sol = simkit.solve(model, t_span, solver=BY_NAME[solver], max_steps=MAX_STEPS, **kwargs)
     return dataclasses.replace(sol, ts=np.asarray(sol.ts), ys=np.asarray(sol.ys), status=int(sol.status))
 
 
