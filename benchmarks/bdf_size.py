@@ -7,6 +7,9 @@ u = 1 + sin(2 pi x), v = 3, Dirichlet ends), t in [0, 10], N grid points: 2N sta
 (default N = 50, 200, 800, 1600: 100, 400, 1600, 3200 states; stiffness ~ alpha (N + 1)^2), rtol = atol =
 1e-6. Rows:
 
+* simkit.BDF with the same ``jac_sparsity`` pattern as SciPy's row (reordered into a band,
+  Jacobian by one Jacobian-vector product per band diagonal, banded LU:
+  `simkit.kernels.banded`);
 * simkit.BDF, dense (Jacobian by ``jax.jacfwd``, LAPACK LU above `SMALL_SYSTEM` states);
 * simkit.BDF, matrix-free (``linear_solver="krylov"``: GMRES on Jacobian-vector products,
   no preconditioner: this model is a plain `ODEModel`);
@@ -103,6 +106,7 @@ def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--sizes", default="50,200,800,1600", help="grid points N (2N states)")
+    parser.add_argument("--dense-max", type=int, default=3200, help="largest state count run with the dense BDF")
     parser.add_argument("--rodas-max", type=int, default=400, help="largest state count run with Rodas5P")
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "bdf_size.json"))
     args = parser.parse_args(argv)
@@ -117,9 +121,12 @@ def main(argv=None) -> dict:
         ref = scipy.integrate.solve_ivp(f_np, (0.0, T1), y0, method="Radau", rtol=1e-10, atol=1e-10,
                                         jac_sparsity=pattern).y[:, -1]
 
-        simkit_rows = {"simkit BDF (dense)": simkit.BDF(linear_solver="dense"),
+        simkit_rows = {"simkit BDF (banded, jac_sparsity)": simkit.BDF(jac_sparsity=pattern),
+                       "simkit BDF (dense)": simkit.BDF(linear_solver="dense"),
                        "simkit BDF (matrix-free, no preconditioner)": simkit.BDF(linear_solver="krylov"),
                        "simkit default": None}
+        if states > args.dense_max:
+            del simkit_rows["simkit BDF (dense)"]
         if states <= args.rodas_max:
             simkit_rows["simkit Rodas5P"] = simkit.Rodas5P()
         calls, first, sols = {}, {}, {}

@@ -257,6 +257,9 @@ def choose_solver(model: ODEModel, solver: Any, saveat: SaveAt, n_states: int, c
         raise InputTypeError(f"solver must be a simkit kernel (simkit.Tsit5(), simkit.Rodas4(), ...) or a "
                              f"diffrax solver object, got {solver!r}")
     if isinstance(solver, BDF):
+        if solver.jac_sparsity is not None and solver._band.n != n_states:
+            raise ShapeError(f"{solver!r}: jac_sparsity is {solver._band.n} x {solver._band.n} but model "
+                             f"{model.name!r} has {n_states} states")
         solver = solver.with_model_preconditioner(model.preconditioner)
     if complex_state and getattr(solver, "stiff", False):
         raise InputTypeError(f"{solver!r} does not support complex states (its Jacobian and LU are real); "

@@ -38,6 +38,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import scipy.sparse
 from numpy.testing import assert_allclose, assert_equal
 
 import simkit
@@ -114,10 +115,11 @@ DELIBERATE_DIFFERENCES = {
     # -- SciPy internals with no simkit counterpart (not ported) ------------------------------------
     "test_integration[vectorized, jac, jac_sparse]": (
         "not applicable: simkit's rhs is one sample (vmap for batches) and Jacobians come from jax.jacfwd; "
-        "there is no vectorized=, jac= or jac_sparsity= option."),
-    "test_integration_sparse_difference": (
-        "not applicable: needs jac_sparsity= (simkit's implicit solvers use dense jacfwd Jacobians for small "
-        "systems and matrix-free Newton-Krylov, with the model's preconditioner, for large ones)."),
+        "there is no vectorized= or jac= option (jac_sparsity= is simkit.BDF's, ported in "
+        "test_integration_sparse_difference)."),
+    "test_integration_sparse_difference[Radau]": (
+        "ported for simkit.BDF(jac_sparsity=...) (SciPy's BDF case); simkit.RadauIIA5 takes no sparsity pattern "
+        "(dense Jacobian and LU), so SciPy's Radau case is not run."),
     "test_integration_const_jac[jac=J, J_sparse]": (
         "not applicable: no jac= option; the constant Jacobian of fun_linear is what jacfwd returns (the problem "
         "itself is ported with Rodas5P and diffrax.Kvaerno5)."),
@@ -343,6 +345,53 @@ def test_integration_stiff(solver):
     if "num_rhs" in res.stats:
         assert int(res.stats["num_rhs"]) < 5000, res.stats
     assert int(res.stats["num_steps"]) < 500, res.stats
+
+
+def fun_medazko(t, y, p):
+    """SciPy's test problem MEDAKZO (the IVP test set), written with jax.numpy."""
+    n = y.shape[0] // 2
+    k, c = 100.0, 4.0
+    phi = jnp.where(t <= 5, 2.0, 0.0)
+    y = jnp.concatenate([jnp.stack([phi, jnp.zeros_like(phi)]), y, y[-2:-1]])
+    d = 1 / n
+    j = np.arange(n) + 1
+    alpha = 2 * (j * d - 1) ** 3 / c ** 2
+    beta = (j * d - 1) ** 4 / c ** 2
+    j_2_p1, j_2_m3, j_2_m1, j_2 = 2 * j + 2, 2 * j - 2, 2 * j, 2 * j + 1
+    even = (alpha * (y[j_2_p1] - y[j_2_m3]) / (2 * d) + beta * (y[j_2_m3] - 2 * y[j_2_m1] + y[j_2_p1]) / d ** 2
+            - k * y[j_2_m1] * y[j_2])
+    odd = -k * y[j_2] * y[j_2_m1]
+    return jnp.stack([even, odd], axis=1).reshape(-1)
+
+
+def medazko_sparsity(n):
+    """SciPy's pattern for fun_medazko (rows, columns as its test builds them)."""
+    i, o = np.arange(n) * 2, np.arange(n) * 2 + 1
+    rows = np.concatenate([i[1:], i, i, i[:-1], o, o])
+    cols = np.concatenate([i[1:] - 2, i, i + 1, i[:-1] + 2, o, o - 1])
+    return scipy.sparse.coo_matrix((np.ones_like(rows), (rows, cols)), shape=(2 * n, 2 * n))
+
+
+def test_integration_sparse_difference():
+    n = 200
+    y0 = np.zeros(2 * n)
+    y0[1::2] = 1
+    model = simkit.ODEModel(rhs=fun_medazko, params={}, y0=y0, stiff=True, name="medazko",
+                            state_names=tuple(f"y{i}" for i in range(2 * n)))
+    res = simkit.solve(model, (0.0, 20.0), saveat=2, rtol=RTOL, atol=ATOL,
+                       solver=simkit.BDF(jac_sparsity=medazko_sparsity(n)))
+    assert res.ok and int(res.status) == Status.SUCCESS and res.t_events == []
+    assert_equal(float(res.ts[0]), 0.0)
+    assert "band" in res.solver_name and "num_lu_decompositions" in res.stats
+    y = np.asarray(res.ys[-1])
+    assert_allclose(y[78], 0.233994e-3, rtol=1e-2)
+    assert_allclose(y[79], 0, atol=1e-3)
+    assert_allclose(y[148], 0.359561e-3, rtol=1e-2)
+    assert_allclose(y[149], 0, atol=1e-3)
+    assert_allclose(y[198], 0.117374129e-3, rtol=1e-2)
+    assert_allclose(y[199], 0.6190807e-5, atol=1e-3)
+    assert_allclose(y[238], 0, atol=1e-3)
+    assert_allclose(y[239], 0.9999997, rtol=1e-2)
 
 
 def _events_solve(solver, t_span, y0, t_stop, saveat=None):

@@ -48,6 +48,7 @@ import numpy as np
 from jax import lax
 
 from ..errors import ShapeError
+from .banded import BandStructure, banded_factor, banded_jacobian, banded_solve, check_pattern_size
 from .gmres import gmres
 from .linalg import factor, solve
 from .methods import _rms, _scale
@@ -183,17 +184,49 @@ class BDFMethod:
     order = MAX_ORDER
     error_order = MAX_ORDER  # unused by the loop: the step size is this method's own
 
-    def __init__(self, linear_solver: str = "auto", preconditioner=None, krylov_dim: int = KRYLOV_DIM):
+    def __init__(self, linear_solver: str = "auto", preconditioner=None, krylov_dim: int = KRYLOV_DIM,
+                 band: BandStructure | None = None):
         self.rhs_per_step = 1  # per Newton iteration; the count travels in ``work``
         self.linear_solver = linear_solver
         self.preconditioner = preconditioner
         self.krylov_dim = krylov_dim
+        self.band = band
+
+    def linear_kind(self, n: int) -> str:
+        """How a system of ``n`` states is solved (static): ``"dense"``, ``"banded"`` (a
+        sparsity pattern was given) or ``"krylov"`` (matrix-free)."""
+        if self.linear_solver != "auto":
+            return self.linear_solver
+        if self.band is not None:
+            return "banded"
+        return "krylov" if n > (DENSE_MAX_STATES if self.preconditioner is None else PRECONDITIONED_DENSE_MAX_STATES) \
+            else "dense"
 
     def krylov(self, n: int) -> bool:
         """Whether a system of ``n`` states is solved matrix-free (static)."""
-        if self.linear_solver != "auto":
-            return self.linear_solver == "krylov"
-        return n > (DENSE_MAX_STATES if self.preconditioner is None else PRECONDITIONED_DENSE_MAX_STATES)
+        return self.linear_kind(n) == "krylov"
+
+    # -- the Jacobian and the factors of I - c J: dense, or banded (a sparsity pattern) --
+
+    def _jacobian(self, fun, y):
+        if self.linear_kind(y.shape[0]) == "banded":
+            check_pattern_size(self.band, y.shape[0], "BDF")
+            return banded_jacobian(fun, y, self.band)
+        return jax.jacfwd(fun)(y)
+
+    def _jacobian_cost(self, n: int) -> int:
+        """rhs evaluations per Jacobian (a JVP counted as one)."""
+        return self.band.width if self.linear_kind(n) == "banded" else n
+
+    def _factor(self, jac, c):
+        if self.linear_kind(jac.shape[0]) == "banded":
+            return banded_factor(jac, c, self.band)
+        return factor(jnp.eye(jac.shape[0], dtype=jac.dtype) - c * jac)
+
+    def _solve(self, lu, b):
+        if self.linear_kind(b.shape[0]) == "banded":
+            return banded_solve(lu, b, self.band)
+        return solve(lu, b)
 
     def init(self, rhs, t0, y0, params):
         return rhs(t0, y0, params)
@@ -206,9 +239,10 @@ class BDFMethod:
         if self.krylov(n):
             lin = dict(num_jac=zero, num_lin=zero)
         else:
+            jac0 = jax.eval_shape(lambda y: self._jacobian(lambda v: v, y), y0)
             lu0 = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype),
-                                         jax.eval_shape(factor, jax.ShapeDtypeStruct((n, n), dtype)))
-            lin = dict(jac=jnp.zeros((n, n), dtype), want_jac=jnp.asarray(True), jac_current=jnp.asarray(False),
+                                         jax.eval_shape(self._factor, jac0, jnp.asarray(0.0, dtype)))
+            lin = dict(jac=jnp.zeros(jac0.shape, dtype), want_jac=jnp.asarray(True), jac_current=jnp.asarray(False),
                        lu=lu0, lu_c=jnp.asarray(0.0, dtype), num_jac=zero, num_lu=zero)
         return dict(D=jnp.zeros((ROWS, n), dtype), h_D=jnp.asarray(0.0, dtype), order=jnp.asarray(1, jnp.int32),
                     n_equal=zero, first=jnp.asarray(True), lin=lin)
@@ -316,16 +350,15 @@ class BDFMethod:
         one at the predictor (SciPy's BDF). Returns the Newton state, the new linear-algebra
         state and the rhs evaluations (one per Newton iteration, ``n`` per Jacobian)."""
         n, dtype = y.shape[0], y.dtype
-        eye = jnp.eye(n, dtype=dtype)
         one, zero = jnp.asarray(1, jnp.int32), jnp.asarray(0, jnp.int32)
 
         def run(r):
             jac = lax.cond(r["need_jac"],
-                           lambda: lax.stop_gradient(jax.jacfwd(lambda yy: rhs(r["t_jac"], yy, params))(r["y_jac"])),
+                           lambda: lax.stop_gradient(self._jacobian(lambda yy: rhs(r["t_jac"], yy, params), r["y_jac"])),
                            lambda: r["jac"])
-            lu = lax.cond(r["need_lu"], lambda: jax.tree_util.tree_map(lax.stop_gradient, factor(eye - c_lu * jac)),
+            lu = lax.cond(r["need_lu"], lambda: jax.tree_util.tree_map(lax.stop_gradient, self._factor(jac, c_lu)),
                           lambda: r["lu"])
-            s = newton(lambda b: (solve(lu, b), zero))
+            s = newton(lambda b: (self._solve(lu, b), zero))
             retry = ~s["converged"] & ~r["jac_current"]
             return dict(
                 jac=jac, lu=lu, jac_current=r["jac_current"] | retry, need_jac=retry, need_lu=retry,
@@ -344,7 +377,7 @@ class BDFMethod:
         r = lax.while_loop(lambda r: ~r["done"], run, r0)
         new = dict(jac=r["jac"], want_jac=jnp.asarray(False), jac_current=r["jac_current"], lu=r["lu"], lu_c=c_lu,
                    num_jac=r["num_jac"], num_lu=r["num_lu"])
-        return r["s"], new, r["iters"] + r["num_jac"] * n
+        return r["s"], new, r["iters"] + r["num_jac"] * self._jacobian_cost(n)
 
     def _newton_krylov(self, newton, rhs, t_new, y_predict, params, c_lu, scale, newton_tol):
         """The matrix-free Newton solve: ``J`` linearised at the predictor (one rhs

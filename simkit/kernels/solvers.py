@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from .banded import band_structure
 from .bdf import KRYLOV_DIM, BDFMethod
 from .methods import DOP853Method, ExplicitRK, Rosenbrock
 from .radau import RadauIIA5Method
@@ -287,8 +288,12 @@ class BDF(AbstractKernel):
     s for SciPy's BDF with ``jac_sparsity``; at 66,248 states 6 s against SciPy's 200+ s
     (``benchmarks/stiff_mol.py``). Without a preconditioner GMRES needs many iterations on
     very stiff problems (1-D Brusselator of 3,200 states: 2.9 s, SciPy's sparse LU 0.13 s;
-    ``benchmarks/bdf_size.py``): pass one, or ``linear_solver="dense"`` for a few thousand
-    states whose Jacobian is dense (large reaction networks). On small systems at tight
+    ``benchmarks/bdf_size.py``): pass one, or the Jacobian's sparsity pattern
+    (``jac_sparsity``, as SciPy's): the states are then reordered into a band (reverse
+    Cuthill-McKee), the Jacobian costs ``kl + ku + 1`` Jacobian-vector products instead of
+    ``n`` and ``I - c J`` a banded LU with partial pivoting (`simkit.kernels.banded`), O(n)
+    memory; or ``linear_solver="dense"`` for a few thousand states whose Jacobian is dense
+    (large reaction networks). On small systems at tight
     tolerances `Rodas5P` or `RadauIIA5` take far fewer steps. The order reached and the
     Jacobians with the LU factorisations (dense) or the GMRES iterations (matrix-free) are
     in ``Solution.stats`` (``final_order``, ``num_jacobians``, ``num_lu_decompositions`` or
@@ -297,9 +302,10 @@ class BDF(AbstractKernel):
 
     Parameters
     ----------
-    linear_solver : {"auto", "dense", "krylov"}
-        How the Newton iteration solves with ``I - c J``: ``"auto"`` dense up to 256
-        states (100 with a preconditioner) and matrix-free above, or either one always.
+    linear_solver : {"auto", "dense", "banded", "krylov"}
+        How the Newton iteration solves with ``I - c J``: ``"auto"`` banded when
+        ``jac_sparsity`` is given, else dense up to 256 states (100 with a preconditioner)
+        and matrix-free above; or one of them always (``"banded"`` needs ``jac_sparsity``).
     preconditioner : callable, "model" or None
         For the matrix-free solves: ``preconditioner(t, y, params, c)`` returns a function
         ``v -> M^{-1} v`` with ``M`` an approximation of ``I - c J(t, y)`` (shape
@@ -309,12 +315,19 @@ class BDF(AbstractKernel):
     krylov_dim : int
         The largest Krylov space of one GMRES solve (default 30): its iterations and its
         memory, ``krylov_dim + 1`` vectors of the state's size.
+    jac_sparsity : array_like or scipy.sparse matrix, shape (n_states, n_states), optional
+        Nonzero where ``d rhs_i / d y_j`` may be nonzero (SciPy's ``jac_sparsity``); the
+        diagonal is always included. The band found is in the solver's repr
+        (``band kl+ku``); a pattern that misses a nonzero gives a wrong Jacobian, which
+        slows Newton's convergence (smaller steps) but is not used to judge accuracy.
 
     Raises
     ------
     InputError
-        An unknown ``linear_solver``, a ``krylov_dim`` below 1, or a ``preconditioner`` that
-        is not callable, ``"model"`` or None.
+        An unknown ``linear_solver``, ``"banded"`` without ``jac_sparsity``, a pattern that
+        is not square, a ``krylov_dim`` below 1, or a ``preconditioner`` that is not
+        callable, ``"model"`` or None. `simkit.solve` raises `simkit.errors.ShapeError`
+        when the pattern's size is not the model's state count.
 
     Examples
     --------
@@ -331,9 +344,12 @@ class BDF(AbstractKernel):
 
     stiff = True
 
-    def __init__(self, linear_solver: str = "auto", preconditioner: Any = "model", krylov_dim: int = KRYLOV_DIM):
-        if linear_solver not in ("auto", "dense", "krylov"):
-            raise InputError(f"BDF: linear_solver must be 'auto', 'dense' or 'krylov', got {linear_solver!r}")
+    def __init__(self, linear_solver: str = "auto", preconditioner: Any = "model", krylov_dim: int = KRYLOV_DIM,
+                 jac_sparsity: Any = None):
+        if linear_solver not in ("auto", "dense", "banded", "krylov"):
+            raise InputError(f"BDF: linear_solver must be 'auto', 'dense', 'banded' or 'krylov', got {linear_solver!r}")
+        if linear_solver == "banded" and jac_sparsity is None:
+            raise InputError("BDF: linear_solver='banded' needs jac_sparsity, the (n, n) pattern of the Jacobian")
         if not isinstance(krylov_dim, (int, np.integer)) or isinstance(krylov_dim, bool) or krylov_dim < 1:
             raise InputError(f"BDF: krylov_dim must be a positive integer, got {krylov_dim!r}")
         if not (preconditioner is None or _is_model(preconditioner) or callable(preconditioner)):
@@ -342,9 +358,11 @@ class BDF(AbstractKernel):
         self.linear_solver = linear_solver
         self.preconditioner = preconditioner
         self.krylov_dim = int(krylov_dim)
+        self.jac_sparsity = jac_sparsity
+        self._band = None if jac_sparsity is None else band_structure(jac_sparsity)
 
     def _key(self) -> tuple:
-        return (type(self).__name__, self.linear_solver, self.preconditioner, self.krylov_dim)
+        return (type(self).__name__, self.linear_solver, self.preconditioner, self.krylov_dim, self._band)
 
     def __eq__(self, other: object) -> bool:
         return type(self) is type(other) and self._key() == other._key()
@@ -361,6 +379,8 @@ class BDF(AbstractKernel):
             args.append(f"preconditioner={getattr(self.preconditioner, '__name__', repr(self.preconditioner))}")
         if self.krylov_dim != KRYLOV_DIM:
             args.append(f"krylov_dim={self.krylov_dim}")
+        if self._band is not None:
+            args.append(f"jac_sparsity=<{self._band.n}x{self._band.n}, band {self._band.kl}+{self._band.ku}>")
         return f"simkit.BDF({', '.join(args)})"
 
     def with_model_preconditioner(self, model_preconditioner: Any) -> BDF:
@@ -369,13 +389,14 @@ class BDF(AbstractKernel):
         if not _is_model(self.preconditioner):
             return self
         out = BDF(self.linear_solver, None, self.krylov_dim)
+        out.jac_sparsity, out._band = self.jac_sparsity, self._band
         out.preconditioner = model_preconditioner
         out._label = repr(self)
         return out
 
     def method(self):
         pre = None if _is_model(self.preconditioner) else self.preconditioner
-        return BDFMethod(self.linear_solver, pre, self.krylov_dim)
+        return BDFMethod(self.linear_solver, pre, self.krylov_dim, self._band)
 
     def order(self) -> int:
         """Order of the method: 5, the highest order it uses (it starts at 1).

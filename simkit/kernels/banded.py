@@ -1,0 +1,228 @@
+"""Banded Jacobians and banded LU for stiff systems with a known sparsity pattern.
+
+For the middle range of `simkit.BDF` (a few hundred to tens of thousands of states), where a
+dense ``n x n`` Jacobian and LU cost O(n^2) memory and O(n^3) work and matrix-free GMRES
+needs a preconditioner to converge: the user gives the Jacobian's sparsity pattern, as
+SciPy's ``jac_sparsity``, and
+
+* `band_structure` reorders the states by reverse Cuthill-McKee (SciPy's
+  ``scipy.sparse.csgraph.reverse_cuthill_mckee``, at trace time) so that every nonzero lies
+  within ``kl`` diagonals below and ``ku`` above the main one;
+* `banded_jacobian` evaluates the band with ``kl + ku + 1`` Jacobian-vector products instead
+  of ``n`` (a column colouring: in the reordered matrix, columns ``j`` and ``j'`` with
+  ``j = j' mod (kl + ku + 1)`` share no row);
+* `banded_factor` and `banded_solve` factor ``I - c J`` with partial pivoting in blocks of
+  ``m >= max(kl, ku)`` states: the matrix is then block tridiagonal, and each block step
+  factors a ``2m x m`` panel (LAPACK's LU through ``jax.lax.linalg.lu``), which holds every
+  row a pivot can come from, so the pivots are those of LAPACK's banded ``gbtrf``. A
+  ``lax.scan`` over ``n / m`` blocks: O(n m^2) work and O(n m) memory.
+
+Storage: the band ``R`` of a matrix ``A`` (reordered) is ``(n, kl + ku + 1)`` with
+``R[i, d] = A[i, i - kl + d]`` (zero outside the matrix).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from ..errors import InputError
+
+MIN_BLOCK = 16  # the smallest block: fewer, larger LAPACK calls where the band is narrow
+
+
+@dataclass(frozen=True, eq=False)
+class BandStructure:
+    """A sparsity pattern's reordering and band (static: part of the compiled program).
+
+    Attributes
+    ----------
+    n : int
+        Number of states.
+    perm : numpy.ndarray
+        ``(n,)`` int: the reordered state ``i`` is the model's state ``perm[i]``.
+    kl, ku : int
+        Diagonals below and above the main one holding every nonzero after reordering.
+    block : int
+        The block size of `banded_factor`, ``max(kl, ku, MIN_BLOCK)`` but at most ``n``.
+    digest : str
+        A hash of the pattern (equality and hashing of the solver that holds it).
+    """
+
+    n: int
+    perm: np.ndarray
+    kl: int
+    ku: int
+    block: int
+    digest: str
+
+    @property
+    def width(self) -> int:
+        """``kl + ku + 1``: the band's width, and the Jacobian-vector products per Jacobian."""
+        return self.kl + self.ku + 1
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, BandStructure) and (self.digest, self.block) == (other.digest, other.block)
+
+    def __hash__(self) -> int:
+        return hash((self.digest, self.block))
+
+
+def _bandwidths(rows: np.ndarray, cols: np.ndarray, order: np.ndarray) -> tuple[int, int]:
+    where = np.empty_like(order)
+    where[order] = np.arange(order.size)
+    d = where[rows] - where[cols]
+    return int(max(d.max(), 0)), int(max(-d.min(), 0))
+
+
+def band_structure(pattern) -> BandStructure:
+    """The reordering and band of a Jacobian sparsity pattern.
+
+    Parameters
+    ----------
+    pattern : array_like or scipy.sparse matrix, shape (n, n)
+        Nonzero (or True) where ``d rhs_i / d y_j`` may be nonzero, as SciPy's
+        ``jac_sparsity``. The diagonal is always included.
+
+    Returns
+    -------
+    BandStructure
+        Reverse Cuthill-McKee order of the symmetrised pattern, or the states' own order
+        where that band is narrower.
+
+    Raises
+    ------
+    InputError
+        A pattern that is not a square 2-D array.
+    """
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import reverse_cuthill_mckee
+
+    a = sp.coo_matrix(pattern) if sp.issparse(pattern) else sp.coo_matrix(np.asarray(pattern))
+    if a.ndim != 2 or a.shape[0] != a.shape[1] or a.shape[0] == 0:
+        raise InputError(f"jac_sparsity must be a square (n, n) pattern, got shape {a.shape}")
+    n = a.shape[0]
+    keep = a.data != 0
+    rows = np.concatenate([a.row[keep], np.arange(n)]).astype(np.int64)
+    cols = np.concatenate([a.col[keep], np.arange(n)]).astype(np.int64)
+    sym = sp.csr_matrix((np.ones(2 * rows.size), (np.concatenate([rows, cols]), np.concatenate([cols, rows]))),
+                        shape=(n, n))
+    rcm = np.asarray(reverse_cuthill_mckee(sym, symmetric_mode=True), dtype=np.int64)
+    natural = np.arange(n)
+    kl_r, ku_r = _bandwidths(rows, cols, rcm)
+    kl_n, ku_n = _bandwidths(rows, cols, natural)
+    perm, kl, ku = (natural, kl_n, ku_n) if kl_n + ku_n <= kl_r + ku_r else (rcm, kl_r, ku_r)
+    block = min(n, max(kl, ku, MIN_BLOCK))
+    digest = hashlib.sha1(np.stack([rows, cols]).tobytes() + str(n).encode()).hexdigest()
+    return BandStructure(n=n, perm=perm, kl=kl, ku=ku, block=block, digest=digest)
+
+
+def _band_index(s: BandStructure) -> tuple[np.ndarray, np.ndarray]:
+    """For ``R[i, d]``: the colour of its column ``i - kl + d`` and whether it is inside the matrix."""
+    i = np.arange(s.n)[:, None]
+    j = i - s.kl + np.arange(s.width)[None, :]
+    return np.mod(j, s.width), (j >= 0) & (j < s.n)
+
+
+def banded_jacobian(fun, y, s: BandStructure):
+    """The band ``R`` (reordered, ``(n, kl + ku + 1)``) of the Jacobian of ``fun`` at ``y``,
+    by ``kl + ku + 1`` Jacobian-vector products (batched), one per column colour."""
+    n, w = s.n, s.width
+    colour = np.arange(n) % w  # of the reordered columns
+    seeds = np.zeros((w, n))
+    seeds[colour, s.perm] = 1.0  # the seed of colour c, in the model's order
+    seeds = jnp.asarray(seeds, y.dtype)
+    compressed = jax.vmap(lambda v: jax.jvp(fun, (y,), (v,))[1])(seeds)  # (w, n), model's rows
+    compressed = compressed[:, s.perm].T  # (n, w): reordered rows
+    col, inside = _band_index(s)
+    return jnp.where(inside, jnp.take_along_axis(compressed, jnp.asarray(col), axis=1), 0.0)
+
+
+def _blocks(band, s: BandStructure):
+    """``(B, D, C)``: the sub-diagonal, diagonal and super-diagonal ``m x m`` blocks of the
+    banded matrix (``nb + 1`` block rows: the last is an identity block, a step's partner
+    for the last real one); the states past ``n`` are identity rows."""
+    n, m, w = s.n, s.block, s.width
+    nb = -(-n // m)
+    pad = (nb + 1) * m - n
+    eye_rows = jnp.zeros((pad, w), band.dtype).at[:, s.kl].set(1.0)
+    rb = jnp.concatenate([band, eye_rows]).reshape(nb + 1, m, w)
+    a = np.arange(m)[:, None]
+    c = np.arange(m)[None, :]
+    out = []
+    for offset in (-1, 0, 1):
+        d = offset * m + c - a + s.kl
+        valid = (d >= 0) & (d < w)
+        out.append(jnp.where(valid, rb[:, a, np.clip(d, 0, w - 1)], 0.0))
+    return out
+
+
+def banded_factor(band, c, s: BandStructure):
+    """Factors of ``I - c A`` (``A`` given by its reordered band ``(n, kl + ku + 1)``) for
+    `banded_solve`: per block step, the forward elimination as one ``2m x 2m`` matrix
+    (row order, ``L^-1``, and ``U^-1`` of the diagonal block) and the back substitution's
+    coupling to the next two blocks, ``U1^-1 U12`` (``m x 2m``)."""
+    m = s.block
+    eye = jnp.zeros((1, s.width), band.dtype).at[0, s.kl].set(1.0)
+    B, D, C = _blocks(eye - c * band, s)
+    zero = jnp.zeros((m, m), band.dtype)
+
+    def step(top, nxt):
+        b_next, d_next, c_next = nxt
+        rows = jnp.concatenate([jnp.concatenate([top, zero], axis=1),
+                                jnp.concatenate([b_next, d_next, c_next], axis=1)])  # (2m, 3m)
+        lu, _, perm = lax.linalg.lu(rows[:, :m])
+        rows = rows[perm]
+        u12 = lax.linalg.triangular_solve(lu[:m], rows[:m, m:], left_side=True, lower=True, unit_diagonal=True)
+        top_next = rows[m:, m:] - lu[m:] @ u12
+        return top_next, (lu, perm, u12)
+
+    top0 = jnp.concatenate([D[0], C[0]], axis=1)
+    _, (lu, perm, u12) = lax.scan(step, top0, (B[1:], D[1:], C[1:]))
+    # per block, batched over all blocks after the sequential part: the forward step as one
+    # matrix, T = [[U1^-1 L1^-1, 0], [-L2 L1^-1, I]] P, and the backward coupling U1^-1 U12
+    nb = lu.shape[0]
+    eye_m = jnp.broadcast_to(jnp.eye(m, dtype=band.dtype), (nb, m, m))
+    l_inv = lax.linalg.triangular_solve(lu[:, :m], eye_m, left_side=True, lower=True, unit_diagonal=True)
+    u_inv = lax.linalg.triangular_solve(lu[:, :m], eye_m, left_side=True, lower=False)
+    top = jnp.concatenate([u_inv @ l_inv, jnp.zeros_like(eye_m)], axis=2)
+    bottom = jnp.concatenate([-lu[:, m:] @ l_inv, eye_m], axis=2)
+    forward = jnp.concatenate([top, bottom], axis=1)  # rows of T, before the row order
+    inverse_perm = jnp.argsort(perm, axis=1)
+    forward = jnp.take_along_axis(forward, inverse_perm[:, None, :], axis=2)  # T = T0 P: columns permuted
+    return forward, u_inv @ u12
+
+
+def banded_solve(factors, b, s: BandStructure):
+    """Solve ``(I - c A) x = b`` from `banded_factor`'s output; ``b`` and ``x`` in the
+    model's order, shape ``(n,)``. One small matrix-vector product per block and direction."""
+    forward, coupling = factors
+    nb, m = forward.shape[0], s.block
+    bp = jnp.zeros(((nb + 1) * m,), b.dtype).at[: s.n].set(b[s.perm]).reshape(nb + 1, m)
+
+    def down(top, x):
+        t_i, b_next = x
+        w = t_i @ jnp.concatenate([top, b_next])
+        return w[m:], w[:m]
+
+    _, y = lax.scan(down, bp[0], (forward, bp[1:]))
+
+    def up(after, x):
+        h_i, y_i = x
+        xi = y_i - h_i @ after
+        return jnp.concatenate([xi, after[:m]]), xi
+
+    _, xs = lax.scan(up, jnp.zeros((2 * m,), b.dtype), (coupling, y), reverse=True)
+    x = xs.reshape(-1)[: s.n]
+    return jnp.zeros_like(x).at[s.perm].set(x)
+
+
+def check_pattern_size(s: BandStructure, n: int, who: str) -> None:
+    """Raise `InputError` unless the pattern is ``n x n`` (checked when tracing)."""
+    if s.n != n:
+        raise InputError(f"{who}: jac_sparsity is {s.n} x {s.n} but the model has {n} states")
