@@ -3,7 +3,7 @@ simkit kernel that applies; error normalised by tolerance.
 
 The accepted factor of each (model, solver) is data in simkit/validation/cases.py, shared
 with the validation report. The report (`simkit validate`) runs the whole matrix; here
-diffrax's solvers run on two models only: they check simkit's diffrax engine (tolerances,
+DOPRI5 runs on three models (`DOPRI5_ON`) and diffrax's solvers on two only: they check simkit's diffrax engine (tolerances,
 save times, parameters passed through), which does not depend on the model, and the matrix's
 diffrax columns took 47 of this suite's ~1,500 CPU-seconds. diffrax's paths are checked
 further by SciPy's own tests (tests/test_scipy_ivp_port.py).
@@ -17,8 +17,13 @@ from simkit.validation import MODEL_CASES, run_model_case
 from simkit.validation.cases import solvers_for
 
 DIFFRAX_ON = ("lorenz", "robertson")  # one non-stiff model (diffrax.Tsit5), one stiff (diffrax.Kvaerno5)
+# simkit.DOPRI5 runs Tsit5's kernel code (`ExplicitRK`) with another tableau, which SciPy's own
+# tests check forward and backward (tests/test_scipy_ivp_port.py): here on three models of
+# different kinds (chaotic, close encounters, fast spikes); the report runs it on every model
+DOPRI5_ON = ("lorenz", "arenstorf", "hodgkin_huxley")
 CASES = [(name, solver) for name in sorted(MODEL_CASES) for solver in solvers_for(name)
-         if name in DIFFRAX_ON or not solver.startswith("diffrax.")]
+         if (name in DIFFRAX_ON or not solver.startswith("diffrax."))
+         and (name in DOPRI5_ON or solver != "simkit.DOPRI5")]
 
 
 def test_every_model_has_a_case():
@@ -27,6 +32,7 @@ def test_every_model_has_a_case():
     for name, case in MODEL_CASES.items():
         assert set(case.measured) == set(solvers_for(name))
     assert {n for n, s in CASES if s.startswith("diffrax.")} == set(DIFFRAX_ON)
+    assert {n for n, s in CASES if s == "simkit.DOPRI5"} == set(DOPRI5_ON)
 
 
 @pytest.mark.parametrize("name, solver", CASES)
