@@ -11,10 +11,12 @@ further by SciPy's own tests (tests/test_scipy_ivp_port.py).
 
 import numpy as np
 import pytest
+from model_references import stale, stored_reference
 
 from simkit import models
+from simkit.reference import compare
 from simkit.validation import MODEL_CASES, run_model_case
-from simkit.validation.cases import solvers_for
+from simkit.validation.cases import reference_solution, solvers_for
 
 DIFFRAX_ON = ("lorenz", "robertson")  # one non-stiff model (diffrax.Tsit5), one stiff (diffrax.Kvaerno5)
 # simkit.DOPRI5 runs Tsit5's kernel code (`ExplicitRK`) with another tableau, which SciPy's own
@@ -37,6 +39,21 @@ def test_every_model_has_a_case():
 
 @pytest.mark.parametrize("name, solver", CASES)
 def test_model_against_scipy(name, solver):
-    r = run_model_case(name, solver)
+    r = run_model_case(name, solver, reference=stored_reference(name))  # live when not stored
     assert np.isfinite(r["max_error"])
     assert r["max_error"] <= r["bound"], (name, solver, r["errors"])
+
+
+def test_stored_references_are_current():
+    """Every case has a stored SciPy reference made with its current model and settings
+    (tests/model_references.py); a stale one is recomputed live by its case, and named here."""
+    assert stale() == [], f"refresh with: python tests/model_references.py (stale: {stale()})"
+
+
+@pytest.mark.parametrize("name", ["sir", "pollu"])  # one DOP853 reference, one Radau (20 states)
+def test_a_stored_reference_is_what_scipy_computes(name):
+    """The stored reference is SciPy's answer: recomputed live here, they agree to a hundredth
+    of the cases' tolerance unit (the references themselves are 100-1000x tighter)."""
+    stored, live = stored_reference(name), reference_solution(name)
+    case = MODEL_CASES[name]
+    assert max(compare(live, stored, case.rtol, case.atol).values()) < 0.01

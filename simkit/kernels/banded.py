@@ -51,7 +51,8 @@ class BandStructure:
     block : int
         The block size of `banded_factor`, ``max(kl, ku, MIN_BLOCK)`` but at most ``n``.
     digest : str
-        A hash of the pattern (equality and hashing of the solver that holds it).
+        A hash of the order and the band (equality and hashing of the solver that holds it:
+        two patterns with the same order and band run the same program).
     """
 
     n: int
@@ -67,10 +68,10 @@ class BandStructure:
         return self.kl + self.ku + 1
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, BandStructure) and (self.digest, self.block) == (other.digest, other.block)
+        return isinstance(other, BandStructure) and self.digest == other.digest
 
     def __hash__(self) -> int:
-        return hash((self.digest, self.block))
+        return hash(self.digest)
 
 
 def _bandwidths(rows: np.ndarray, cols: np.ndarray, order: np.ndarray) -> tuple[int, int]:
@@ -118,7 +119,8 @@ def band_structure(pattern) -> BandStructure:
     kl_n, ku_n = _bandwidths(rows, cols, natural)
     perm, kl, ku = (natural, kl_n, ku_n) if kl_n + ku_n <= kl_r + ku_r else (rcm, kl_r, ku_r)
     block = min(n, max(kl, ku, MIN_BLOCK))
-    digest = hashlib.sha1(np.stack([rows, cols]).tobytes() + str(n).encode()).hexdigest()
+    # what the compiled program depends on: the order and the band (not how the pattern was written)
+    digest = hashlib.sha1(perm.tobytes() + f"{n} {kl} {ku} {block}".encode()).hexdigest()
     return BandStructure(n=n, perm=perm, kl=kl, ku=ku, block=block, digest=digest)
 
 

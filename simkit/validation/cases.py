@@ -91,21 +91,28 @@ def _span(name: str) -> tuple[float, float]:
     return (model.t_span[0], model.t_span[1] if case.horizon is None else case.horizon)
 
 
+def reference_settings(name: str, n_save: int = 41) -> dict[str, Any]:
+    """How model ``name``'s SciPy reference is computed (`reference_solution`'s arguments):
+    DOP853 at rtol 1e-13 (non-stiff) or Radau with the jacfwd Jacobian at rtol 1e-12 (stiff:
+    its error is a hundredth of the 1e-10 tolerance the cases are solved at; 1e-13 took
+    15-20 s on the stiff oscillators), atol a thousandth of the case's."""
+    model, case = models.get(name), MODEL_CASES[name]
+    return dict(t_span=_span(name), saveat=n_save, method="Radau" if model.stiff else "DOP853",
+                rtol=1e-12 if model.stiff else 1e-13, atol=case.atol * 1e-3)
+
+
 @functools.lru_cache(maxsize=None)
 def reference_solution(name: str, n_save: int = 41) -> Any:
-    """SciPy's DOP853 at rtol 1e-13 (non-stiff) or Radau with the jacfwd Jacobian at rtol
-    1e-12 (stiff: its error is a hundredth of the 1e-10 tolerance the cases are solved at;
-    1e-13 took 15-20 s on the stiff oscillators); computed once per model and shared by its
-    solvers' cases."""
-    model, case = models.get(name), MODEL_CASES[name]
-    method = "Radau" if model.stiff else "DOP853"
-    rtol = 1e-12 if model.stiff else 1e-13
-    return solve_ivp(model, _span(name), saveat=n_save, method=method, rtol=rtol, atol=case.atol * 1e-3)
+    """SciPy's reference for model ``name`` (`reference_settings`); computed once per model
+    and shared by its solvers' cases."""
+    return solve_ivp(models.get(name), **reference_settings(name, n_save))
 
 
-def run_model_case(name: str, solver: str | None = None, n_save: int = 41) -> dict[str, Any]:
+def run_model_case(name: str, solver: str | None = None, n_save: int = 41, reference: Any = None) -> dict[str, Any]:
     """Solve model ``name`` with one validated solver (default: the first, simkit's
-    default kernel) and compare with SciPy; returns errors, bound, pass/fail and times."""
+    default kernel) and compare with SciPy's reference (computed by `reference_solution`
+    unless given, e.g. stored from an earlier run with the same settings); returns errors,
+    bound, pass/fail and times."""
     case = MODEL_CASES[name]
     solvers = solvers_for(name)
     label = next(iter(solvers)) if solver is None else solver
@@ -114,7 +121,7 @@ def run_model_case(name: str, solver: str | None = None, n_save: int = 41) -> di
     sol = solve(model, _span(name), saveat=n_save, rtol=case.rtol, atol=case.atol,
                 max_steps=300_000, solver=solvers[label])
     simkit_seconds = time.perf_counter() - start
-    ref = reference_solution(name, n_save)
+    ref = reference_solution(name, n_save) if reference is None else reference
     errors = compare(sol, ref, case.rtol, case.atol)
     worst = max(errors.values())
     bound = case.bound(label)
