@@ -32,8 +32,15 @@ import numpy as np
 from jax import lax
 
 from ..errors import InputError
+from .linalg import one_at_a_time
 
 MIN_BLOCK = 16  # the smallest block: fewer, larger LAPACK calls where the band is narrow
+# LAPACK one matrix at a time, under `jax.vmap` too (a batched LAPACK call can hang a
+# multi-device program: `simkit.kernels.linalg.one_at_a_time`)
+_panel_lu = one_at_a_time(lambda a: lax.linalg.lu(a))
+_unit_lower_solve = one_at_a_time(
+    lambda l, b: lax.linalg.triangular_solve(l, b, left_side=True, lower=True, unit_diagonal=True))
+_upper_solve = one_at_a_time(lambda u, b: lax.linalg.triangular_solve(u, b, left_side=True, lower=False))
 
 
 @dataclass(frozen=True, eq=False)
@@ -174,30 +181,28 @@ def banded_factor(band, c, s: BandStructure):
     B, D, C = _blocks(eye - c * band, s)
     zero = jnp.zeros((m, m), band.dtype)
 
+    eye_m = jnp.eye(m, dtype=band.dtype)
+
     def step(top, nxt):
         b_next, d_next, c_next = nxt
         rows = jnp.concatenate([jnp.concatenate([top, zero], axis=1),
                                 jnp.concatenate([b_next, d_next, c_next], axis=1)])  # (2m, 3m)
-        lu, _, perm = lax.linalg.lu(rows[:, :m])
+        lu, _, perm = _panel_lu(rows[:, :m])
         rows = rows[perm]
-        u12 = lax.linalg.triangular_solve(lu[:m], rows[:m, m:], left_side=True, lower=True, unit_diagonal=True)
+        l_inv = _unit_lower_solve(lu[:m], eye_m)
+        u_inv = _upper_solve(lu[:m], eye_m)
+        u12 = l_inv @ rows[:m, m:]
         top_next = rows[m:, m:] - lu[m:] @ u12
-        return top_next, (lu, perm, u12)
+        # the forward step as one matrix, T = [[U1^-1 L1^-1, 0], [-L2 L1^-1, I]] P (columns
+        # permuted: T = T0 P), and the backward coupling U1^-1 U12
+        forward = jnp.concatenate([jnp.concatenate([u_inv @ l_inv, zero], axis=1),
+                                   jnp.concatenate([-lu[m:] @ l_inv, eye_m], axis=1)])
+        forward = forward[:, jnp.argsort(perm)]
+        return top_next, (forward, u_inv @ u12)
 
     top0 = jnp.concatenate([D[0], C[0]], axis=1)
-    _, (lu, perm, u12) = lax.scan(step, top0, (B[1:], D[1:], C[1:]))
-    # per block, batched over all blocks after the sequential part: the forward step as one
-    # matrix, T = [[U1^-1 L1^-1, 0], [-L2 L1^-1, I]] P, and the backward coupling U1^-1 U12
-    nb = lu.shape[0]
-    eye_m = jnp.broadcast_to(jnp.eye(m, dtype=band.dtype), (nb, m, m))
-    l_inv = lax.linalg.triangular_solve(lu[:, :m], eye_m, left_side=True, lower=True, unit_diagonal=True)
-    u_inv = lax.linalg.triangular_solve(lu[:, :m], eye_m, left_side=True, lower=False)
-    top = jnp.concatenate([u_inv @ l_inv, jnp.zeros_like(eye_m)], axis=2)
-    bottom = jnp.concatenate([-lu[:, m:] @ l_inv, eye_m], axis=2)
-    forward = jnp.concatenate([top, bottom], axis=1)  # rows of T, before the row order
-    inverse_perm = jnp.argsort(perm, axis=1)
-    forward = jnp.take_along_axis(forward, inverse_perm[:, None, :], axis=2)  # T = T0 P: columns permuted
-    return forward, u_inv @ u12
+    _, factors = lax.scan(step, top0, (B[1:], D[1:], C[1:]))
+    return factors
 
 
 def banded_solve(factors, b, s: BandStructure):

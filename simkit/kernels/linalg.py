@@ -36,8 +36,59 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
+from jax import lax
 
 SMALL_SYSTEM = 6  # the largest size factored by the straight-line code in `factor`
+
+# LAPACK one matrix at a time under `jax.vmap`. JAX's batched LAPACK calls on CPU
+# (``lapack_dgetrf_ffi``, ``lapack_dtrsm_ffi``, ...) split a batch into tasks on XLA:CPU's
+# intra-op thread pool and block until they are done (``jax::ParallelBatchMap``). In a
+# program running on several CPU devices (an ensemble sharded over the cores:
+# `simkit.ensemble`'s default) the pool's threads are the ones executing the devices'
+# programs: each blocks in its own LAPACK call waiting for tasks that no free thread will
+# run, and the solve hangs forever (seen with gdb: a 100-state BDF ensemble of 2 members
+# on 2 CPU devices, jax 0.10.2; on one device, or at 30 states, it ran). One matrix per
+# call (`jax.lax.map` over the members) runs inline and cannot wait on the pool.
+
+
+def one_at_a_time(fn):
+    """``fn`` (a LAPACK call on array arguments) mapped sequentially over the members under
+    ``jax.vmap`` (``jax.lax.map``): never a batched LAPACK call (see above). Arguments that
+    are not batched are shared; with none batched, ``fn`` runs once."""
+    f = jax.custom_batching.custom_vmap(fn)
+
+    @f.def_vmap
+    def _rule(axis_size, in_batched, *args):
+        if not any(in_batched):  # JAX's own sequential_vmap fails here (nothing to map over)
+            out = fn(*args)
+            return out, jax.tree_util.tree_map(lambda _: False, out)
+        members = tuple(a if b else jnp.broadcast_to(a, (axis_size,) + jnp.shape(a)) for a, b in zip(args, in_batched))
+        out = jax.lax.map(lambda xs: f(*xs), members)
+        return out, jax.tree_util.tree_map(lambda _: True, out)
+
+    return f
+
+
+lapack_lu_factor = one_at_a_time(lambda a: jsl.lu_factor(a))
+_lapack_lu_solve = one_at_a_time(lambda lu, piv, b: jsl.lu_solve((lu, piv), b))
+_lapack_lu_solve_t = one_at_a_time(lambda lu, piv, b: jsl.lu_solve((lu, piv), b, trans=1))
+
+
+def lapack_lu_solve(lu, piv, b):
+    """Solve ``a x = b`` from LAPACK's factors, one LAPACK call per member under
+    ``jax.vmap``. Differentiable in ``b`` in both modes (``jax.lax.custom_linear_solve``:
+    the transpose is the transposed solve); the factors are constants (the kernels stop
+    their gradients)."""
+    lu, piv = lax.stop_gradient(lu), lax.stop_gradient(piv)
+    perm = lax.linalg.lu_pivots_to_permutation(piv, lu.shape[-1])
+
+    def matvec(x):  # a x = P^T L U x (only its linearity is used)
+        y = jnp.triu(lu) @ x
+        y = (jnp.tril(lu, -1) + jnp.eye(lu.shape[-1], dtype=lu.dtype)) @ y
+        return y[jnp.argsort(perm)]
+
+    return lax.custom_linear_solve(matvec, b, lambda _, r: _lapack_lu_solve(lu, piv, r),
+                                   lambda _, r: _lapack_lu_solve_t(lu, piv, r))
 
 
 def lu_factor(a):
@@ -82,14 +133,14 @@ def factor(a):
     the same static size."""
     if a.shape[-1] <= SMALL_SYSTEM:
         return lu_factor(a)
-    return jsl.lu_factor(a)
+    return lapack_lu_factor(a)
 
 
 def solve(factors, b):
     """Solve ``a x = b`` from `factor`'s output."""
     if factors[0].shape[-1] <= SMALL_SYSTEM:
         return lu_solve(factors, b)
-    return jsl.lu_solve(factors, b)
+    return lapack_lu_solve(factors[0], factors[1], b)
 
 
 def factor_zeros(n: int, dtype) -> tuple:

@@ -24,8 +24,10 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 
+from ..kernels.linalg import lu_factor, lu_solve
 from .grid import Grid
 
 
@@ -112,9 +114,12 @@ class SpectralPreconditioner:
             elif ncomp == 2:  # Cramer's rule, per wavenumber
                 det = a[0, 0] * a[1, 1] - a[0, 1] * a[1, 0]
                 uhat = jnp.stack([a[1, 1] * vhat[0] - a[0, 1] * vhat[1], a[0, 0] * vhat[1] - a[1, 0] * vhat[0]]) / det[None]
-            else:
-                mat = jnp.moveaxis(a, (0, 1), (-2, -1))
-                uhat = jnp.moveaxis(jnp.linalg.solve(mat, jnp.moveaxis(vhat, 0, -1)[..., None])[..., 0], -1, 0)
+            else:  # straight-line elimination per wavenumber, vectorised (no batched LAPACK
+                # call, which can hang a multi-device program: `simkit.kernels.linalg`)
+                mat = jnp.moveaxis(a, (0, 1), (-2, -1)).reshape((-1, ncomp, ncomp))
+                rhs = jnp.moveaxis(vhat, 0, -1).reshape((-1, ncomp))
+                uhat = jax.vmap(lambda m_, r_: lu_solve(lu_factor(m_), r_))(mat, rhs)
+                uhat = jnp.moveaxis(uhat.reshape(vhat.shape[1:] + (ncomp,)), -1, 0)
             return jnp.fft.irfftn(uhat, s=shape, axes=axes).astype(v.dtype).reshape(-1)
 
         return apply
