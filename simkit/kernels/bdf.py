@@ -17,7 +17,10 @@ quasi-constant step size, as in MATLAB's ``ode15s`` and SciPy's ``BDF``.
 * **Simplified Newton** on that system with ``(I - c J)``: at most four iterations,
   stopped as SciPy does on the estimated contraction rate. ``J`` (``jax.jacfwd`` of the rhs)
   is kept across steps and recomputed only when Newton fails with a stale ``J``; the
-  iteration matrix is refactored whenever ``c`` changes (a new step size or order).
+  iteration matrix is refactored whenever ``c`` changes (a new step size or order). With a
+  sparsity pattern (``BDF(jac_sparsity=...)``) ``J`` is a band of the reordered states
+  (one JVP per band diagonal) and the factors are banded (`simkit.kernels.banded`); large
+  systems without one go matrix-free (Newton-Krylov, `simkit.kernels.gmres`).
 * **Error estimate** ``(kappa_k gamma_k + 1/(k+1)) nabla^{k+1} y_{n+1}``, and
   ``nabla^{k+1} y_{n+1} = d``: no extra evaluation. Measured in Hairer's RMS norm of the
   other kernels (`simkit.kernels.methods`), so tolerances mean the same everywhere.
@@ -348,7 +351,8 @@ class BDFMethod:
         """The Newton solve with the dense ``J`` and LU kept across steps: a new LU when
         ``c`` changed; a failure with a stale Jacobian asks for one more run with a fresh
         one at the predictor (SciPy's BDF). Returns the Newton state, the new linear-algebra
-        state and the rhs evaluations (one per Newton iteration, ``n`` per Jacobian)."""
+        state and the rhs evaluations (one per Newton iteration; per Jacobian ``n``, or the
+        band's width with a sparsity pattern)."""
         n, dtype = y.shape[0], y.dtype
         one, zero = jnp.asarray(1, jnp.int32), jnp.asarray(0, jnp.int32)
 

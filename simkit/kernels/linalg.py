@@ -24,6 +24,8 @@ n     ``fori_loop``s   straight-line      LAPACK       vmap 1024: straight/LAPAC
 16    14.6 us          9.76 us (1.39 s)   2.94 us      1.28
 ====  ===============  =================  ===========  ========================
 
+(The last column is against JAX's batched LAPACK call, which the kernels no longer make:
+under ``jax.vmap`` LAPACK now runs one member at a time, `one_at_a_time` below.)
 Straight-line code wins for single systems up to 4 states and for batches up to about 10;
 it compiles slower as n grows. `SMALL_SYSTEM` stays at 6: Robertson (3 states) with Rodas5P
 went from 0.82 to 0.57 ms per solve with it, Radau IIA from 1.32 to 1.01, a 2,500-member

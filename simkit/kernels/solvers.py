@@ -292,7 +292,8 @@ class BDF(AbstractKernel):
     (``jac_sparsity``, as SciPy's): the states are then reordered into a band (reverse
     Cuthill-McKee), the Jacobian costs ``kl + ku + 1`` Jacobian-vector products instead of
     ``n`` and ``I - c J`` a banded LU with partial pivoting (`simkit.kernels.banded`), O(n)
-    memory (the same 3,200-state problem: 0.37 s; SciPy's BDF with the pattern 0.21 s); or ``linear_solver="dense"`` for a few thousand states whose Jacobian is dense
+    memory (the same 3,200-state problem: 0.3-0.37 s; SciPy's BDF with the pattern 0.16-0.21
+    s); or ``linear_solver="dense"`` for a few thousand states whose Jacobian is dense
     (large reaction networks). On small systems at tight
     tolerances `Rodas5P` or `RadauIIA5` take far fewer steps. The order reached and the
     Jacobians with the LU factorisations (dense) or the GMRES iterations (matrix-free) are
