@@ -109,3 +109,34 @@ def test_small_lu_with_partial_pivoting_matches_numpy():
     rhs = rng.normal(size=(16, 3))
     xs = jax.vmap(lambda a, b: lu_solve(lu_factor(a), b))(jnp.asarray(batch), jnp.asarray(rhs))
     np.testing.assert_allclose(np.asarray(xs), np.linalg.solve(batch, rhs[..., None])[..., 0], rtol=1e-10)
+
+
+def test_lapack_lu_solves_differentiate_and_batch_one_matrix_at_a_time():
+    """Above `SMALL_SYSTEM` states `factor`/`solve` call LAPACK, one matrix per call under
+    `jax.vmap` (a batched call can hang a multi-device program: tests/test_ensemble_lapack.py).
+    The solve stays differentiable in its right-hand side in both modes (its transpose is
+    the transposed solve), batched or not; checked against NumPy."""
+    from simkit.kernels.linalg import SMALL_SYSTEM, factor, solve
+
+    n = SMALL_SYSTEM + 3
+    rng = np.random.default_rng(5)
+    a = jnp.asarray(rng.normal(size=(n, n)) + n * np.eye(n))
+    b, w = jnp.asarray(rng.normal(size=n)), jnp.asarray(rng.normal(size=n))
+    np.testing.assert_allclose(solve(factor(a), b), np.linalg.solve(a, b), rtol=1e-12)
+
+    def loss(bb):  # w . A^-1 b: gradient A^-T w
+        return w @ solve(factor(jax.lax.stop_gradient(a)), bb ** 2)
+
+    expected = 2 * b * np.linalg.solve(np.asarray(a).T, w)
+    np.testing.assert_allclose(jax.grad(loss)(b), expected, rtol=1e-10)
+    np.testing.assert_allclose(jax.jacfwd(loss)(b), expected, rtol=1e-10)
+    batch = jnp.stack([b, 2 * b, -b])
+    np.testing.assert_allclose(jax.vmap(jax.grad(loss))(batch)[1], 2 * expected, rtol=1e-10)
+    mats = jnp.stack([a, a.T, a + jnp.eye(n)])
+    xs = jax.vmap(lambda m, r: solve(factor(m), r))(mats, batch)
+    for k in range(3):
+        np.testing.assert_allclose(xs[k], np.linalg.solve(mats[k], batch[k]), rtol=1e-12)
+    # no batched LAPACK call in the batched program: each takes one matrix, inside a loop
+    text = jax.jit(jax.vmap(lambda m, r: solve(factor(m), r))).lower(mats, batch).as_text()
+    calls = [line for line in text.splitlines() if "lapack_" in line and "custom_call" in line]
+    assert calls and not any(f"tensor<3x{n}x{n}x" in line for line in calls), calls
