@@ -32,6 +32,7 @@ from .engines.programs import DiffraxProgram, KernelProgram
 from .errors import InputError, InputTypeError, ParameterError, ShapeError
 from .events import Event, as_events
 from .kernels import BDF, AbstractKernel, AutoSwitch, Rodas5P, Tsit5
+from .kernels.banded import check_pattern_size
 from .model import ODEModel
 from .params import _HOST, concrete, is_traced, merge_params  # noqa: F401 (re-exported)
 from .save_times import SaveAt, as_saveat
@@ -257,9 +258,8 @@ def choose_solver(model: ODEModel, solver: Any, saveat: SaveAt, n_states: int, c
         raise InputTypeError(f"solver must be a simkit kernel (simkit.Tsit5(), simkit.Rodas4(), ...) or a "
                              f"diffrax solver object, got {solver!r}")
     if isinstance(solver, BDF):
-        if solver.jac_sparsity is not None and solver._band.n != n_states:
-            raise ShapeError(f"{solver!r}: jac_sparsity is {solver._band.n} x {solver._band.n} but model "
-                             f"{model.name!r} has {n_states} states")
+        if solver.jac_sparsity is not None:
+            check_pattern_size(solver._band, n_states, repr(solver), model.name)
         solver = solver.with_model_preconditioner(model.preconditioner)
     if complex_state and getattr(solver, "stiff", False):
         raise InputTypeError(f"{solver!r} does not support complex states (its Jacobian and LU are real); "

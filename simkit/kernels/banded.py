@@ -31,16 +31,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ..errors import InputError
-from .linalg import one_at_a_time
+from ..errors import InputError, ShapeError
+from .linalg import lapack_lu, lapack_unit_lower_solve, lapack_upper_solve
 
 MIN_BLOCK = 16  # the smallest block: fewer, larger LAPACK calls where the band is narrow
-# LAPACK one matrix at a time, under `jax.vmap` too (a batched LAPACK call can hang a
-# multi-device program: `simkit.kernels.linalg.one_at_a_time`)
-_panel_lu = one_at_a_time(lambda a: lax.linalg.lu(a))
-_unit_lower_solve = one_at_a_time(
-    lambda l, b: lax.linalg.triangular_solve(l, b, left_side=True, lower=True, unit_diagonal=True))
-_upper_solve = one_at_a_time(lambda u, b: lax.linalg.triangular_solve(u, b, left_side=True, lower=False))
 
 
 @dataclass(frozen=True, eq=False)
@@ -187,10 +181,10 @@ def banded_factor(band, c, s: BandStructure):
         b_next, d_next, c_next = nxt
         rows = jnp.concatenate([jnp.concatenate([top, zero], axis=1),
                                 jnp.concatenate([b_next, d_next, c_next], axis=1)])  # (2m, 3m)
-        lu, _, perm = _panel_lu(rows[:, :m])
+        lu, _, perm = lapack_lu(rows[:, :m])
         rows = rows[perm]
-        l_inv = _unit_lower_solve(lu[:m], eye_m)
-        u_inv = _upper_solve(lu[:m], eye_m)
+        l_inv = lapack_unit_lower_solve(lu[:m], eye_m)
+        u_inv = lapack_upper_solve(lu[:m], eye_m)
         u12 = l_inv @ rows[:m, m:]
         top_next = rows[m:, m:] - lu[m:] @ u12
         # the forward step as one matrix, T = [[U1^-1 L1^-1, 0], [-L2 L1^-1, I]] P (columns
@@ -229,7 +223,8 @@ def banded_solve(factors, b, s: BandStructure):
     return jnp.zeros_like(x).at[s.perm].set(x)
 
 
-def check_pattern_size(s: BandStructure, n: int, who: str) -> None:
-    """Raise `InputError` unless the pattern is ``n x n`` (checked when tracing)."""
+def check_pattern_size(s: BandStructure, n: int, who: str, model_name: str) -> None:
+    """Raise `ShapeError` unless the pattern is ``n x n`` (`simkit.solve`'s front door
+    calls it before tracing)."""
     if s.n != n:
-        raise InputError(f"{who}: jac_sparsity is {s.n} x {s.n} but the model has {n} states")
+        raise ShapeError(f"{who}: jac_sparsity is {s.n} x {s.n} but model {model_name!r} has {n} states")

@@ -51,7 +51,7 @@ import numpy as np
 from jax import lax
 
 from ..errors import ShapeError
-from .banded import BandStructure, banded_factor, banded_jacobian, banded_solve, check_pattern_size
+from .banded import BandStructure, banded_factor, banded_jacobian, banded_solve
 from .gmres import gmres
 from .linalg import factor, solve
 from .methods import _rms, _scale
@@ -213,7 +213,6 @@ class BDFMethod:
 
     def _jacobian(self, fun, y):
         if self.linear_kind(y.shape[0]) == "banded":
-            check_pattern_size(self.band, y.shape[0], "BDF")
             return banded_jacobian(fun, y, self.band)
         return jax.jacfwd(fun)(y)
 

@@ -27,15 +27,10 @@ from collections.abc import Callable
 from typing import Any
 
 import jax.numpy as jnp
-import jax.scipy.linalg as jsl
 from jax import lax
 
-from .linalg import one_at_a_time
+from .linalg import lapack_upper_solve
 
-
-
-# never a batched LAPACK call (it can hang a multi-device program: `simkit.kernels.linalg`)
-_upper_solve = one_at_a_time(lambda r, g: jsl.solve_triangular(r, g, lower=False))
 
 def _gmres(matvec: Callable, b: Any, precondition: Callable, tol: Any, max_dim: int) -> tuple[Any, Any]:
     n, dtype = b.shape[0], b.dtype
@@ -82,7 +77,7 @@ def _gmres(matvec: Callable, b: Any, precondition: Callable, tol: Any, max_dim: 
     # the k x k triangle of the rotated Hessenberg matrix, the identity beyond it
     R = jnp.where(used[:, None] & used[None, :], s["H"][:m], jnp.eye(m, dtype=dtype))
     R = jnp.where(used[:, None] | ~used[None, :], R, 0.0)
-    y = _upper_solve(R, jnp.where(used, s["g"][:m], 0.0))
+    y = lapack_upper_solve(R, jnp.where(used, s["g"][:m], 0.0))
     return precondition(y @ s["V"][:m]), k
 
 

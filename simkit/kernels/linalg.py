@@ -71,7 +71,11 @@ def one_at_a_time(fn):
     return f
 
 
+# every LAPACK call of the kernels (dense LU here, banded panels, GMRES's triangle)
 lapack_lu_factor = one_at_a_time(lambda a: jsl.lu_factor(a))
+lapack_lu = one_at_a_time(lambda a: lax.linalg.lu(a))  # (lu, pivots, permutation); rectangular too
+lapack_upper_solve = one_at_a_time(lambda u, b: jsl.solve_triangular(u, b, lower=False))
+lapack_unit_lower_solve = one_at_a_time(lambda l, b: jsl.solve_triangular(l, b, lower=True, unit_diagonal=True))
 _lapack_lu_solve = one_at_a_time(lambda lu, piv, b: jsl.lu_solve((lu, piv), b))
 _lapack_lu_solve_t = one_at_a_time(lambda lu, piv, b: jsl.lu_solve((lu, piv), b, trans=1))
 
