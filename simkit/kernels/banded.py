@@ -105,9 +105,10 @@ def band_structure(pattern) -> BandStructure:
     import scipy.sparse as sp
     from scipy.sparse.csgraph import reverse_cuthill_mckee
 
+    shape = pattern.shape if sp.issparse(pattern) else np.shape(pattern)
+    if len(shape) != 2 or shape[0] != shape[1] or shape[0] == 0:
+        raise InputError(f"jac_sparsity must be a square (n, n) pattern, got shape {tuple(shape)}")
     a = sp.coo_matrix(pattern) if sp.issparse(pattern) else sp.coo_matrix(np.asarray(pattern))
-    if a.ndim != 2 or a.shape[0] != a.shape[1] or a.shape[0] == 0:
-        raise InputError(f"jac_sparsity must be a square (n, n) pattern, got shape {a.shape}")
     n = a.shape[0]
     keep = a.data != 0
     rows = np.concatenate([a.row[keep], np.arange(n)]).astype(np.int64)
