@@ -28,6 +28,7 @@ from .. import _config
 from .._prepare import check_flag, check_number, merge_params
 from ..errors import InputError, InputTypeError, ShapeError, SolveError
 from ..status import Status
+from .components import Components, split_rhs
 from .field_solution import FieldSolution
 from .grid import whole_number
 from .krylov import bicgstab
@@ -477,8 +478,9 @@ def repeat_in_two_buffers(one: Callable, n: int, state: Any) -> Any:
     over memory per step. Two steps per iteration alternate between two buffers: the first
     writes a temporary, the second writes the carry's own buffer (its input, the carry, is no
     longer read). 2048^2 heat, Euler: 6.98 -> 4.65 ms per step (benchmarks/README.md). A
-    field of fewer than `LARGE_FIELD` values: one application per iteration."""
-    if jax.tree_util.tree_leaves(state)[0].size < LARGE_FIELD:
+    field of fewer than `LARGE_FIELD` values: one application per iteration. ``state`` is
+    ``(field, ...)``, the field an array or `Components`."""
+    if state[0].size < LARGE_FIELD:
         return jax.lax.fori_loop(0, n, lambda _, s: one(s), state)
     pairs, odd = divmod(n, 2)
     if n == 2:  # a one-trip loop is inlined by XLA: see below
@@ -491,15 +493,28 @@ def repeat_in_two_buffers(one: Callable, n: int, state: Any) -> Any:
     return in_own_buffer(one, state) if odd else state
 
 
-def rollout_body(program: RolloutProgram, space: Space, u0, params, t0, dt):
+def components_apart(program: RolloutProgram, u0: Any) -> bool:
+    """Whether the time loop carries the field's components apart (`Components`, the rhs
+    evaluated per component by `split_rhs`): a large field (`LARGE_FIELD`) of more than one
+    component, stepped by a built-in explicit stepper with a fixed ``dt``. A Gray-Scott Euler
+    step at 1024^2: 4.4 -> 2.3 ms, RK4 (benchmarks/README.md)."""
+    return (u0.ndim > 1 and u0.shape[0] > 1 and u0.size >= LARGE_FIELD and program.dt_rule is None
+            and type(program.stepper) in (ForwardEuler, SSPRK3, RK4))
+
+
+def rollout_body(program: RolloutProgram, space: Space, u0, params, t0, dt, *, apart: bool = False):
     """The rollout as a pure function of its inputs: ``(us, ts, diagnostics, bad)``.
 
     Runs as is on one device (under ``jit``) and per shard on a device mesh, where `space`
     exchanges halos and reduces globally. ``bad`` is the first save block after which the
-    field was non-finite anywhere (``-1``: never)."""
+    field was non-finite anywhere (``-1``: never). ``apart``: the components are carried
+    apart between saves (`components_apart`; the caller decides, on one device)."""
 
     def rhs(t, u):
         return program.rhs(t, u, params, space)
+
+    stacked = (lambda u: u.stacked()) if apart else (lambda u: u)
+    step_rhs = split_rhs(rhs) if apart else rhs
 
     linear = None if program.linear is None else (lambda t, u: program.linear(t, u, params, space))
 
@@ -515,17 +530,19 @@ def rollout_body(program: RolloutProgram, space: Space, u0, params, t0, dt):
         def one(state):
             u, t = state
             h = step_size(u)
-            return program.stepper.step(rhs, linear, t, u, h, space), t + h
+            return program.stepper.step(step_rhs, linear, t, u, h, space), t + h
 
         u, t = repeat_in_two_buffers(one, program.save_every, (u, t))
-        nonfinite = jnp.sum(space.sum(jnp.where(jnp.isfinite(u), 0.0, 1.0)))  # global count
+        field = stacked(u)
+        nonfinite = jnp.sum(space.sum(jnp.where(jnp.isfinite(field), 0.0, 1.0)))  # global count
         bad = jnp.where((bad < 0) & (nonfinite > 0), k, bad)
-        return (u, t, bad, jax.lax.dynamic_update_index_in_dim(us, u, k + 1, 0)), (t, diagnostics(u))
+        return (u, t, bad, jax.lax.dynamic_update_index_in_dim(us, field, k + 1, 0)), (t, diagnostics(field))
 
     # the saved fields are written in place into one buffer carried through the loop (the
     # scan's stacked outputs and then a concatenate with u0 held the trajectory twice)
     us = jnp.zeros((program.n_saves + 1,) + u0.shape, u0.dtype).at[0].set(u0)
-    (_, _, bad, us), (ts, diags) = jax.lax.scan(block, (u0, t0, jnp.asarray(-1), us), jnp.arange(program.n_saves))
+    start = Components.of(u0) if apart else u0
+    (_, _, bad, us), (ts, diags) = jax.lax.scan(block, (start, t0, jnp.asarray(-1), us), jnp.arange(program.n_saves))
     ts = jnp.concatenate([jnp.reshape(t0, (1,)), ts])
     diags = jax.tree_util.tree_map(lambda first, rest: jnp.concatenate([first[None], rest]), diagnostics(u0), diags)
     return us, ts, diags, bad
@@ -533,7 +550,7 @@ def rollout_body(program: RolloutProgram, space: Space, u0, params, t0, dt):
 
 @functools.partial(jax.jit, static_argnames=("program",))
 def _rollout(program: RolloutProgram, u0, params, bcs, t0, dt):
-    return rollout_body(program, Space(program.grid, bcs), u0, params, t0, dt)
+    return rollout_body(program, Space(program.grid, bcs), u0, params, t0, dt, apart=components_apart(program, u0))
 
 
 def build_program(model: PDEModel, *, dt: float | Callable, steps: int, save_every: int | None,

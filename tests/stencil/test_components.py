@@ -1,0 +1,129 @@
+"""A multi-component field stepped with its components apart (simkit/stencil/components.py):
+the rhs evaluated per component equals the stacked rhs, for the library's models and for
+operations that must be stacked back; rollouts, gradients and vmaps agree with the stacked
+time loop, and the compiled time loop holds no stack of the components."""
+
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from simkit import models
+from simkit import stencil as sk
+from simkit.stencil import stepping
+from simkit.stencil.components import Components, split_rhs
+
+MULTI = [n for n in models.names("pde") if models.get(n).u0.shape[0] > 1]
+
+
+def _both(rhs, u, t=0.3):
+    apart = jax.jit(lambda u: split_rhs(rhs)(t, Components.of(u)).stacked())(u)
+    return np.asarray(apart), np.asarray(jax.jit(lambda u: rhs(t, u))(u))
+
+
+def test_library_models_with_components():
+    assert {"gray_scott", "fitzhugh_nagumo_2d", "brusselator_2d", "wave"} <= set(MULTI)
+
+
+@pytest.mark.parametrize("name", MULTI)
+def test_rhs_apart_equals_the_stacked_rhs(name):
+    m = models.get(name)
+    p = {k: jnp.asarray(v) for k, v in m.params.items()}
+    apart, stacked = _both(lambda t, u: m.rhs(t, u, p, m.space), jnp.asarray(m.u0))
+    # the same operations on the same numbers; XLA may contract a product and a sum into one
+    # fused multiply-add in one form and not the other: a few units in the last place
+    np.testing.assert_allclose(apart, stacked, rtol=1e-14, atol=1e-14 * np.abs(stacked).max())
+
+
+def test_operations_across_components_are_stacked_back():
+    """A sum over the components, a gather, a reversed component order, a custom JVP rule
+    and a cumulative sum are not taken apart: the values (and gradients) are the stacked
+    rhs's exactly."""
+    space = models.get("gray_scott").space
+
+    def rhs(t, u):
+        total = jnp.sum(u, axis=0)
+        swapped = u[jnp.array([1, 0])]
+        lap = sk.laplacian(space.pad(u), space.spacing)
+        return (jnp.stack([total, jax.nn.relu(u[1] - 0.5)]) + 0.1 * swapped[::-1] * t
+                + jnp.cumsum(u, axis=0) * 1e-3 + 1e-6 * lap)
+
+    u = jnp.asarray(np.random.default_rng(3).random((2, 128, 128)))
+    apart, stacked = _both(rhs, u)
+    np.testing.assert_allclose(apart, stacked, rtol=1e-14, atol=1e-14)
+    loss_apart = lambda u: jnp.sum(split_rhs(rhs)(0.3, Components.of(u)).stacked() ** 2)
+    loss = lambda u: jnp.sum(rhs(0.3, u) ** 2)
+    np.testing.assert_allclose(jax.jit(jax.grad(loss_apart))(u), jax.jit(jax.grad(loss))(u), rtol=1e-12, atol=1e-12)
+
+
+def test_components_arithmetic():
+    a = Components.of(jnp.arange(6.0).reshape(2, 3))
+    b = Components.of(jnp.ones((2, 3)))
+    out = (2.0 * a + b / 4 - a * b - 1.0 + (-a)).stacked()
+    x = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(out, 2 * x + 0.25 - x - 1 - x)
+    assert a.shape == (2, 3) and a.size == 6 and a.dtype == jnp.float64
+
+
+def _stacked_loop(monkeypatch):
+    monkeypatch.setattr(stepping, "components_apart", lambda program, u0: False)
+
+
+@pytest.mark.parametrize("stepper", [sk.ForwardEuler(), sk.RK4()], ids=lambda s: type(s).__name__)
+def test_rollout_apart_equals_the_stacked_loop(stepper, monkeypatch):
+    m = models.get("gray_scott")  # 2 x 128^2: the components are carried apart
+    assert stepping.components_apart(stepping.build_program(m, dt=1.0, steps=2, save_every=1, stepper=stepper,
+                                                            diagnostics=None), m.u0)
+
+    def run(d):
+        return sk.rollout(m, {"diffusivity_u": d}, dt=1.0, steps=6, save_every=3, stepper=stepper)[0]
+
+    def loss(d):
+        return jnp.sum(run(d)[-1, 1] ** 2)
+
+    apart, grad_apart = jax.jit(run)(2e-5), jax.jit(jax.grad(loss))(2e-5)
+    _stacked_loop(monkeypatch)
+    jax.clear_caches()
+    stacked, grad_stacked = jax.jit(run)(2e-5), jax.jit(jax.grad(loss))(2e-5)
+    scale = np.abs(np.asarray(stacked)).max()
+    np.testing.assert_allclose(apart, stacked, rtol=0, atol=1e-13 * scale)
+    np.testing.assert_allclose(grad_apart, grad_stacked, rtol=1e-10)
+
+
+def test_vmapped_rollout_apart_equals_its_members():
+    m = models.get("gray_scott")
+    u0 = jnp.asarray(m.u0)
+    members = jnp.stack([u0, 0.9 * u0])
+    final = lambda u: sk.rollout(m, u0=u, dt=1.0, steps=4, save_every=4, stepper=sk.SSPRK3())[0][-1]
+    batched = jax.jit(jax.vmap(final))(members)
+    single = jax.jit(final)
+    np.testing.assert_allclose(batched, np.stack([single(u) for u in members]), rtol=1e-13, atol=1e-15)
+
+
+def _loop_concatenates(text: str) -> int:
+    """Concatenates in the time loop: the `while` bodies and every computation they call."""
+    computations = {c.split(" ", 1)[0].lstrip("%"): c for c in re.split(r"\n(?=%|ENTRY)", text)}
+    todo, seen, count = re.findall(r"body=%([\w.\-]+)", text), set(), 0
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in computations:
+            continue
+        seen.add(name)
+        count += computations[name].count(" concatenate(")
+        todo += re.findall(r"%([\w.\-]+)", computations[name])  # names of called computations among them
+    return count
+
+
+def test_time_loop_holds_no_stack_of_the_components(monkeypatch):
+    """The point of carrying the components apart: XLA fuses a stack of the components into
+    the update as a branch on the component at every point, which is not vectorised (a
+    Gray-Scott Euler step at 1024^2: 4.4 ms against 2.3 apart, benchmarks/README.md)."""
+    m = models.get("gray_scott")
+    u0 = jnp.asarray(m.u0)
+    program = jax.jit(lambda u: sk.rollout(m, u0=u, dt=1.0, steps=6, save_every=6, stepper=sk.ForwardEuler())[0])
+    assert _loop_concatenates(program.lower(u0).compile().as_text()) == 0
+    _stacked_loop(monkeypatch)
+    jax.clear_caches()
+    assert _loop_concatenates(program.lower(u0).compile().as_text()) > 0  # the check can fail
