@@ -7,7 +7,7 @@ per component, on components carried apart, took 3.2 (one-component heat: 1.1;
 benchmarks/README.md). `split_rhs` gets the per-component form from the user's own rhs
 without asking them to write it: it traces the rhs once to a jaxpr and evaluates it with the
 component axis taken apart wherever an operation allows (elementwise arithmetic, slices and
-pads of the grid axes, the stack itself, nested ``jit``s), and stacks the components back for
+pads of the grid axes, the stack itself, nested ``jit``s, a halo exchange's ``ppermute``), and stacks the components back for
 any other operation (a reduction over components, a gather, a custom rule): the same
 operations on the same numbers, so the result is that of the stacked rhs, only not fused
 through a stack. `Components` is the field carried that way through a stepper's arithmetic.
@@ -113,6 +113,11 @@ reduce_precision rem round rsqrt select_n sign sin sinh sqrt square sub tan tanh
 """.split())
 
 
+# operations that move values without mixing them (a halo exchange between devices,
+# `simkit.parallel`): applied to each part
+_PER_PART = frozenset({"ppermute"})
+
+
 def _rows(x: Any, n: int) -> list:
     """The ``n`` entries of ``x`` along its first axis (held apart, or indexed)."""
     return x.parts if isinstance(x, _Apart) else [x[k] for k in range(n)]
@@ -180,7 +185,9 @@ def _apart_rule(eqn, ins: list) -> list | None:
         return [x.parts[0]]
     if name == "concatenate" and all(isinstance(v, _Apart) for v in ins):
         return [_Apart([lax.concatenate(list(ps), params["dimension"] - 1) for ps in zip(*(v.parts for v in ins))])]
-    if name == "optimization_barrier":
+    if name in _PER_PART and len(ins) == 1:
+        return [_Apart([_bind(eqn, [p])[0] for p in x.parts])]
+    if name == "optimization_barrier":  # each operand on its own: the parts as operands of their own
         flat = [p for v in ins for p in (v.parts if isinstance(v, _Apart) else [v])]
         out = iter(lax.optimization_barrier(flat))
         return [_Apart([next(out) for _ in v.parts]) if isinstance(v, _Apart) else next(out) for v in ins]
