@@ -45,7 +45,7 @@ def bicgstab(matvec: Callable, b: Any, x0: Any, dot: Callable, *, rtol: float, a
         r = s - omega * t
         return x, r, p, v, rho_new, alpha, omega, k + 1
 
-    zeros = jnp.zeros_like(b)
+    zeros = jax.tree_util.tree_map(jnp.zeros_like, b)  # b: an array or a pytree with arithmetic
     state = (x0, r0, zeros, zeros, one, one, one, jnp.asarray(0))
     x, r, *_ = jax.lax.while_loop(cond, body, state)
     return x, jnp.sqrt(dot(r, r)) <= tol

@@ -305,13 +305,13 @@ class IMEXEuler(AbstractStepper):
     def step(self, rhs, linear, t, u, dt, space):
         t1 = t + dt
         explicit = u + dt * (rhs(t, u) - linear(t, u))
-        offset = linear(t1, jnp.zeros_like(u))  # L(v) = A v + offset
+        offset = linear(t1, jax.tree_util.tree_map(jnp.zeros_like, u))  # L(v) = A v + offset
 
         def matvec(v):
             return v - dt * (linear(t1, v) - offset)
 
-        def dot(a, b):
-            return jnp.sum(space.sum(a * b))
+        def dot(a, b):  # over the whole field (a `Components`: component by component, in order)
+            return sum(jnp.sum(space.sum(x)) for x in jax.tree_util.tree_leaves(a * b))
 
         value, _ = bicgstab(matvec, explicit + dt * offset, explicit, dot, rtol=self.rtol, atol=self.atol,
                             max_steps=self.max_steps)
@@ -496,10 +496,10 @@ def repeat_in_two_buffers(one: Callable, n: int, state: Any) -> Any:
 def components_apart(program: RolloutProgram, u0: Any) -> bool:
     """Whether the time loop carries the field's components apart (`Components`, the rhs
     evaluated per component by `split_rhs`): a large field (`LARGE_FIELD`) of more than one
-    component, stepped by a built-in explicit stepper with a fixed ``dt``. A Gray-Scott Euler
-    step at 1024^2: 4.4 -> 2.3 ms, RK4 (benchmarks/README.md)."""
+    component, stepped by a built-in stepper with a fixed ``dt``. Gray-Scott at 1024^2, one
+    step: Euler 5.6 -> 3.1 ms, RK4 31 -> 12 (benchmarks/README.md)."""
     return (u0.ndim > 1 and u0.shape[0] > 1 and u0.size >= LARGE_FIELD and program.dt_rule is None
-            and type(program.stepper) in (ForwardEuler, SSPRK3, RK4))
+            and type(program.stepper) in (ForwardEuler, SSPRK3, RK4, IMEXEuler))
 
 
 def rollout_body(program: RolloutProgram, space: Space, u0, params, t0, dt, *, apart: bool = False):
@@ -508,7 +508,7 @@ def rollout_body(program: RolloutProgram, space: Space, u0, params, t0, dt, *, a
     Runs as is on one device (under ``jit``) and per shard on a device mesh, where `space`
     exchanges halos and reduces globally. ``bad`` is the first save block after which the
     field was non-finite anywhere (``-1``: never). ``apart``: the components are carried
-    apart between saves (`components_apart`; the caller decides, on one device)."""
+    apart between saves (`components_apart`; the caller decides)."""
 
     def rhs(t, u):
         return program.rhs(t, u, params, space)
@@ -517,6 +517,7 @@ def rollout_body(program: RolloutProgram, space: Space, u0, params, t0, dt, *, a
     step_rhs = split_rhs(rhs) if apart else rhs
 
     linear = None if program.linear is None else (lambda t, u: program.linear(t, u, params, space))
+    step_linear = split_rhs(linear) if apart and linear is not None else linear
 
     def diagnostics(u):
         return {name: fn(u, space) for name, fn in program.diagnostics}
@@ -530,7 +531,7 @@ def rollout_body(program: RolloutProgram, space: Space, u0, params, t0, dt, *, a
         def one(state):
             u, t = state
             h = step_size(u)
-            return program.stepper.step(step_rhs, linear, t, u, h, space), t + h
+            return program.stepper.step(step_rhs, step_linear, t, u, h, space), t + h
 
         u, t = repeat_in_two_buffers(one, program.save_every, (u, t))
         field = stacked(u)
