@@ -123,6 +123,16 @@ def _rows(x: Any, n: int) -> list:
     return x.parts if isinstance(x, _Apart) else [x[k] for k in range(n)]
 
 
+MAX_COMPONENTS = 16  # a stack of more rows than this is left stacked
+
+
+def _fields(eqn) -> bool:
+    """Whether ``eqn``'s output looks like a stack of components: a few rows of at least one
+    dimension each (not, say, a long vector built by concatenating numbers)."""
+    shape = eqn.outvars[0].aval.shape
+    return len(shape) >= 2 and shape[0] <= MAX_COMPONENTS
+
+
 def _stacked(x: Any) -> Any:
     return jnp.stack(x.parts) if isinstance(x, _Apart) else x
 
@@ -142,14 +152,16 @@ def _apart_rule(eqn, ins: list) -> list | None:
         closed = inner if hasattr(inner, "consts") else jcore.ClosedJaxpr(inner, ())
         return _evaluate(closed.jaxpr, closed.consts, ins)
     if name == "stack" and params.get("axis") == 0 and not apart:
-        return [_Apart(ins)]
+        return [_Apart(ins)] if _fields(eqn) else None
     if name == "broadcast_in_dim" and not apart:  # expand_dims: a new first axis of 1
         x, shape = ins[0], params["shape"]
-        if len(ins) == 1 and len(shape) == jnp.ndim(x) + 1 and shape[0] == 1 \
+        if len(ins) == 1 and len(shape) == jnp.ndim(x) + 1 and shape[0] == 1 and _fields(eqn) \
                 and tuple(params["broadcast_dimensions"]) == tuple(range(1, len(shape))):
             return [_Apart([x])]
         return None
     if name == "concatenate" and params["dimension"] == 0:
+        if not _fields(eqn):
+            return None
         return [_Apart([row for x in ins for row in _rows(x, x.shape[0] if not isinstance(x, _Apart) else 0)])]
     if not apart:
         return None

@@ -28,7 +28,7 @@ from .. import _config
 from .._prepare import check_flag, check_number, merge_params
 from ..errors import InputError, InputTypeError, ShapeError, SolveError
 from ..status import Status
-from .components import Components, split_rhs
+from .components import MAX_COMPONENTS, Components, split_rhs
 from .field_solution import FieldSolution
 from .grid import whole_number
 from .krylov import bicgstab
@@ -495,10 +495,10 @@ def repeat_in_two_buffers(one: Callable, n: int, state: Any) -> Any:
 
 def components_apart(program: RolloutProgram, u0: Any) -> bool:
     """Whether the time loop carries the field's components apart (`Components`, the rhs
-    evaluated per component by `split_rhs`): a large field (`LARGE_FIELD`) of more than one
-    component, stepped by a built-in stepper with a fixed ``dt``. Gray-Scott at 1024^2, one
+    evaluated per component by `split_rhs`): a large field (`LARGE_FIELD`) of 2 to
+    `MAX_COMPONENTS` components, stepped by a built-in stepper with a fixed ``dt``. Gray-Scott at 1024^2, one
     step: Euler 5.6 -> 3.1 ms, RK4 31 -> 12 (benchmarks/README.md)."""
-    return (u0.ndim > 1 and u0.shape[0] > 1 and u0.size >= LARGE_FIELD and program.dt_rule is None
+    return (u0.ndim > 1 and 1 < u0.shape[0] <= MAX_COMPONENTS and u0.size >= LARGE_FIELD and program.dt_rule is None
             and type(program.stepper) in (ForwardEuler, SSPRK3, RK4, IMEXEuler))
 
 
