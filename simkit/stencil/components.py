@@ -7,10 +7,11 @@ per component, on components carried apart, took 3.2 (one-component heat: 1.1;
 benchmarks/README.md). `split_rhs` gets the per-component form from the user's own rhs
 without asking them to write it: it traces the rhs once to a jaxpr and evaluates it with the
 component axis taken apart wherever an operation allows (elementwise arithmetic, slices and
-pads of the grid axes, the stack itself, nested ``jit``s, a halo exchange's ``ppermute``), and stacks the components back for
-any other operation (a reduction over components, a gather, a custom rule): the same
-operations on the same numbers, so the result is that of the stacked rhs, only not fused
-through a stack. `Components` is the field carried that way through a stepper's arithmetic.
+pads of the grid axes, the stack itself, nested ``jit``s, a halo exchange's ``ppermute``),
+and stacks the components back for any other operation (a reduction over components, a
+gather, a custom rule): the same operations on the same numbers, so the result is that of
+the stacked rhs, only not fused through a stack. `Components` is the field carried that way
+through a stepper's arithmetic.
 """
 
 from __future__ import annotations
