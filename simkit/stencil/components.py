@@ -226,13 +226,18 @@ def _evaluate(jaxpr, consts: Sequence[Any], args: Sequence[Any]) -> list:
 
 def split_rhs(rhs: Callable) -> Callable:
     """``rhs(t, u)`` (``u`` a stacked field) as a function of `Components` returning
-    `Components`, evaluated with the components apart (see the module's docstring)."""
+    `Components`, evaluated with the components apart (see the module's docstring). Make one
+    per program: its jaxpr's constants are the values ``rhs`` closes over (traced
+    parameters), valid within the program being traced."""
+
+    traced: dict = {}  # the rhs's jaxpr by argument types: traced once per program
 
     def apart(t: Any, u: Components) -> Components:
-        n = len(u.parts)
-        shape = jax.ShapeDtypeStruct(u.shape, u.dtype)
-        closed = jax.make_jaxpr(lambda t, v: rhs(t, v))(t, shape)
+        key = (jax.typeof(t), u.shape, u.dtype)
+        if key not in traced:
+            traced[key] = jax.make_jaxpr(lambda t, v: rhs(t, v))(t, jax.ShapeDtypeStruct(u.shape, u.dtype))
+        closed = traced[key]
         (out,) = _evaluate(closed.jaxpr, closed.consts, [t, _Apart(u.parts)])
-        return Components(_rows(out, n))
+        return Components(_rows(out, len(u.parts)))
 
     return apart
