@@ -39,8 +39,8 @@ def test_rhs_apart_equals_the_stacked_rhs(name):
 
 def test_operations_across_components_are_stacked_back():
     """A sum over the components, a gather, a reversed component order, a custom JVP rule
-    and a cumulative sum are not taken apart: the values (and gradients) are the stacked
-    rhs's exactly."""
+    and a cumulative sum are not taken apart (the components are stacked back for them): the
+    values and gradients are the stacked rhs's, to rounding."""
     space = models.get("gray_scott").space
 
     def rhs(t, u):
