@@ -23,8 +23,7 @@ from ..errors import InputError, InputTypeError, ShapeError
 from ..stencil.field_solution import FieldSolution
 from ..stencil.grid import Grid
 from ..stencil.pde import PDEModel, Space
-from ..stencil.stepping import (AbstractStepper, build_program, components_apart, finish, prepare, rollout_arguments,
-                                rollout_body)
+from ..stencil.stepping import AbstractStepper, build_program, finish, prepare, rollout_arguments, rollout_body
 from .halo import halo_pad, mesh_max, mesh_sum
 from .mesh import field_spec, gather, mesh_for, place
 
@@ -138,8 +137,7 @@ def _compiled(program: Any, mesh: Mesh, transform: str) -> Callable:
     shard_program = program.with_grid(block)
 
     def per_shard(u0, params, bcs, t0, dt):
-        return rollout_body(shard_program, sharded_space(block, bcs, axes, program.grid), u0, params, t0, dt,
-                            apart=components_apart(shard_program, u0))
+        return rollout_body(shard_program, sharded_space(block, bcs, axes, program.grid), u0, params, t0, dt)
 
     ndim = program.grid.ndim
     if transform == "shard_map":

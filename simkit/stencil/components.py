@@ -119,9 +119,9 @@ reduce_precision rem round rsqrt select_n sign sin sinh sqrt square sub tan tanh
 _PER_PART = frozenset({"ppermute"})
 
 
-def _rows(x: Any, n: int) -> list:
-    """The ``n`` entries of ``x`` along its first axis (held apart, or indexed)."""
-    return x.parts if isinstance(x, _Apart) else [x[k] for k in range(n)]
+def _rows(x: Any) -> list:
+    """The entries of ``x`` along its first axis (held apart, or indexed)."""
+    return x.parts if isinstance(x, _Apart) else [x[k] for k in range(x.shape[0])]
 
 
 MAX_COMPONENTS = 16  # a stack of more rows than this is left stacked
@@ -163,7 +163,7 @@ def _apart_rule(eqn, ins: list) -> list | None:
     if name == "concatenate" and params["dimension"] == 0:
         if not _fields(eqn):
             return None
-        return [_Apart([row for x in ins for row in _rows(x, x.shape[0] if not isinstance(x, _Apart) else 0)])]
+        return [_Apart([row for x in ins for row in _rows(x)])]
     if not apart:
         return None
     n = len(apart[0].parts)
@@ -171,7 +171,7 @@ def _apart_rule(eqn, ins: list) -> list | None:
         return None
     if name in _ELEMENTWISE:
         ndim = len(eqn.outvars[0].aval.shape)
-        columns = [x.parts if isinstance(x, _Apart) else ([x] * n if jnp.ndim(x) < ndim else _rows(x, n))
+        columns = [x.parts if isinstance(x, _Apart) else ([x] * n if jnp.ndim(x) < ndim else _rows(x))
                    for x in ins]
         return [_Apart([_bind(eqn, list(ops))[0] for ops in zip(*columns)])]
     x = ins[0]
@@ -238,6 +238,6 @@ def split_rhs(rhs: Callable) -> Callable:
             traced[key] = jax.make_jaxpr(lambda t, v: rhs(t, v))(t, jax.ShapeDtypeStruct(u.shape, u.dtype))
         closed = traced[key]
         (out,) = _evaluate(closed.jaxpr, closed.consts, [t, _Apart(u.parts)])
-        return Components(_rows(out, len(u.parts)))
+        return Components(_rows(out))
 
     return apart

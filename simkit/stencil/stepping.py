@@ -502,13 +502,14 @@ def components_apart(program: RolloutProgram, u0: Any) -> bool:
             and type(program.stepper) in (ForwardEuler, SSPRK3, RK4, IMEXEuler))
 
 
-def rollout_body(program: RolloutProgram, space: Space, u0, params, t0, dt, *, apart: bool = False):
+def rollout_body(program: RolloutProgram, space: Space, u0, params, t0, dt):
     """The rollout as a pure function of its inputs: ``(us, ts, diagnostics, bad)``.
 
     Runs as is on one device (under ``jit``) and per shard on a device mesh, where `space`
     exchanges halos and reduces globally. ``bad`` is the first save block after which the
-    field was non-finite anywhere (``-1``: never). ``apart``: the components are carried
-    apart between saves (`components_apart`; the caller decides)."""
+    field was non-finite anywhere (``-1``: never). Between saves the components may be
+    carried apart (`components_apart`, decided on the field ``u0`` of this device)."""
+    apart = components_apart(program, u0)
 
     def rhs(t, u):
         return program.rhs(t, u, params, space)
@@ -551,7 +552,7 @@ def rollout_body(program: RolloutProgram, space: Space, u0, params, t0, dt, *, a
 
 @functools.partial(jax.jit, static_argnames=("program",))
 def _rollout(program: RolloutProgram, u0, params, bcs, t0, dt):
-    return rollout_body(program, Space(program.grid, bcs), u0, params, t0, dt, apart=components_apart(program, u0))
+    return rollout_body(program, Space(program.grid, bcs), u0, params, t0, dt)
 
 
 def build_program(model: PDEModel, *, dt: float | Callable, steps: int, save_every: int | None,
