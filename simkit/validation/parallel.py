@@ -21,9 +21,11 @@ import numpy as np
 MESHES = {1: [(2,), (4,), (8,)], 2: [(2, 1), (4, 1), (2, 2), (4, 2)], 3: [(2, 1, 1), (2, 2, 1), (2, 2, 2)]}
 
 
-def agreement(names: list[str], steps: int = 4) -> dict[str, dict[str, float]]:
+def agreement(names: list[str], steps: int = 4, meshes: dict[int, list[tuple[int, ...]]] | None = None
+              ) -> dict[str, dict[str, float]]:
     """``{model: {mesh shape: max |decomposed - single device|}}`` for explicit models
-    (RK4 at a quarter of the stable step), on every mesh of `MESHES` the devices allow."""
+    (RK4 at a quarter of the stable step), on every mesh of `meshes` (by grid dimension;
+    default `MESHES`) the devices allow."""
     import jax
 
     from .. import models, parallel
@@ -36,7 +38,7 @@ def agreement(names: list[str], steps: int = 4) -> dict[str, dict[str, float]]:
         dt = 0.25 * 2.5 / rho
         base = integrate(m, dt=dt, steps=steps, save_every=steps // 2)
         out[name] = {}
-        for shape in MESHES[m.grid.ndim]:
+        for shape in (meshes or MESHES)[m.grid.ndim]:
             count = int(np.prod(shape))
             if count > len(jax.devices()):
                 continue
