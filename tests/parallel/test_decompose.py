@@ -116,7 +116,9 @@ def test_property_random_grids_and_meshes(nx, ny, shape, walls, seed):
     u0 = np.random.default_rng(seed).standard_normal((1, nx, ny))
     m = sk.PDEModel(rhs=lambda t, u, p, s: p["d"] * sk.laplacian(s.pad(u), s.spacing), grid=grid, bcs=bcs,
                     params={"d": 0.01}, u0=u0)
-    base = sk.integrate(m, dt=1e-3, steps=6, save_every=3)
+    # dt is under a fortieth of the stable step on every grid drawn: no stability estimate (a compile
+    # per grid); the comparison is the subject
+    base = sk.integrate(m, dt=1e-3, steps=6, save_every=3, check_stability=False)
     mesh = parallel.mesh_for(grid, DEVICES[: shape[0] * shape[1]], shape=shape)
-    out = parallel.integrate(m, mesh=mesh, dt=1e-3, steps=6, save_every=3)
+    out = parallel.integrate(m, mesh=mesh, dt=1e-3, steps=6, save_every=3, check_stability=False)
     assert np.abs(out.us - base.us).max() <= 1e-14 * np.abs(base.us).max()
