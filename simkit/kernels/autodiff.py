@@ -3,14 +3,16 @@
 A reverse-mode ``jax.custom_vjp`` would make ``jax.jvp``/``jax.jacfwd`` fail (JAX cannot
 push tangents through a custom_vjp), and the kernels must serve both: fitting with few
 parameters wants forward mode, losses with many outputs want ``jax.grad``. So the JVP
-rule computes the solve's full forward sensitivity — the tangents of all outputs with
-respect to ``(t0, t1, y0, params)``, ``2 + n_states + n_params`` directions pushed
-through the same ``while_loop`` in one batched pass (the primal runs once, unbatched) —
-and returns ``J @ tangent``. That is linear in the tangent with ``J`` a primal value, so
-JAX transposes it for ``jax.grad``; ``jax.hessian`` (forward over reverse) works too.
+rule computes the solve's forward sensitivity — the tangents of all outputs with respect
+to the inputs among ``(t0, t1, y0, params)`` that the caller differentiates (the others
+arrive as symbolic zeros: ``defjvp(..., symbolic_zeros=True)``), one direction per
+scalar of those, pushed through the same ``while_loop`` in one batched pass (the primal
+runs once, unbatched) — and returns ``J @ tangent``. That is linear in the tangent with
+``J`` a primal value, so JAX transposes it for ``jax.grad``; ``jax.hessian`` (forward
+over reverse) works too.
 
-Cost: one loop carrying ``(1 + 2 + n + p)`` state vectors; memory O(n (n + p)),
-independent of the number of steps (no checkpoints). Derivatives are those of the
+Cost: one loop carrying ``1 + d`` state vectors for ``d`` differentiated scalars (at most
+``2 + n + p``); memory O(n (1 + d)), independent of the number of steps (no checkpoints). Derivatives are those of the
 discrete scheme along the step sequence taken (step sizes are held constant), which
 match the exact sensitivities to the solve's tolerance. The sensitivity to each save
 time is ``f(t_k, y_k)``.
@@ -25,6 +27,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.custom_derivatives import SymbolicZero
 from jax.flatten_util import ravel_pytree
 
 from .loop import adaptive_loop
@@ -62,26 +65,44 @@ def _float0_like(x):
     return np.zeros(jnp.shape(x), dtype=jax.dtypes.float0)
 
 
-@kernel_solve.defjvp
+def _active(tangent) -> bool:
+    """Whether a tangent leaf perturbs its input: not a symbolic zero (an input the caller
+    does not differentiate) nor an integer input's ``float0``."""
+    return not isinstance(tangent, SymbolicZero) and getattr(tangent, "dtype", None) != jax.dtypes.float0
+
+
 def _kernel_solve_jvp(program, primals, tangents):
     t0, t1, y0, params, save_ts, rtol, atol, dt0, max_step = primals
-    dt0_t, dt1_t, dy0_t, dparams_t, dts_t = tangents[:5]
-    x, unravel = ravel_pytree((t0, t1, y0, params))
-    dx, _ = ravel_pytree((dt0_t, dt1_t, dy0_t, dparams_t))
+    leaves, treedef = jax.tree_util.tree_flatten((t0, t1, y0, params))
+    dleaves = treedef.flatten_up_to(tangents[:4])
+    active = [i for i, d in enumerate(dleaves) if _active(d)]
+    dts_t = tangents[4]
+    # only the directions the caller perturbs: a fit of 2 rates on a 24-state model pushes
+    # 2 directions through the loop, not 2 + 24 + 2 (inputs not differentiated arrive as
+    # symbolic zeros)
+    x, unravel = ravel_pytree([leaves[i] for i in active])
+    dx, _ = ravel_pytree([dleaves[i] for i in active])
 
     def floats(xx):
-        tt0, tt1, yy0, pp = unravel(xx)
+        full = list(leaves)
+        for i, v in zip(active, unravel(xx)):
+            full[i] = v
+        tt0, tt1, yy0, pp = jax.tree_util.tree_unflatten(treedef, full)
         out = _raw(program, tt0, tt1, yy0, pp, save_ts, rtol, atol, dt0, max_step)
         return {k: out[k] for k in _FLOAT_KEYS + (("dense",) if program.dense else ())}, out
 
-    basis = jnp.eye(x.shape[0], dtype=x.dtype)
-    _, jac, out = jax.vmap(
-        lambda v: jax.jvp(floats, (x,), (v,), has_aux=True), out_axes=(None, 0, None)
-    )(basis)
+    if x.shape[0] == 0:  # nothing perturbed but (perhaps) the save times
+        values, out = floats(x)
+        jac = jax.tree_util.tree_map(lambda v: jnp.zeros((0,) + v.shape, v.dtype), values)
+    else:
+        basis = jnp.eye(x.shape[0], dtype=x.dtype)
+        _, jac, out = jax.vmap(
+            lambda v: jax.jvp(floats, (x,), (v,), has_aux=True), out_axes=(None, 0, None)
+        )(basis)
     tangent = {k: jnp.tensordot(dx, jac[k], axes=(0, 0)) for k in _FLOAT_KEYS}
     if program.dense:  # the recorded steps move with the inputs too (their sizes do not)
         tangent["dense"] = jax.tree_util.tree_map(lambda j: jnp.tensordot(dx, j, axes=(0, 0)), jac["dense"])
-    if not program.save_steps:
+    if not program.save_steps and _active(dts_t):
         # moving a save time moves the saved state along the solution: dy/dt_k = f(t_k, y_k)
         reached = jnp.isfinite(out["ts"])
         f_at = jax.vmap(lambda t, y: program.rhs(t, y, params))(
@@ -100,3 +121,6 @@ def _kernel_solve_jvp(program, primals, tangents):
         **tangent,
     }
     return out, tangents_out
+
+
+kernel_solve.defjvp(_kernel_solve_jvp, symbolic_zeros=True)
