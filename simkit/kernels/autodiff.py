@@ -12,8 +12,8 @@ runs once, unbatched) — and returns ``J @ tangent``. That is linear in the tan
 over reverse) works too.
 
 Cost: one loop carrying ``1 + d`` state vectors for ``d`` differentiated scalars (at most
-``2 + n + p``); memory O(n (1 + d)), independent of the number of steps (no checkpoints). Derivatives are those of the
-discrete scheme along the step sequence taken (step sizes are held constant), which
+``2 + n + p``); memory O(n (1 + d)), independent of the number of steps (no
+checkpoints). Derivatives are those of the discrete scheme along the step sequence taken (step sizes are held constant), which
 match the exact sensitivities to the solve's tolerance. The sensitivity to each save
 time is ``f(t_k, y_k)``.
 """
