@@ -91,7 +91,8 @@ def test_only_the_differentiated_inputs_are_pushed_through_the_loop():
     """The JVP rule pushes one direction per differentiated scalar (the other inputs arrive
     as symbolic zeros): d/d(t1, rho) carries 2 directions of Lorenz's 3 states, not the
     2 + 3 + 3 of (t0, t1, y0, params); the two derivatives are right (central differences
-    of the solve, dy/dt1 = f(t1, y(t1)))."""
+    of the solve, dy/dt1 = f(t1, y(t1))); and the save times alone (no direction through
+    the loop, a path of its own)."""
     lorenz = models.get("lorenz")
     p0 = {k: jnp.asarray(float(v)) for k, v in lorenz.params.items()}
 
@@ -108,3 +109,8 @@ def test_only_the_differentiated_inputs_are_pushed_through_the_loop():
     eps = 1e-5 * rho
     fd = (final(t1, rho + eps) - final(t1, rho - eps)) / (2 * eps)
     np.testing.assert_allclose(d_rho, fd, rtol=1e-6)
+    # the save times alone (no direction through the loop): dy(t_k)/dt_k = f(t_k, y(t_k))
+    ts = jnp.asarray([0.25, 0.5, 1.0])
+    saved = lambda ts: simkit.solve(lorenz, (0.0, 1.0), saveat=ts, rtol=1e-11, atol=1e-11).ys  # noqa: E731
+    f_saved = jax.vmap(lambda t, y: lorenz.rhs(t, y, p0))(ts, saved(ts))
+    np.testing.assert_allclose(jax.grad(lambda ts: saved(ts).sum())(ts), f_saved.sum(axis=1), rtol=1e-12)
