@@ -58,3 +58,44 @@ def test_non_finite_input_is_refused_before_scipy_runs(kwargs, error, names):
     """SciPy would reject every step of a NaN state forever; the check comes first."""
     with pytest.raises(error, match=names):
         reference.solve_ivp(DECAY, method="RK45", **kwargs)
+
+
+def test_scipy_bdf_does_not_read_its_uninitialised_table(monkeypatch):
+    """SciPy's BDF allocates its difference table with ``np.empty`` and its first step reads
+    a row it never wrote (harmless to the result, but when the memory holds a signalling-NaN
+    bit pattern NumPy warns "invalid value encountered in subtract": an error in this suite,
+    which once failed CI). With ``np.empty`` handing out such memory, as it may, SciPy's own
+    BDF warns and
+    ``reference.scipy_method("BDF")`` (the one simkit's reference uses) neither warns nor
+    changes the answer."""
+    import types
+    import warnings
+
+    import scipy.integrate
+    from scipy.integrate._ivp import bdf
+
+    def rhs(t, y):
+        return np.array([-0.04 * y[0] + 1e4 * y[1] * y[2], 0.04 * y[0] - 1e4 * y[1] * y[2] - 3e7 * y[1] ** 2,
+                         3e7 * y[1] ** 2])
+
+    def run(method):
+        return scipy.integrate.solve_ivp(rhs, (0.0, 10.0), [1.0, 0.0, 0.0], method=method, rtol=1e-6, atol=1e-10)
+
+    clean = run("BDF")  # np.empty as NumPy gives it
+    poisoned = types.SimpleNamespace(**{k: getattr(np, k) for k in dir(np) if not k.startswith("__")})
+    snan = np.array(0x7FF4000000000000, np.uint64).view(np.float64)  # exponent all ones, quiet bit 0
+
+    def empty(shape, dtype=float, **kw):
+        assert np.dtype(dtype) == np.float64
+        return np.full(shape, 0x7FF4000000000000, np.uint64).view(np.float64)
+
+    assert np.isnan(snan)
+    poisoned.empty = empty
+    monkeypatch.setattr(bdf, "np", poisoned)
+    with pytest.warns(RuntimeWarning, match="invalid value encountered in subtract"):
+        run("BDF")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fixed = run(reference.scipy_method("BDF"))
+    np.testing.assert_array_equal(fixed.y, clean.y)  # the same steps, the same numbers
+    assert fixed.nfev == clean.nfev and reference.scipy_method("Radau") == "Radau"

@@ -44,6 +44,35 @@ def _compiled(rhs: Any) -> tuple[Any, Any]:
     return f, jac
 
 
+@functools.lru_cache(maxsize=1)
+def _zeroed_bdf() -> type:
+    from scipy.integrate import BDF
+
+    class ZeroedBDF(BDF):
+        """SciPy's BDF with the unwritten rows of its difference table zeroed.
+
+        SciPy allocates the table ``D`` (MAX_ORDER + 3, n) with ``np.empty`` and writes rows 0
+        and 1 only; its first step computes ``D[order + 2] = d - D[order + 1]`` from row 2,
+        never written. The value is overwritten before it is used, so the solution does not
+        depend on it, but when that memory happens to hold inf NumPy warns "invalid value
+        encountered in subtract" (an error where warnings are errors: simkit's CI once;
+        PySDM#293). Zeroing the rows is what initialised memory would give.
+        """
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.D[2:] = 0.0
+
+    return ZeroedBDF
+
+
+def scipy_method(method: str) -> Any:
+    """What to pass as ``scipy.integrate.solve_ivp``'s ``method`` for SciPy's ``method``: the
+    name itself, except ``"BDF"``: SciPy's BDF with its difference table initialised (see
+    ``ZeroedBDF``'s docstring; the same steps and results, without a spurious warning)."""
+    return _zeroed_bdf() if method == "BDF" else method
+
+
 def solve_ivp(
     model: ODEModel,
     t_span: Sequence[float] | None = None,
@@ -105,7 +134,7 @@ def solve_ivp(
     if use_jacobian and method in IMPLICIT:
         kwargs["jac"] = lambda t, y: np.asarray(jac(t, y, p))
     out = scipy_solve_ivp(
-        fun, (t0, t1), y_init, method=method, t_eval=t_eval, rtol=rtol, atol=atol, **kwargs
+        fun, (t0, t1), y_init, method=scipy_method(method), t_eval=t_eval, rtol=rtol, atol=atol, **kwargs
     )
     if out.status < 0:
         raise SolveError(f"scipy {method} failed on {model.name!r}: {out.message}")

@@ -371,8 +371,12 @@ def spectral_radius(model: PDEModel, params: Mapping[str, Any], u: Any, *, expli
     >>> bool(0.98 < radius / (4 * 0.1 * 128**2) <= 1), oscillatory
     (True, False)
     """
+    # the same argument types as `integrate`'s check (simkit's float dtype, arrays): a call with
+    # the model's own Python numbers shares that compiled program instead of adding one
+    dtype = _config.float_dtype()
     rho, cosine = _power_iteration(model.rhs, model.linear if explicit_only else None, model.grid, iterations,
-                                   model.bcs, jnp.asarray(u), params, jnp.asarray(t, jnp.asarray(u).dtype))
+                                   model.bcs, jnp.asarray(u, dtype), {k: jnp.asarray(v, dtype) for k, v in params.items()},
+                                   jnp.asarray(t, dtype))
     return float(rho), bool(cosine < -0.5)
 
 

@@ -150,7 +150,7 @@ def against_scipy() -> dict[str, Any]:
 
     from .._solve import solve
     from ..kernels import Rodas4
-    from ..reference import compare
+    from ..reference import compare, scipy_method
 
     g = Grid((12, 12), 0.0, 0.15)
     x, y = g.meshgrid()
@@ -161,7 +161,7 @@ def against_scipy() -> dict[str, Any]:
     sol = solve(m, span, saveat=11, rtol=rtol, atol=atol, solver=Rodas4())
     f = jax.jit(lambda v: ode.rhs(0.0, v, ode.params))
     pattern = np.asarray(jax.jacfwd(f)(jnp.asarray(np.random.default_rng(0).uniform(0.1, 1, ode.n_states)))) != 0
-    ref = solve_ivp(lambda t, v: np.asarray(f(v)), span, np.asarray(ode.y0), method="BDF",
+    ref = solve_ivp(lambda t, v: np.asarray(f(v)), span, np.asarray(ode.y0), method=scipy_method("BDF"),
                     t_eval=np.linspace(*span, 11), rtol=1e-12, atol=1e-13, jac_sparsity=pattern)
 
     class _Ref:

@@ -161,7 +161,8 @@ def test_robertson_matches_scipy_in_values_and_steps(robertson, robertson_refere
     # the same algorithm and first step: SciPy's step sequence (measured at rtol 1e-3, 1e-6,
     # 1e-8: 107/107, 327/327, 664/664 steps; Jacobians 10/9, 9/9, 12/12; LU 39/38, 68/68,
     # 129/127: simkit refactors after an error rejection, SciPy keeps the old matrix)
-    sp_steps = scipy.integrate.solve_ivp(robertson_numpy, (0.0, 1e5), [1.0, 0.0, 0.0], method="BDF",
+    sp_steps = scipy.integrate.solve_ivp(robertson_numpy, (0.0, 1e5), [1.0, 0.0, 0.0],
+                                         method=reference.scipy_method("BDF"),
                                          rtol=ROB_RTOL, atol=ROB_ATOL)
     ours, theirs = int(sol.stats["num_accepted_steps"]), len(sp_steps.t) - 1
     assert abs(ours - theirs) <= 0.05 * theirs, (ours, theirs)

@@ -156,6 +156,8 @@ def test_method_of_lines_matches_scipy_bdf_with_sparsity():
     import jax
     from scipy.integrate import solve_ivp
 
+    from simkit.reference import scipy_method
+
     g = sk.Grid((12, 12), 0.0, 0.15)
     base = models.get("gray_scott")
     x, y = g.meshgrid()
@@ -170,7 +172,7 @@ def test_method_of_lines_matches_scipy_bdf_with_sparsity():
     jac = jax.jit(jax.jacfwd(lambda y: ode.rhs(0.0, y, ode.params)))
     sparsity = np.asarray(jac(jnp.asarray(np.random.default_rng(0).uniform(0.1, 1, ode.n_states)))) != 0
     assert sparsity.sum() == 2 * 144 * 5 + 2 * 144  # 5-point stencil per species + coupling
-    ref = solve_ivp(lambda t, y: np.asarray(f(y)), span, np.asarray(ode.y0), method="BDF",
+    ref = solve_ivp(lambda t, y: np.asarray(f(y)), span, np.asarray(ode.y0), method=scipy_method("BDF"),
                     t_eval=np.linspace(*span, 11), rtol=1e-12, atol=1e-13, jac_sparsity=sparsity)
     for result, bound in [(sol, 3 * 128), (rodas, 3 * 5.5)]:
         err = np.abs(np.asarray(result.ys) - ref.y.T) / (atol + rtol * np.abs(ref.y.T))
