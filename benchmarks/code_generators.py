@@ -1,0 +1,123 @@
+"""XLA:CPU's two code generators for simkit's programs: compile time against run time
+(issue 13: "compile time per kernel at most 1 s"; the test suite's time).
+
+    python benchmarks/code_generators.py [--rounds 2] [--repeats 7] [--members 10000]
+                                         [--out benchmarks/results/code_generators.json]
+
+Each round runs one fresh process per mode, alternating: ``default`` (XLA's MLIR fusion
+emitters) and ``fast`` (``SIMKIT_FAST_COMPILE=1``: its classic code generator). Each process
+measures, with the persistent compilation cache off:
+
+- compile + first call of each kernel on a new 3-state program (Lorenz's rhs as a new
+  function; ``benchmarks/kernels.py``'s measure), and for the stiff kernels on Robertson;
+- the first call of the Lorenz ``jax.grad`` program of ``benchmarks/derivatives.py``;
+- run time (median of ``--repeats`` calls): Lorenz t 0..100, rtol = atol = 1e-8, 1000 saves
+  (Tsit5), Robertson t 0..1e5, 1e-6 / 1e-10, 60 log-spaced saves (Rodas5P), and the
+  ``--members`` Lorenz ensemble (rho ~ U[10, 50], t 0..10, 1e-6) in solves/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+MODES = {"default": "0", "fast": "1"}
+
+
+def child(repeats: int, members: int) -> dict:
+    os.environ["SIMKIT_COMPILATION_CACHE"] = "0"
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    import simkit
+    from simkit import models
+    from timing import interleaved, timed  # benchmarks/timing.py
+
+    lz, rob = models.get("lorenz"), models.get("robertson")
+    out: dict = {"xla_flags": os.environ.get("XLA_FLAGS", "")}
+    first = {}
+    kernels = [(lz, "lorenz", s) for s in (simkit.Tsit5(), simkit.DOPRI5(), simkit.DOP853(), simkit.Rodas4(),
+                                          simkit.Rodas5P(), simkit.RadauIIA5(), simkit.BDF())]
+    kernels += [(rob, "robertson", s) for s in (simkit.Rodas5P(), simkit.RadauIIA5(), simkit.BDF())]
+    for model, label, solver in kernels:
+        fresh = model.replace(rhs=lambda t, y, p, f=model.rhs: f(t, y, p))  # a new function: a new program
+        first[f"{solver!r} on {label}"] = timed(lambda: simkit.solve(fresh, (0.0, 1.0), saveat=11, solver=solver).ys)
+    p = {k: jnp.asarray(v) for k, v in lz.params.items()}
+
+    def loss(params):
+        return jnp.sum(simkit.solve(lz, (0.0, 10.0), params=params, saveat=101, rtol=1e-8, atol=1e-8).ys ** 2)
+
+    first["jax.grad of a Lorenz solve (Tsit5)"] = timed(lambda: jax.jit(jax.grad(loss))(p))
+    out["compile_and_first_call_s"] = first
+
+    rob_ts = np.concatenate([[0.0], np.logspace(-5, 5, 60)[1:]])
+    rhos = jnp.asarray(np.random.default_rng(0).uniform(10.0, 50.0, members))
+    runs = {
+        "lorenz single solve [s]": lambda: simkit.solve(lz, (0.0, 100.0), saveat=1000, rtol=1e-8, atol=1e-8).ys,
+        "robertson single solve [s]": lambda: simkit.solve(rob, (0.0, 1e5), saveat=rob_ts, rtol=1e-6,
+                                                           atol=1e-10).ys,
+        f"lorenz ensemble of {members} [s]": lambda: simkit.ensemble(lz, (0.0, 10.0), params={"rho": rhos},
+                                                                     saveat=2, rtol=1e-6, atol=1e-6).ys,
+    }
+    out["run_s"] = interleaved(runs, repeats)
+    out["ensemble_solves_per_s"] = members / out["run_s"][f"lorenz ensemble of {members} [s]"]
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--members", type=int, default=10_000)
+    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "code_generators.json"))
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.repeats, args.members)))
+        return
+    from stencil import machine  # benchmarks/stencil.py
+
+    start = time.perf_counter()
+    runs: dict[str, list[dict]] = {m: [] for m in MODES}
+    for r in range(args.rounds):
+        for mode, flag in MODES.items():
+            env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"} | {"SIMKIT_FAST_COMPILE": flag}
+            proc = subprocess.run([sys.executable, __file__, "--child", "--repeats", str(args.repeats),
+                                   "--members", str(args.members)], env=env, capture_output=True, text=True)
+            if proc.returncode:
+                raise SystemExit(proc.stderr[-3000:])
+            runs[mode].append(json.loads(proc.stdout.strip().splitlines()[-1]))
+            print(f"round {r + 1}, {mode}: done", flush=True)
+
+    def median(mode, section, key):
+        return statistics.median(run[section][key] if section else run[key] for run in runs[mode])
+
+    table = {}
+    for section in ("compile_and_first_call_s", "run_s"):
+        for key in runs["default"][0][section]:
+            d, f = median("default", section, key), median("fast", section, key)
+            table[f"{section}: {key}"] = dict(default=d, fast=f, fast_over_default=f / d)
+    d, f = median("default", None, "ensemble_solves_per_s"), median("fast", None, "ensemble_solves_per_s")
+    table["ensemble solves/s"] = dict(default=d, fast=f, fast_over_default=f / d)
+    print(f"\n{'':64s} {'default':>9s} {'fast':>9s} {'fast/default':>12s}")
+    for k, v in table.items():
+        print(f"{k:64s} {v['default']:9.4g} {v['fast']:9.4g} {v['fast_over_default']:12.2f}")
+    result = dict(command=" ".join(["python benchmarks/code_generators.py", *sys.argv[1:]]), machine=machine(),
+                  rounds=args.rounds, repeats=args.repeats, wall_s=time.perf_counter() - start,
+                  note="medians over rounds of fresh processes (default = MLIR fusion emitters, fast = "
+                       "SIMKIT_FAST_COMPILE=1, XLA:CPU's classic code generator)", table=table, runs=runs)
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w") as fh:
+        json.dump(result, fh, indent=1)
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    main()
