@@ -26,9 +26,10 @@ configured it:
   ``XLA_FLAGS`` already names that flag; effective when simkit is imported before JAX
   starts). Measured with jax 0.10.2 on 2 cores: compiles about half as long (a Rodas5P
   kernel 1.8 -> 1.0 s, a Tsit5 kernel 1.0 -> 0.73 s), small-system kernels run as fast, but
-  loops vectorised over many values run 10-25 % slower (a 10,000-member Lorenz ensemble,
-  2048^2 heat and 1024^2 Gray-Scott steps). For compile-bound work: fits of small models,
-  interactive sessions, the test suite (whose conftest sets it). Off by default.
+  loops vectorised over many values run 5-25 % slower (a 10,000-member Lorenz ensemble,
+  2048^2 heat and 1024^2 Gray-Scott steps; benchmarks/code_generators.py). For
+  compile-bound work: fits of small models, interactive sessions, the test suite (whose
+  conftest sets it). Off by default.
 * JAX's persistent compilation cache directory, ``$SIMKIT_CACHE_DIR`` or
   ``~/.cache/simkit/jax``, unless the user configured one (``jax_compilation_cache_dir``,
   ``JAX_COMPILATION_CACHE_DIR``), switched the cache off (``jax_enable_compilation_cache``)

@@ -54,9 +54,9 @@ def _zeroed_bdf() -> type:
         SciPy allocates the table ``D`` (MAX_ORDER + 3, n) with ``np.empty`` and writes rows 0
         and 1 only; its first step computes ``D[order + 2] = d - D[order + 1]`` from row 2,
         never written. The value is overwritten before it is used, so the solution does not
-        depend on it, but when that memory happens to hold inf NumPy warns "invalid value
-        encountered in subtract" (an error where warnings are errors: simkit's CI once;
-        PySDM#293). Zeroing the rows is what initialised memory would give.
+        depend on it, but when that memory happens to hold a signalling-NaN bit pattern NumPy
+        warns "invalid value encountered in subtract" (an error where warnings are errors:
+        simkit's CI once; PySDM#293). Zeroing the rows is what initialised memory would give.
         """
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
