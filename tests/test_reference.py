@@ -65,9 +65,9 @@ def test_scipy_bdf_does_not_read_its_uninitialised_table(monkeypatch):
     a row it never wrote (harmless to the result, but when the memory holds a signalling-NaN
     bit pattern NumPy warns "invalid value encountered in subtract": an error in this suite,
     which once failed CI). With ``np.empty`` handing out such memory, as it may, SciPy's own
-    BDF warns and
-    ``reference.scipy_method("BDF")`` (the one simkit's reference uses) neither warns nor
-    changes the answer."""
+    BDF warns and ``reference.scipy_method("BDF")`` (the one simkit's reference uses)
+    neither warns nor changes the answer. Should SciPy initialise its table one day, the
+    first check fails: the workaround can go then."""
     import types
     import warnings
 
