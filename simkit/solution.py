@@ -6,11 +6,12 @@ import dataclasses
 import functools
 from typing import Any
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import io
+from . import _config, io
 from .errors import InputError, ParameterError
 from .status import Status, describe
 
@@ -248,6 +249,8 @@ class Solution(io.Saveable):
 
         if self.interpolation is None:
             raise InputError("dense output was not requested: call simkit.solve(..., dense=True)")
+        if not isinstance(t, jax.core.Tracer):  # one program for floats, NumPy scalars, arrays
+            t = jnp.asarray(t, dtype=_config.float_dtype())
         t = jnp.asarray(t)
         ends = (self.interpolation.t0, self.interpolation.t1)
         if not any(isinstance(x, jax.core.Tracer) for x in (t, *ends)) and all(np.ndim(e) == 0 for e in ends):
@@ -258,8 +261,7 @@ class Solution(io.Saveable):
                 stopped = " (the solve stopped at an event)" if int(np.asarray(self.status)) == Status.EVENT else ""
                 raise InputError(f"Solution.evaluate: t = {values[outside].tolist()} is outside the solved "
                                  f"span [{lo:g}, {hi:g}] of {self.model_name!r}{stopped}")
-        flat = jnp.reshape(t, (-1,))
-        out = jax.vmap(self.interpolation.evaluate)(flat)
+        out = _evaluate(self.interpolation, jnp.reshape(t, (-1,)))
         return jnp.reshape(out, t.shape + out.shape[-1:])
 
     # -- export ---------------------------------------------------------------
@@ -355,3 +357,10 @@ class Solution(io.Saveable):
             f"Solution(model={self.model_name!r}, solver={self.solver_name}, "
             f"n_save={n}, states={list(self.state_names)}, status={self.message!r})"
         )
+
+
+@eqx.filter_jit
+def _evaluate(interpolation: Any, ts: Any) -> Any:
+    """The interpolant at the times ``ts`` (n,), one compiled program per interpolant
+    structure and shape of ``ts`` (op by op, a first call compiled about 70 small programs)."""
+    return jax.vmap(interpolation.evaluate)(ts)
