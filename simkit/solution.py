@@ -249,9 +249,8 @@ class Solution(io.Saveable):
 
         if self.interpolation is None:
             raise InputError("dense output was not requested: call simkit.solve(..., dense=True)")
-        if not isinstance(t, jax.core.Tracer):  # one program for floats, NumPy scalars, arrays
-            t = jnp.asarray(t, dtype=_config.float_dtype())
-        t = jnp.asarray(t)
+        # concrete times in simkit's float dtype: one program for floats, NumPy scalars, arrays
+        t = jnp.asarray(t) if isinstance(t, jax.core.Tracer) else jnp.asarray(t, dtype=_config.float_dtype())
         ends = (self.interpolation.t0, self.interpolation.t1)
         if not any(isinstance(x, jax.core.Tracer) for x in (t, *ends)) and all(np.ndim(e) == 0 for e in ends):
             lo, hi = sorted(float(e) for e in ends)
