@@ -21,15 +21,19 @@ configured it:
   were produced, so one program and its domain-decomposed twin can differ by an ulp per
   operation (measured: 1e-16 after a Burgers step); without FMAs they agree bit for bit.
   Costs the AVX2/AVX-512 vector width (see benchmarks/README.md).
-* ``SIMKIT_FAST_COMPILE=1``: XLA:CPU's classic fusion code generator instead of its MLIR
-  fusion emitters (``--xla_cpu_use_fusion_emitters=false`` is added to ``XLA_FLAGS``, unless
-  ``XLA_FLAGS`` already names that flag; effective when simkit is imported before JAX
-  starts). Measured with jax 0.10.2 on 2 cores: compiles about half as long (a Rodas5P
-  kernel 1.8 -> 1.0 s, a Tsit5 kernel 1.0 -> 0.73 s), small-system kernels run as fast, but
-  loops vectorised over many values run 5-25 % slower (a 10,000-member Lorenz ensemble,
-  2048^2 heat and 1024^2 Gray-Scott steps; benchmarks/code_generators.py). For
-  compile-bound work: fits of small models, interactive sessions, the test suite (whose
-  conftest sets it). Off by default.
+* XLA:CPU's code generator. By default each of simkit's solve and fit programs chooses
+  (`simkit._codegen`): those of a model with at most 64 states compile with XLA:CPU's
+  classic fusion code generator (per program, ``compiler_options``; nothing process-wide),
+  the others, the ensembles and the stencils with XLA's default (its MLIR fusion emitters).
+  ``SIMKIT_FAST_COMPILE=1``: the classic generator for every program in the process, the
+  user's own included (``--xla_cpu_use_fusion_emitters=false`` is added to ``XLA_FLAGS``,
+  unless ``XLA_FLAGS`` already names that flag; effective when simkit is imported before
+  JAX starts); ``SIMKIT_FAST_COMPILE=0``: XLA's default everywhere. Measured with jax
+  0.10.2 on 2 cores: the classic generator compiles about half as long (a Rodas5P kernel
+  1.8 -> 1.0 s, a Tsit5 kernel 1.0 -> 0.73 s), small-system kernels run as fast or faster,
+  but loops vectorised over many values run 5-25 % slower (a 10,000-member Lorenz
+  ensemble, 2048^2 heat and 1024^2 Gray-Scott steps; benchmarks/code_generators.py). The
+  test suite sets ``SIMKIT_FAST_COMPILE=1`` (its conftest).
 * JAX's persistent compilation cache directory, ``$SIMKIT_CACHE_DIR`` or
   ``~/.cache/simkit/jax``, unless the user configured one (``jax_compilation_cache_dir``,
   ``JAX_COMPILATION_CACHE_DIR``), switched the cache off (``jax_enable_compilation_cache``)
@@ -84,7 +88,11 @@ def _flag(name: str, default: str) -> bool:
 ENABLE_X64: bool = _flag("SIMKIT_ENABLE_X64", "1") and "JAX_ENABLE_X64" not in os.environ
 STRICT_FP: bool = _flag("SIMKIT_STRICT_FP", "0")
 _USER_EQX_ON_ERROR: bool = "EQX_ON_ERROR" in os.environ  # equinox reads it once, at its import
-FAST_COMPILE: bool = _flag("SIMKIT_FAST_COMPILE", "0")
+_FAST_COMPILE_SETTING = os.environ.get("SIMKIT_FAST_COMPILE", "").strip().lower()
+FAST_COMPILE: bool = _FAST_COMPILE_SETTING in _TRUE
+# XLA:CPU code generator: "auto" (unset: small programs the classic one), "classic" (every
+# program: the XLA flag), "default" (XLA's default everywhere)
+CODEGEN: str = "auto" if not _FAST_COMPILE_SETTING else ("classic" if FAST_COMPILE else "default")
 if STRICT_FP and "xla_cpu_max_isa" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_max_isa=AVX").strip()
 if FAST_COMPILE and "xla_cpu_use_fusion_emitters" not in os.environ.get("XLA_FLAGS", ""):

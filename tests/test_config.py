@@ -132,7 +132,7 @@ def test_a_cache_the_user_configured_keeps_jax_thresholds(tmp_path):
 
 CODEGEN_SCRIPT = """
 import json, os
-import numpy as np, simkit
+import jax, numpy as np, simkit
 from simkit import models, reference
 out = {"flag": "xla_cpu_use_fusion_emitters=false" in os.environ.get("XLA_FLAGS", "")}
 for name, solver, span in (("robertson", simkit.Rodas5P(), (0.0, 1e3)), ("lorenz", simkit.Tsit5(), (0.0, 2.0))):
@@ -141,21 +141,43 @@ for name, solver, span in (("robertson", simkit.Rodas5P(), (0.0, 1e3)), ("lorenz
     ref = reference.solve_ivp(m, span, saveat=11, method="Radau" if name == "robertson" else "DOP853",
                               rtol=1e-12, atol=1e-14)
     out[name] = float(np.max(np.abs(np.asarray(sol.ys) - ref.ys) / (1e-8 * np.abs(ref.ys) + 1e-12)))
+if "SIMKIT_FAST_COMPILE" not in os.environ:  # the per-program choice
+    # which options each program compiled with (besides XLA_FLAGS): 3 states and 65
+    decay = simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * y, params={"k": 1.0}, y0=np.ones(65),
+                            state_names=tuple(f"u{i}" for i in range(65)), name="decay")
+    out["small"] = simkit.inspect(models.get("lorenz"), (0.0, 1.0), saveat=3).compiler_options
+    out["wide"] = simkit.inspect(decay, (0.0, 1.0), saveat=3).compiler_options
+    # inside transformations the enclosing program's options apply: gradients, alone and
+    # under jax.jit, and jit itself, agree
+    lor = models.get("lorenz")
+    def loss(rho):
+        return simkit.solve(lor, (0.0, 1.0), params={"rho": rho}, saveat=3).ys[-1, 0]
+    out["grad"] = [float(jax.grad(loss)(28.0)), float(jax.jit(jax.grad(loss))(28.0))]
+    out["jit"] = float(jax.jit(loss)(28.0)) == float(loss(28.0))
 print(json.dumps(out))
 """
 
 
-@pytest.mark.parametrize("fast", ["0", "1"])
-def test_both_cpu_code_generators_solve_alike(fast):
-    """The suite compiles with SIMKIT_FAST_COMPILE=1 (conftest); users get XLA's default
-    (MLIR fusion emitters). A stiff and a non-stiff kernel solve under each, in a fresh
-    process, against SciPy: within a few tolerances (errors in units of rtol|y| + atol)."""
+@pytest.mark.parametrize("fast", ["0", "1", ""])
+def test_cpu_code_generators_solve_alike(fast):
+    """The suite compiles with SIMKIT_FAST_COMPILE=1 (conftest): every program with XLA:CPU's
+    classic code generator. Unset, users get the per-program choice (a model of at most 64
+    states compiles with it, larger ones with XLA's MLIR fusion emitters; simkit/_codegen.py);
+    "0" gives XLA's default everywhere. A stiff and a non-stiff kernel solve under each, in a
+    fresh process, against SciPy: within a few tolerances (errors in units of rtol|y| + atol).
+    Unset: the options each program got; gradients and jit through the choice."""
     import json
 
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
-    env.update(SIMKIT_FAST_COMPILE=fast, SIMKIT_COMPILATION_CACHE="0", SIMKIT_CPU_DEVICES="1")
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "SIMKIT_FAST_COMPILE")}
+    env.update(SIMKIT_COMPILATION_CACHE="0", SIMKIT_CPU_DEVICES="1")
+    if fast:
+        env["SIMKIT_FAST_COMPILE"] = fast
     out = subprocess.run([sys.executable, "-c", CODEGEN_SCRIPT], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["flag"] is (fast == "1")
-    assert got["robertson"] < 10 and got["lorenz"] < 25, got  # 3.4 and 7.8 measured, both ways
+    assert got["robertson"] < 10 and got["lorenz"] < 25, got  # 3.4 and 7.8 measured, every way
+    if fast == "":  # per program only when unset ("1" sets the XLA flag for the whole process)
+        assert got["small"] == {"xla_cpu_use_fusion_emitters": False} and got["wide"] == {}, got
+        assert got["grad"][0] == pytest.approx(got["grad"][1], rel=1e-12), got
+        assert got["jit"], got
