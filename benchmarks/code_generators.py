@@ -4,13 +4,18 @@
     python benchmarks/code_generators.py [--rounds 2] [--repeats 7] [--members 10000]
                                          [--out benchmarks/results/code_generators.json]
 
-Each round runs one fresh process per mode, alternating: ``default`` (XLA's MLIR fusion
-emitters) and ``fast`` (``SIMKIT_FAST_COMPILE=1``: its classic code generator). Each process
+Each round runs one fresh process per mode, alternating: ``default``
+(``SIMKIT_FAST_COMPILE=0``: XLA's MLIR fusion emitters everywhere), ``fast``
+(``SIMKIT_FAST_COMPILE=1``: its classic code generator everywhere) and ``auto`` (unset,
+simkit's default: each solve or fit program of a model with at most 64 states compiles with
+the classic generator, the rest with XLA's default; ``simkit/_codegen.py``). Each process
 measures, with the persistent compilation cache off:
 
 - compile + first call of each kernel on a new 3-state program (Lorenz's rhs as a new
   function; ``benchmarks/kernels.py``'s measure), and for the stiff kernels on Robertson;
-- the first call of the Lorenz ``jax.grad`` program of ``benchmarks/derivatives.py``;
+- the first call of the Lorenz ``jax.grad`` program of ``benchmarks/derivatives.py`` (under
+  ``jax.jit``: the enclosing program's options apply) and of the README's fit (Lotka-Volterra
+  to the lynx-hare data, log-normal loss, 8 starts);
 - run time (median of ``--repeats`` calls): Lorenz t 0..100, rtol = atol = 1e-8, 1000 saves
   (Tsit5), Robertson t 0..1e5, 1e-6 / 1e-10, 60 log-spaced saves (Rodas5P), and the
   ``--members`` Lorenz ensemble (rho ~ U[10, 50], t 0..10, 1e-6) in solves/s.
@@ -26,7 +31,7 @@ import subprocess
 import sys
 import time
 
-MODES = {"default": "0", "fast": "1"}
+MODES = {"default": "0", "fast": "1", "auto": None}
 
 
 def child(repeats: int, members: int) -> dict:
@@ -54,6 +59,11 @@ def child(repeats: int, members: int) -> dict:
         return jnp.sum(simkit.solve(lz, (0.0, 10.0), params=params, saveat=101, rtol=1e-8, atol=1e-8).ys ** 2)
 
     first["jax.grad of a Lorenz solve (Tsit5)"] = timed(lambda: jax.jit(jax.grad(loss))(p))
+    from simkit import datasets
+
+    first["the README's fit (Lotka-Volterra, 8 starts)"] = timed(lambda: simkit.fit(
+        models.get("lotka_volterra"), datasets.lynx_hare(), loss=simkit.LogNormal(), initial_state="fit",
+        bounds="positive").theta)
     out["compile_and_first_call_s"] = first
 
     rob_ts = np.concatenate([[0.0], np.logspace(-5, 5, 60)[1:]])
@@ -87,7 +97,9 @@ def main() -> None:
     runs: dict[str, list[dict]] = {m: [] for m in MODES}
     for r in range(args.rounds):
         for mode, flag in MODES.items():
-            env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"} | {"SIMKIT_FAST_COMPILE": flag}
+            env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "SIMKIT_FAST_COMPILE")}
+            if flag is not None:
+                env["SIMKIT_FAST_COMPILE"] = flag
             proc = subprocess.run([sys.executable, __file__, "--child", "--repeats", str(args.repeats),
                                    "--members", str(args.members)], env=env, capture_output=True, text=True)
             if proc.returncode:
@@ -101,17 +113,20 @@ def main() -> None:
     table = {}
     for section in ("compile_and_first_call_s", "run_s"):
         for key in runs["default"][0][section]:
-            d, f = median("default", section, key), median("fast", section, key)
-            table[f"{section}: {key}"] = dict(default=d, fast=f, fast_over_default=f / d)
-    d, f = median("default", None, "ensemble_solves_per_s"), median("fast", None, "ensemble_solves_per_s")
-    table["ensemble solves/s"] = dict(default=d, fast=f, fast_over_default=f / d)
-    print(f"\n{'':64s} {'default':>9s} {'fast':>9s} {'fast/default':>12s}")
+            d, f, a = (median(m, section, key) for m in MODES)
+            table[f"{section}: {key}"] = dict(default=d, fast=f, auto=a, fast_over_default=f / d,
+                                             auto_over_default=a / d)
+    d, f, a = (median(m, None, "ensemble_solves_per_s") for m in MODES)
+    table["ensemble solves/s"] = dict(default=d, fast=f, auto=a, fast_over_default=f / d, auto_over_default=a / d)
+    print(f"\n{'':64s} {'default':>9s} {'fast':>9s} {'auto':>9s} {'fast/def':>9s} {'auto/def':>9s}")
     for k, v in table.items():
-        print(f"{k:64s} {v['default']:9.4g} {v['fast']:9.4g} {v['fast_over_default']:12.2f}")
+        print(f"{k:64s} {v['default']:9.4g} {v['fast']:9.4g} {v['auto']:9.4g} {v['fast_over_default']:9.2f} "
+              f"{v['auto_over_default']:9.2f}")
     result = dict(command=" ".join(["python benchmarks/code_generators.py", *sys.argv[1:]]), machine=machine(),
                   rounds=args.rounds, repeats=args.repeats, wall_s=time.perf_counter() - start,
-                  note="medians over rounds of fresh processes (default = MLIR fusion emitters, fast = "
-                       "SIMKIT_FAST_COMPILE=1, XLA:CPU's classic code generator)", table=table, runs=runs)
+                  note="medians over rounds of fresh processes (default = SIMKIT_FAST_COMPILE=0, MLIR fusion "
+                       "emitters everywhere; fast = SIMKIT_FAST_COMPILE=1, XLA:CPU's classic code generator "
+                       "everywhere; auto = unset, simkit's per-program choice)", table=table, runs=runs)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as fh:
         json.dump(result, fh, indent=1)
