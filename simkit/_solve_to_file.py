@@ -127,7 +127,7 @@ def solve_to_file(
     if out.complete:
         return out.path
     piece_args = args._replace(save_ts=np.zeros((0,), save_ts.dtype))  # each piece gets its own times
-    template = jax.eval_shape(kernel_state0.wide, program, piece_args)  # shapes only: either program
+    template = jax.eval_shape(kernel_state0.default, program, piece_args)  # shapes only: either program
     if out.restart is not None:
         leaves = [out.restart[f"s{i}"] for i in range(len(jax.tree_util.tree_leaves(template)))]
         state = jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(template), leaves)

@@ -160,10 +160,11 @@ class Inspection:
         Every while loop, outermost first (each loop followed by the loops inside it), with what
         one iteration runs; a loop in a computation called from two places is listed twice.
     compiler_options : dict
-        The XLA options the program compiled with besides ``XLA_FLAGS``: on a CPU, a model of
-        at most 64 states gets XLA:CPU's classic code generator,
-        ``{"xla_cpu_use_fusion_emitters": False}``, which compiles small programs about twice
-        as fast (`simkit._codegen`); ``{}``: XLA's defaults.
+        The XLA options the program compiled with besides ``XLA_FLAGS``: on a CPU, a kernel
+        solve (any size) or a diffrax solve of at most 64 states gets XLA:CPU's classic code
+        generator, ``{"xla_cpu_use_fusion_emitters": False}``, which compiles these programs in
+        about half the time and runs them as fast or faster (`simkit._codegen`); ``{}``: XLA's
+        defaults.
 
     Examples
     --------

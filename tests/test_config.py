@@ -142,10 +142,12 @@ for name, solver, span in (("robertson", simkit.Rodas5P(), (0.0, 1e3)), ("lorenz
                               rtol=1e-12, atol=1e-14)
     out[name] = float(np.max(np.abs(np.asarray(sol.ys) - ref.ys) / (1e-8 * np.abs(ref.ys) + 1e-12)))
 if "SIMKIT_FAST_COMPILE" not in os.environ:  # the per-program choice
-    # which options each program compiled with (besides XLA_FLAGS): 3 states and 65
+    # which options each program compiled with (besides XLA_FLAGS): a kernel solve of 3
+    # states and one of 65 (stiff: BDF), a diffrax solve of 65 (not stiff)
     decay = simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * y, params={"k": 1.0}, y0=np.ones(65),
                             state_names=tuple(f"u{i}" for i in range(65)), name="decay")
     out["small"] = simkit.inspect(models.get("lorenz"), (0.0, 1.0), saveat=3).compiler_options
+    out["stiff"] = simkit.inspect(decay.replace(stiff=True), (0.0, 1.0), saveat=3).compiler_options
     out["wide"] = simkit.inspect(decay, (0.0, 1.0), saveat=3).compiler_options
     # inside transformations the enclosing program's options apply: gradients, alone and
     # under jax.jit, and jit itself, agree
@@ -161,8 +163,9 @@ print(json.dumps(out))
 @pytest.mark.parametrize("fast", ["0", "1", ""])
 def test_cpu_code_generators_solve_alike(fast):
     """The suite compiles with SIMKIT_FAST_COMPILE=1 (conftest): every program with XLA:CPU's
-    classic code generator. Unset, users get the per-program choice (a model of at most 64
-    states compiles with it, larger ones with XLA's MLIR fusion emitters; simkit/_codegen.py);
+    classic code generator. Unset, users get the per-program choice (kernel solves, and
+    diffrax solves of at most 64 states, compile with it, larger diffrax solves with XLA's MLIR
+    fusion emitters; simkit/_codegen.py);
     "0" gives XLA's default everywhere. A stiff and a non-stiff kernel solve under each, in a
     fresh process, against SciPy: within a few tolerances (errors in units of rtol|y| + atol).
     Unset: the options each program got; gradients and jit through the choice."""
@@ -178,6 +181,7 @@ def test_cpu_code_generators_solve_alike(fast):
     assert got["flag"] is (fast == "1")
     assert got["robertson"] < 10 and got["lorenz"] < 25, got  # 3.4 and 7.8 measured, every way
     if fast == "":  # per program only when unset ("1" sets the XLA flag for the whole process)
-        assert got["small"] == {"xla_cpu_use_fusion_emitters": False} and got["wide"] == {}, got
+        assert got["small"] == got["stiff"] == {"xla_cpu_use_fusion_emitters": False}, got
+        assert got["wide"] == {}, got
         assert got["grad"][0] == pytest.approx(got["grad"][1], rel=1e-12), got
         assert got["jit"], got

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from .._codegen import sized_jit
+from .._codegen import codegen_jit
 from ..kernels.autodiff import KernelLoopProgram, kernel_solve
 from ..kernels.interpolation import KernelInterpolation
 from ..kernels.loop import adaptive_loop, initial_state
@@ -21,11 +21,7 @@ def first_step(program: KernelProgram, args):
     return jnp.where(jnp.isnan(args.dt0), auto_dt0, args.dt0)
 
 
-def _states(program: KernelProgram, args, *rest, **kwargs) -> int:
-    return args.y0.size
-
-
-@sized_jit(_states, static_argnames=("program",))
+@codegen_jit(static_argnames=("program",))
 def run_kernel(program: KernelProgram, args) -> EngineResult:
     """One kernel solve; ``args`` is a `simkit._prepare.SolveArgs`."""
     solver = program.solver
@@ -50,14 +46,14 @@ def run_kernel(program: KernelProgram, args) -> EngineResult:
 
 
 # -- a solve in pieces (`simkit.solve_to_file`): the loop state carried from piece to piece ------
-@sized_jit(_states, static_argnames=("program",))
+@codegen_jit(static_argnames=("program",))
 def kernel_state0(program: KernelProgram, args) -> dict:
     """The loop state before the first step of the solve ``(program, args)``."""
     return initial_state(program.solver.method(), program.rhs, args.t0, args.t1, args.y0, args.params,
                          args.rtol, args.atol, first_step(program, args), max_steps=program.max_steps)
 
 
-@sized_jit(_states, static_argnames=("program", "final"))
+@codegen_jit(static_argnames=("program", "final"))
 def run_kernel_piece(program: KernelProgram, args, state: dict, save_ts, final: bool) -> dict:
     """Continue the solve from ``state`` over the save times ``save_ts`` (and on to ``t1`` if
     ``final``): the loop's output with the next ``state`` (when not ``final``). Pieces run

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _config
-from .._codegen import sized_jit
+from .._codegen import codegen_jit
 from .._solve import solve
 from ..model import ODEModel
 from ..status import Status
@@ -128,7 +128,7 @@ def _objective(program: FitProgram, optimizer: AbstractDriver, arrays: dict, to_
     return lambda z: cost(program, arrays, to_theta(z))
 
 
-@sized_jit(_states, static_argnames=("program", "optimizer"))
+@codegen_jit(_states, static_argnames=("program", "optimizer"))
 def run_starts(program: FitProgram, optimizer: AbstractDriver, arrays: dict, starts, max_iterations, max_evaluations):
     """Every start (rows of ``starts``, natural values) run to its own end: final points,
     iterations, evaluations, `FitStatus` codes, costs and, where the optimiser keeps them
@@ -163,14 +163,14 @@ def run_starts(program: FitProgram, optimizer: AbstractDriver, arrays: dict, sta
     return jax.vmap(one)(starts)
 
 
-@sized_jit(_states, static_argnames=("program",))
+@codegen_jit(_states, static_argnames=("program",))
 def jacobian(program: FitProgram, arrays: dict, theta):
     """Residuals and their Jacobian (forward mode), masked points included as zeros."""
     fn = functools.partial(residuals, program, arrays)
     return fn(theta), jax.jacfwd(fn)(theta)
 
 
-@sized_jit(_states, static_argnames=("program", "of"))
+@codegen_jit(_states, static_argnames=("program", "of"))
 def hessian(program: FitProgram, arrays: dict, theta, of: str = "cost"):
     """Hessian of the cost or of the NLL: forward-over-forward for a few parameters
     (cheaper through the solvers than forward-over-reverse), ``jax.hessian`` for many."""
@@ -180,7 +180,7 @@ def hessian(program: FitProgram, arrays: dict, theta, of: str = "cost"):
     return jax.hessian(fn)(theta)
 
 
-@sized_jit(_states, static_argnames=("program", "optimizer"))
+@codegen_jit(_states, static_argnames=("program", "optimizer"))
 def profile_costs(program: FitProgram, optimizer: AbstractDriver, arrays: dict, theta_hat, index, values,
                   max_iterations, max_evaluations):
     """The cost minimised over the other parameters with parameter ``index`` fixed at each
