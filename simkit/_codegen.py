@@ -7,8 +7,8 @@ generator (``xla_cpu_use_fusion_emitters=False``). Measured with jax 0.10.2 on 2
 * simkit's kernels (one adaptive loop of many small operations per solve): the classic
   generator compiles in 0.4-0.8x the time and runs as fast or faster, from 3 states
   (Lorenz, Robertson) to 66,248 (a 2-D Brusselator by BDF);
-* diffrax and the fits: the same for small models, but diffrax's explicit solve of a
-  4,096-state heat equation ran 1.5x slower;
+* diffrax and the fits: the same for small models; diffrax's explicit solve of a
+  4,096-state heat equation ran 1.5x slower in one of two measurements (0.92x in the other);
 * loops vectorised over many values (a 10,000-member ensemble, a 2048^2 stencil step) run
   5-25 % slower with it.
 

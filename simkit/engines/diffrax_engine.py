@@ -34,11 +34,11 @@ import jax.numpy as jnp
 import lineax as lx
 from jax import lax
 
+from .._codegen import codegen_jit
 from ..events import capacity, event_values, locate_crossings, wanted_crossings
 from ..save_times import save_grid
 from ..solvers import initial_step, solver_order, with_newton_tolerances
 from ..status import Status
-from .._codegen import codegen_jit
 from .programs import DiffraxProgram
 from .record import EngineResult
 
