@@ -7,11 +7,12 @@ The suite is compile-bound (XLA compiles took 1,430 of its 2,340 CPU seconds, in
 programs with hardly any repeats) and compiles every program with XLA:CPU's classic fusion
 code generator (``SIMKIT_FAST_COMPILE=1``, simkit/_config.py): about half the compile time of
 the MLIR emitters, the same numbers to the tests' tolerances. Subprocess tests inherit it.
-Users get simkit's per-program choice (simkit/_codegen.py: the classic generator for small
-models' solves and fits, XLA's default for the rest), which the validation report and the
-benchmarks use; test_config.py solves under all three settings against SciPy.
-``SIMKIT_FAST_COMPILE= pytest`` runs the suite with the per-program choice, and
-``SIMKIT_FAST_COMPILE=0 pytest`` with XLA's default everywhere. (A CI failure once blamed on it was SciPy's BDF
+Users get simkit's per-program choice (simkit/_codegen.py: the classic generator for kernel
+solves and small models' diffrax solves and fits, XLA's default for the rest), which the
+validation report and the benchmarks use; test_config.py solves under all three settings
+against SciPy. ``SIMKIT_FAST_COMPILE= pytest`` runs the suite with the per-program choice,
+and ``SIMKIT_FAST_COMPILE=0 pytest`` with XLA's default everywhere. (A CI failure once
+blamed on the flag was SciPy's BDF
 reading uninitialised memory: see `simkit.reference.scipy_method`.)
 """
 
