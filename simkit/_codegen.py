@@ -14,8 +14,8 @@ generator (``xla_cpu_use_fusion_emitters=False``). Measured with jax 0.10.2 on 2
 
 So each program chooses: `codegen_jit` is ``jax.jit`` compiled with the classic generator
 (per program: ``compiler_options``, not the process-wide ``XLA_FLAGS``) for every top-level
-kernel solve and for diffrax solves and fits of at most `SMALL_STATE_LIMIT` states, and with
-XLA's default otherwise; the ensemble and stencil programs keep plain ``jax.jit``. JAX takes
+kernel solve, for diffrax solves of at most `SMALL_STATE_LIMIT` states and for fits whose
+solves are either, and with XLA's default otherwise; the ensemble and stencil programs keep plain ``jax.jit``. JAX takes
 compiler options on top-level programs only: under the user's ``jax.jit``, ``jax.grad`` or
 ``jax.vmap`` a solve is traced into the enclosing program, whose options apply.
 ``SIMKIT_FAST_COMPILE=1`` compiles every program, the user's own included, with the classic
@@ -68,11 +68,11 @@ def _top_level(args: tuple, kwargs: dict) -> bool:
 class CodegenJit:
     """``jax.jit(fun, **jit_kwargs)`` twice: ``.classic`` (compiled with `classic_options`,
     made on first use) and ``.default`` (XLA's defaults); a call runs ``.classic`` when it is
-    top-level and, with ``states`` given, ``states(*args, **kwargs) <= SMALL_STATE_LIMIT``."""
+    top-level and, with ``suits`` given, ``suits(*args, **kwargs)`` is true."""
 
-    def __init__(self, fun: Callable, states: Callable[..., int] | None, **jit_kwargs: Any) -> None:
+    def __init__(self, fun: Callable, suits: Callable[..., bool] | None, **jit_kwargs: Any) -> None:
         functools.update_wrapper(self, fun)
-        self._fun, self._states, self._jit_kwargs = fun, states, jit_kwargs
+        self._fun, self._suits, self._jit_kwargs = fun, suits, jit_kwargs
         self.default = jax.jit(fun, **jit_kwargs)
 
     @functools.cached_property
@@ -82,8 +82,8 @@ class CodegenJit:
 
     def pick(self, *args: Any, **kwargs: Any) -> Any:
         """The jitted function that a call with these arguments runs."""
-        small = self._states is None or self._states(*args, **kwargs) <= SMALL_STATE_LIMIT
-        return self.classic if small and _top_level(args, kwargs) else self.default
+        suits = self._suits is None or self._suits(*args, **kwargs)
+        return self.classic if suits and _top_level(args, kwargs) else self.default
 
     def compiler_options(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """The compiler options (beyond ``XLA_FLAGS``) a call with these arguments compiles with."""
@@ -96,8 +96,8 @@ class CodegenJit:
         return self.pick(*args, **kwargs)(*args, **kwargs)
 
 
-def codegen_jit(states: Callable[..., int] | None = None, **jit_kwargs: Any) -> Callable[[Callable], CodegenJit]:
-    """Decorator: `CodegenJit` of the function. ``states`` gives a call's number of states
-    from its arguments (shapes only: it may see tracers): the classic generator up to
-    `SMALL_STATE_LIMIT` states; None: for every top-level call (the kernels)."""
-    return lambda fun: CodegenJit(fun, states, **jit_kwargs)
+def codegen_jit(suits: Callable[..., bool] | None = None, **jit_kwargs: Any) -> Callable[[Callable], CodegenJit]:
+    """Decorator: `CodegenJit` of the function. ``suits`` says from a call's arguments (static
+    ones and shapes only: it may see tracers) whether the classic generator suits its program;
+    None: every top-level call (the kernels)."""
+    return lambda fun: CodegenJit(fun, suits, **jit_kwargs)

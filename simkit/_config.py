@@ -22,8 +22,8 @@ configured it:
   operation (measured: 1e-16 after a Burgers step); without FMAs they agree bit for bit.
   Costs the AVX2/AVX-512 vector width (see benchmarks/README.md).
 * XLA:CPU's code generator. By default each of simkit's solve and fit programs chooses
-  (`simkit._codegen`): kernel solves, and diffrax solves and fits of at most 64 states,
-  compile with XLA:CPU's classic fusion code generator (per program, ``compiler_options``;
+  (`simkit._codegen`): kernel solves, diffrax solves of at most 64 states and fits whose
+  solves are either compile with XLA:CPU's classic fusion code generator (per program, ``compiler_options``;
   nothing process-wide), the others, the ensembles and the stencils with XLA's default (its
   MLIR fusion emitters).
   ``SIMKIT_FAST_COMPILE=1``: the classic generator for every program in the process, the

@@ -8,7 +8,7 @@ programs with hardly any repeats) and compiles every program with XLA:CPU's clas
 code generator (``SIMKIT_FAST_COMPILE=1``, simkit/_config.py): about half the compile time of
 the MLIR emitters, the same numbers to the tests' tolerances. Subprocess tests inherit it.
 Users get simkit's per-program choice (simkit/_codegen.py: the classic generator for kernel
-solves and small models' diffrax solves and fits, XLA's default for the rest), which the
+solves, small models' diffrax solves and fits of either, XLA's default for the rest), which the
 validation report and the benchmarks use; test_config.py solves under all three settings
 against SciPy. ``SIMKIT_FAST_COMPILE= pytest`` runs the suite with the per-program choice,
 and ``SIMKIT_FAST_COMPILE=0 pytest`` with XLA's default everywhere. (A CI failure once

@@ -185,3 +185,22 @@ def test_cpu_code_generators_solve_alike(fast):
         assert got["wide"] == {}, got
         assert got["grad"][0] == pytest.approx(got["grad"][1], rel=1e-12), got
         assert got["jit"], got
+
+
+def test_fit_programs_follow_the_engine_of_their_solves():
+    """A fit's compiled programs take XLA:CPU's classic code generator where its solves would
+    (simkit/_codegen.py): simkit's kernels at any size, diffrax up to 64 states. The choice of
+    method is `solve`'s own (`simkit._prepare.choose_solver`)."""
+    import diffrax
+
+    from simkit.fitting.program import _runs_kernels
+
+    def decay(n, stiff):
+        return simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * y, params={"k": 1.0}, y0=[1.0] * n,
+                               state_names=tuple(f"u{i}" for i in range(n)), name="decay", stiff=stiff)
+
+    assert _runs_kernels(decay(100, True), None)  # the BDF kernel
+    assert _runs_kernels(decay(3, False), None)  # Tsit5
+    assert _runs_kernels(decay(100, False), simkit.DOP853())  # the user's kernel
+    assert not _runs_kernels(decay(100, False), None)  # diffrax's Tsit5 above 64 states
+    assert not _runs_kernels(decay(100, True), diffrax.Kvaerno5())  # the user's diffrax solver

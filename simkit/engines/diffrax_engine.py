@@ -34,7 +34,7 @@ import jax.numpy as jnp
 import lineax as lx
 from jax import lax
 
-from .._codegen import codegen_jit
+from .._codegen import SMALL_STATE_LIMIT, codegen_jit
 from ..events import capacity, event_values, locate_crossings, wanted_crossings
 from ..save_times import save_grid
 from ..solvers import initial_step, solver_order, with_newton_tolerances
@@ -317,7 +317,7 @@ def _fill_newton_tolerances(solver: Any, controller: Any) -> Any:
                        tuple(getattr(controller, n) for n in names))
 
 
-@codegen_jit(lambda program, args: args.y0.size, static_argnames=("program",))
+@codegen_jit(lambda program, args: args.y0.size <= SMALL_STATE_LIMIT, static_argnames=("program",))
 def run_diffrax(program: DiffraxProgram, args) -> EngineResult:
     """One diffrax solve; ``args`` is a `simkit._prepare.SolveArgs`."""
     t0, t1, y0, params, rtol, atol = args.t0, args.t1, args.y0, args.params, args.rtol, args.atol

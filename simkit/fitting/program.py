@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _config
-from .._codegen import codegen_jit
+from .._codegen import SMALL_STATE_LIMIT, codegen_jit
 from .._solve import solve
 from ..model import ODEModel
 from ..status import Status
@@ -44,6 +44,7 @@ class FitProgram:
     n_model: int
     ode_solver: Any
     max_steps: int
+    kernel: bool = False  # its solves run simkit's kernels (`simkit._prepare.choose_solver`)
 
     @property
     def space(self) -> ParameterSpace:
@@ -116,9 +117,10 @@ def cost(program: FitProgram, arrays: dict, theta):
     return nll(program, arrays, theta)
 
 
-def _states(program: FitProgram, *args, **kwargs) -> int:
-    """A fit program's number of states (`simkit._codegen`: which code generator compiles it)."""
-    return len(program.state_names)
+def _suits_classic(program: FitProgram, *args, **kwargs) -> bool:
+    """Whether XLA:CPU's classic code generator suits a fit program (`simkit._codegen`): its
+    solves run simkit's kernels, or diffrax on at most 64 states."""
+    return program.kernel or len(program.state_names) <= SMALL_STATE_LIMIT
 
 
 def _objective(program: FitProgram, optimizer: AbstractDriver, arrays: dict, to_theta):
@@ -128,7 +130,7 @@ def _objective(program: FitProgram, optimizer: AbstractDriver, arrays: dict, to_
     return lambda z: cost(program, arrays, to_theta(z))
 
 
-@codegen_jit(_states, static_argnames=("program", "optimizer"))
+@codegen_jit(_suits_classic, static_argnames=("program", "optimizer"))
 def run_starts(program: FitProgram, optimizer: AbstractDriver, arrays: dict, starts, max_iterations, max_evaluations):
     """Every start (rows of ``starts``, natural values) run to its own end: final points,
     iterations, evaluations, `FitStatus` codes, costs and, where the optimiser keeps them
@@ -163,14 +165,14 @@ def run_starts(program: FitProgram, optimizer: AbstractDriver, arrays: dict, sta
     return jax.vmap(one)(starts)
 
 
-@codegen_jit(_states, static_argnames=("program",))
+@codegen_jit(_suits_classic, static_argnames=("program",))
 def jacobian(program: FitProgram, arrays: dict, theta):
     """Residuals and their Jacobian (forward mode), masked points included as zeros."""
     fn = functools.partial(residuals, program, arrays)
     return fn(theta), jax.jacfwd(fn)(theta)
 
 
-@codegen_jit(_states, static_argnames=("program", "of"))
+@codegen_jit(_suits_classic, static_argnames=("program", "of"))
 def hessian(program: FitProgram, arrays: dict, theta, of: str = "cost"):
     """Hessian of the cost or of the NLL: forward-over-forward for a few parameters
     (cheaper through the solvers than forward-over-reverse), ``jax.hessian`` for many."""
@@ -180,7 +182,7 @@ def hessian(program: FitProgram, arrays: dict, theta, of: str = "cost"):
     return jax.hessian(fn)(theta)
 
 
-@codegen_jit(_states, static_argnames=("program", "optimizer"))
+@codegen_jit(_suits_classic, static_argnames=("program", "optimizer"))
 def profile_costs(program: FitProgram, optimizer: AbstractDriver, arrays: dict, theta_hat, index, values,
                   max_iterations, max_evaluations):
     """The cost minimised over the other parameters with parameter ``index`` fixed at each
@@ -205,6 +207,19 @@ def profile_costs(program: FitProgram, optimizer: AbstractDriver, arrays: dict, 
     return jax.vmap(one)(values)
 
 
+def _runs_kernels(model: ODEModel, ode_solver: Any) -> bool:
+    """Whether the fit's solves (`predict`: the model's rhs, names and stiffness, the
+    ``ode_solver``) run simkit's kernels: `solve`'s own choice of method."""
+    from .._prepare import choose_solver
+    from ..kernels import AbstractKernel
+    from ..save_times import SaveAt
+
+    bare = ODEModel(rhs=model.rhs, params=dict(model.params), y0=model.y0, state_names=model.state_names,
+                    name=model.name, stiff=model.stiff)
+    chosen = choose_solver(bare, ode_solver, SaveAt(), len(model.state_names), bool(np.iscomplexobj(model.y0)))
+    return isinstance(chosen, AbstractKernel)
+
+
 class Problem:
     """A fitting problem: its `FitProgram` (static), its data as arrays (traced), and the
     pure functions of the natural parameter vector ``theta`` built on them."""
@@ -221,7 +236,8 @@ class Problem:
             observed=observed, param_overrides=tuple(tuple(d.params or {}) for d in self.datasets),
             y0_overrides=tuple(tuple(model.state_index(s) for s in (d.y0 or {})) for d in self.datasets),
             loss=loss, names=space.names, lower=tuple(map(float, space.lower)), upper=tuple(map(float, space.upper)),
-            n_model=self.n_model, ode_solver=ode_solver, max_steps=int(max_steps))
+            n_model=self.n_model, ode_solver=ode_solver, max_steps=int(max_steps),
+            kernel=_runs_kernels(model, ode_solver))
         self.arrays = {
             "times": [jnp.asarray(d.times, dtype) for d in self.datasets],
             "t0": [jnp.asarray(d.t0, dtype) for d in self.datasets],
