@@ -16,8 +16,9 @@ So each program chooses: `codegen_jit` is ``jax.jit`` compiled with the classic 
 (per program: ``compiler_options``, not the process-wide ``XLA_FLAGS``) for every top-level
 kernel solve, for diffrax solves of at most `SMALL_STATE_LIMIT` states and for fits whose
 solves are either, and with XLA's default otherwise; the ensemble and stencil programs keep
-plain ``jax.jit``. JAX takes compiler options on top-level programs only: under the user's ``jax.jit``, ``jax.grad`` or
-``jax.vmap`` a solve is traced into the enclosing program, whose options apply.
+plain ``jax.jit``. JAX takes compiler options on top-level programs only: under the user's
+``jax.jit``, ``jax.grad`` or ``jax.vmap`` a solve is traced into the enclosing program, whose
+options apply.
 ``SIMKIT_FAST_COMPILE=1`` compiles every program, the user's own included, with the classic
 generator (`simkit._config`); ``SIMKIT_FAST_COMPILE=0`` none.
 """
