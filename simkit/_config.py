@@ -91,8 +91,8 @@ STRICT_FP: bool = _flag("SIMKIT_STRICT_FP", "0")
 _USER_EQX_ON_ERROR: bool = "EQX_ON_ERROR" in os.environ  # equinox reads it once, at its import
 _FAST_COMPILE_SETTING = os.environ.get("SIMKIT_FAST_COMPILE", "").strip().lower()
 FAST_COMPILE: bool = _FAST_COMPILE_SETTING in _TRUE
-# XLA:CPU code generator: "auto" (unset: small programs the classic one), "classic" (every
-# program: the XLA flag), "default" (XLA's default everywhere)
+# XLA:CPU code generator: "auto" (unset: each program chooses, `simkit._codegen`), "classic"
+# (every program: the XLA flag), "default" (XLA's default everywhere)
 CODEGEN: str = "auto" if not _FAST_COMPILE_SETTING else ("classic" if FAST_COMPILE else "default")
 if STRICT_FP and "xla_cpu_max_isa" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_max_isa=AVX").strip()

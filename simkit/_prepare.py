@@ -232,7 +232,7 @@ def check_events(events: tuple[Event, ...], model: ODEModel, y0: Any, params: di
                              f"{getattr(out, 'shape', type(out).__name__)}")
 
 
-def choose_solver(model: ODEModel, solver: Any, saveat: SaveAt, n_states: int, complex_state: bool) -> Any:
+def choose_solver(model: ODEModel, solver: Any, n_states: int, complex_state: bool) -> Any:
     """The one function that picks the method: the user's, else by stiffness and size."""
     if model.diffusion is not None:
         if isinstance(solver, AbstractKernel):
@@ -369,7 +369,7 @@ def prepare(
         raise InputError(f"model {model.name!r} is stochastic: pass key=jax.random.key(...)")
     if not sde and key is not None:
         raise InputError(f"model {model.name!r} is deterministic: key is only for stochastic models")
-    chosen = choose_solver(model, solver, sv, n_states, complex_state)
+    chosen = choose_solver(model, solver, n_states, complex_state)
     params_f = _floats(merged, dtype)
     if not batched:
         check_rhs(model, as_float(y0, y_dtype), params_f, dtype)

@@ -212,11 +212,10 @@ def _runs_kernels(model: ODEModel, ode_solver: Any) -> bool:
     ``ode_solver``) run simkit's kernels: `solve`'s own choice of method."""
     from .._prepare import choose_solver
     from ..kernels import AbstractKernel
-    from ..save_times import SaveAt
 
     bare = ODEModel(rhs=model.rhs, params=dict(model.params), y0=model.y0, state_names=model.state_names,
                     name=model.name, stiff=model.stiff)
-    chosen = choose_solver(bare, ode_solver, SaveAt(), len(model.state_names), bool(np.iscomplexobj(model.y0)))
+    chosen = choose_solver(bare, ode_solver, len(model.state_names), bool(np.iscomplexobj(model.y0)))
     return isinstance(chosen, AbstractKernel)
 
 
