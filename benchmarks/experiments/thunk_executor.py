@@ -3,7 +3,7 @@ at most 512 bytes; one larger buffer makes the whole body a concurrent task grap
 
     python benchmarks/experiments/thunk_executor.py
 
-A ``fori_loop`` of 2,000 iterations whose body is 40 small dependent operations on a
+A ``fori_loop`` of 2,000 iterations whose body is 20 rounds of small dependent operations on a
 3-vector (float64) and one ``.at[i].set`` into a carried ``(rows, 3)`` buffer; the time per
 iteration against the buffer's size. XLA:CPU's thunk executor (jaxlib 0.10) takes its
 sequential path when all buffers of a thunk sequence are at most 512 bytes (or the sequence
