@@ -35,6 +35,7 @@ from simkit import engines, models
 from simkit._prepare import prepare
 from simkit._solve import finish
 from stencil import machine  # benchmarks/stencil.py
+from stiff import numbalsoda_rhs  # benchmarks/stiff.py: numbalsoda's lsoda and the numba cfunc rhs
 
 
 def median_us(fn, calls: int) -> float:
@@ -63,20 +64,11 @@ def phases(model, t_span, calls: int, **kw) -> dict:
 
 
 def numbalsoda_robertson(save_ts, calls: int) -> float | None:
-    try:
-        import numba as nb
-        from numbalsoda import lsoda, lsoda_sig
-    except ImportError:
+    lsoda, addresses = numbalsoda_rhs()
+    if lsoda is None:
         return None
-
-    @nb.cfunc(lsoda_sig)
-    def rhs(t, u, du, p):
-        du[0] = -0.04 * u[0] + 1.0e4 * u[1] * u[2]
-        du[1] = 0.04 * u[0] - 1.0e4 * u[1] * u[2] - 3.0e7 * u[1] * u[1]
-        du[2] = 3.0e7 * u[1] * u[1]
-
     y0 = np.array([1.0, 0.0, 0.0])
-    return median_us(lambda: lsoda(rhs.address, y0, save_ts, rtol=1e-6, atol=1e-10), calls)
+    return median_us(lambda: lsoda(addresses["robertson_1e5"], y0, save_ts, rtol=1e-6, atol=1e-10), calls)
 
 
 def main() -> None:
