@@ -67,10 +67,11 @@ def update(u, up, dn):
     return u + C * (up + dn + shift_cols(u, 1) + shift_cols(u, -1) - 4.0 * u)
 
 
-def ghosts(u, n_dev):
+def ghosts(u, n_dev, width=1):
+    """The ``width`` rows above this shard (the previous shard's last) and below it."""
     forward = [(i, (i + 1) % n_dev) for i in range(n_dev)]
     backward = [(i, (i - 1) % n_dev) for i in range(n_dev)]
-    return lax.ppermute(u[-1:], "x", forward), lax.ppermute(u[:1], "x", backward)
+    return lax.ppermute(u[-width:], "x", forward), lax.ppermute(u[:width], "x", backward)
 
 
 def step_exchange(u, n_dev):
@@ -91,9 +92,7 @@ def step_wide(u, n_dev):
     """Two steps per exchange: two ghost rows from each neighbour, the block with its ghosts
     updated twice, each time one row thinner on each side (the first step's outer rows
     computed twice, once by each neighbour)."""
-    forward = [(i, (i + 1) % n_dev) for i in range(n_dev)]
-    backward = [(i, (i - 1) % n_dev) for i in range(n_dev)]
-    above, below = lax.ppermute(u[-2:], "x", forward), lax.ppermute(u[:2], "x", backward)
+    above, below = ghosts(u, n_dev, 2)
     n = u.shape[0]
     row = lax.broadcasted_iota(jnp.int32, (n + 4, u.shape[1]), 0)
     ext = jnp.where(row < 2, jnp.pad(above, ((0, n + 2), (0, 0))),
