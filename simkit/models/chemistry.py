@@ -15,12 +15,21 @@ def _unit_free(names) -> str:
 
 
 def robertson_rhs(t, y, p):
-    """Robertson's autocatalytic reaction (k1 = 0.04, k2 = 3e7, k3 = 1e4)."""
+    """Robertson's autocatalytic reaction (k1 = 0.04, k2 = 3e7, k3 = 1e4).
+
+    ``f2`` is written as ``-(f1 + f3)``, the same function, so that the rates cancel in
+    ``f1 + f2 + f3`` to rounding of ``f2`` rather than of the rates: y1 + y2 + y3 is conserved,
+    and an implicit method's Newton corrections in that direction (which ``I - c J`` does not
+    damp: it is a zero eigenvalue of ``J``) are not rate-sized rounding noise scaled by the
+    step. Measured at rtol 1e-10, atol 1e-22 to t = 1e11 (benchmarks/README.md, "The stiff
+    suite"): the same solution with 18-60x fewer rejected steps than ``r1 - r2 - r3``.
+    """
     y1, y2, y3 = y[0], y[1], y[2]
     r1 = p["k1"] * y1
     r2 = p["k2"] * y2 * y2
     r3 = p["k3"] * y2 * y3
-    return jnp.stack([-r1 + r3, r1 - r2 - r3, r2])
+    f1, f3 = -r1 + r3, r2
+    return jnp.stack([f1, -(f1 + f3), f3])
 
 
 def robertson() -> ODEModel:
