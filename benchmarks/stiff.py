@@ -74,9 +74,10 @@ def numbalsoda_rhs():
 
     @nb.cfunc(lsoda_sig)
     def robertson(t, u, du, p):
+        # f2 = -(f1 + f3), as the library model writes it (conserves y1 + y2 + y3 to rounding)
         du[0] = -0.04 * u[0] + 1.0e4 * u[1] * u[2]
-        du[1] = 0.04 * u[0] - 1.0e4 * u[1] * u[2] - 3.0e7 * u[1] * u[1]
         du[2] = 3.0e7 * u[1] * u[1]
+        du[1] = -(du[0] + du[2])
 
     @nb.cfunc(lsoda_sig)
     def hires(t, y, dy, p):
