@@ -82,7 +82,7 @@ def child(rtols: list[float], repeats: int) -> list[dict]:
                 st = sol.stats
                 y = np.asarray(sol.ys[-1])
                 rows.append(dict(
-                    rtol=rtol, form=form, solver=name, method=str(st.get("method", name)), status=int(sol.status),
+                    rtol=rtol, form=form, solver=name, ran=sol.solver_name, status=int(sol.status),
                     error=float(np.max(np.abs(y - ref) / (np.abs(ref) + SCALE))),
                     accepted=int(st["num_accepted_steps"]), rejected=int(st["num_rejected_steps"]),
                     jacobians=int(st["num_jacobians"]) if "num_jacobians" in st else None,
