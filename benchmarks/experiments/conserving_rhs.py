@@ -17,7 +17,8 @@ with XLA's default (``SIMKIT_FAST_COMPILE=0``: its MLIR fusion emitters).
 
 Rows: simkit's default, Rodas5P, RadauIIA5 and BDF; atol = rtol x 1e-13 (the stiff suite's
 scale for this problem); error against the published test-set value at 1e11 as
-`benchmarks/stiff.py` measures it; run time the median of ``repeats`` calls after the first.
+`benchmarks/stiff.py` measures it; run time the median of ``repeats`` calls after the first,
+compile time the first call's extra time (`stiff.time_simkit`).
 Writes ``benchmarks/results/conserving_rhs.json``.
 """
 
@@ -29,22 +30,23 @@ os.environ.setdefault("SIMKIT_COMPILATION_CACHE", "0")
 
 import argparse
 import json
-import statistics
 import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-SCALE = 1e-13  # Robertson to 1e11: the smallest significant component (benchmarks/stiff.py)
-T1 = 1e11
+import jax.numpy as jnp  # noqa: E402
+
+import simkit  # noqa: E402
+from simkit import models  # noqa: E402
+from stiff import PROBLEMS, error, machine, time_simkit  # noqa: E402  benchmarks/stiff.py
+
+PROBLEM = "robertson_1e11"
 
 
 def rates_rhs(t, y, p):
     """Robertson as the rates read: f2 = r1 - r2 - r3 (simkit's library model until session 16)."""
-    import jax.numpy as jnp
-
     r1 = p["k1"] * y[0]
     r2 = p["k2"] * y[1] * y[1]
     r3 = p["k3"] * y[1] * y[2]
@@ -52,41 +54,24 @@ def rates_rhs(t, y, p):
 
 
 def child(rtols: list[float], repeats: int) -> list[dict]:
-    """Every row in this process (its code generator set by the environment)."""
-    import numpy as np
-
-    import simkit
-    from simkit import models
-    from simkit.models.chemistry import ROBERTSON_REFERENCE_T1E11
-
-    library = models.get("robertson")
+    """Every row in this process (its code generator set by the environment), timed and
+    measured as `benchmarks/stiff.py` does."""
+    model_name, t1, scale, published = PROBLEMS[PROBLEM]
+    library = models.get(model_name)
     forms = {"conserving (library)": library, "rates": library.replace(rhs=rates_rhs, name="robertson_rates")}
     solvers = {"default": None, "Rodas5P": simkit.Rodas5P(), "RadauIIA5": simkit.RadauIIA5(), "BDF": simkit.BDF()}
-    ref = np.asarray(ROBERTSON_REFERENCE_T1E11)
     rows = []
     for rtol in rtols:
         for form, model in forms.items():
             for name, solver in solvers.items():
-                kw = dict(t_span=(0.0, T1), rtol=rtol, atol=rtol * SCALE, throw=False)
-                if solver is not None:
-                    kw["solver"] = solver
-                start = time.perf_counter()
-                sol = simkit.solve(model, **kw)
-                sol.ys.block_until_ready()
-                first = time.perf_counter() - start
-                times = []
-                for _ in range(repeats):
-                    start = time.perf_counter()
-                    simkit.solve(model, **kw).ys.block_until_ready()
-                    times.append(time.perf_counter() - start)
+                sol, run, compile_s = time_simkit(model, t1, rtol, rtol * scale, solver, repeats)
                 st = sol.stats
-                y = np.asarray(sol.ys[-1])
                 rows.append(dict(
                     rtol=rtol, form=form, solver=name, ran=sol.solver_name, status=int(sol.status),
-                    error=float(np.max(np.abs(y - ref) / (np.abs(ref) + SCALE))),
+                    error=error(sol.ys[-1], published, scale),
                     accepted=int(st["num_accepted_steps"]), rejected=int(st["num_rejected_steps"]),
                     jacobians=int(st["num_jacobians"]) if "num_jacobians" in st else None,
-                    run_ms=1e3 * statistics.median(times), first_call_s=first))
+                    run_ms=1e3 * run, compile_s=compile_s))
     return rows
 
 
@@ -101,8 +86,6 @@ def main() -> None:
     if args.child:
         print(json.dumps(child(rtols, args.repeats)))
         return
-
-    from stencil import machine  # benchmarks/stencil.py
 
     out = dict(command="python benchmarks/experiments/conserving_rhs.py " + " ".join(sys.argv[1:]),
                machine=machine(), runs={})
