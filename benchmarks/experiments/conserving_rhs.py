@@ -94,8 +94,8 @@ def main() -> None:
         env = {k: v for k, v in os.environ.items() if k != "SIMKIT_FAST_COMPILE"}
         if setting is not None:
             env["SIMKIT_FAST_COMPILE"] = setting
-        run = subprocess.run([sys.executable, __file__, "--child", "--repeats", str(args.repeats), "--rtols", args.rtols],
-                             env=env, capture_output=True, text=True, check=True)
+        run = subprocess.run([sys.executable, __file__, "--child", "--repeats", str(args.repeats),
+                              "--rtols", args.rtols], env=env, capture_output=True, text=True, check=True)
         rows = json.loads(run.stdout.strip().splitlines()[-1])
         out["runs"][label] = rows
         print(f"\n{label}")
