@@ -11,12 +11,20 @@ sees only the directions the step moves in: on badly scaled problems at tight to
 the stiff mode never shows in ``y_1 - y_6``. So each accepted explicit step also takes one
 power-iteration step on the Jacobian at ``(t + h, y_1)`` — one ``jax.jvp`` of the rhs,
 ``v <- J v / ||J v||`` with ``v`` carried from step to step, ``||J v||`` tending to ``rho`` as
-the solution (and ``J``) drifts slowly — and the larger of the two estimates is judged. Fifteen stiff
+the solution (and ``J``) drifts slowly — and the larger of the two estimates is judged.
+At tight tolerances the explicit steps on a stiff problem are limited by accuracy before
+stability (Robertson at rtol 1e-12: ``h * rho`` at 0.3 of the boundary; 100,000 explicit
+steps reached t = 63), so a step also counts as stiff when ``h * rho / tol**(1/5)`` — the
+stiffness ratio ``rho * tau`` (``tau`` the solution's time scale) estimated from an
+accuracy-limited step ``h ~ tau * rtol**(1/5)`` — exceeds `STIFF_RATIO`; at rtol above about
+1.5e-7 that bound lies beyond the boundary and Hairer's test alone decides. Fifteen stiff
 indications (reset by six non-stiff ones in a row) switch to the stiff method (Rodas5P);
-there ``h * ||J||_inf`` (an upper bound of ``h * rho`` from the Jacobian it computes
-anyway) below half the boundary for fifteen accepted steps in a row switches back, the
-step capped to where the explicit method is stable (LSODA switches on the same kind of
-evidence: Petzold 1983, SIAM J. Sci. Stat. Comput. 4:136-148).
+there ``h * ||J||_inf`` (an upper bound of ``h * rho`` from the Jacobian it computes anyway)
+below half the boundary for fifteen accepted steps in a row switches back, the step capped
+to where the explicit method is stable. A switch that only the stiffness ratio asked for is
+a trial: the stiff method must pay for its dearer steps (`TRIAL_STEPS`, `cost_ratio`), else
+the loop switches back and that test rests for a while. LSODA switches on the same kind of
+evidence, step sizes weighed by cost (Petzold 1983, SIAM J. Sci. Stat. Comput. 4:136-148).
 
 Each method's steps run in a loop of their own (the kernel loop's *phases*: a switch ends
 one inner loop and the outer loop enters the other), so an explicit step holds no branch to
@@ -34,12 +42,26 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from .linalg import SMALL_SYSTEM
 from .methods import ExplicitRK, Rosenbrock, _combine, _sum_squares
 
 STIFF_HITS = 15  # stiff indications that switch to the stiff method (Hairer's DOPRI5: 15)
 CALM_RESET = 6  # non-stiff indications in a row that forget earlier stiff ones (DOPRI5: 6)
 CALM_STEPS = 15  # accepted stiff steps in a row, stable for the explicit method, to switch back
 BACK_MARGIN = 0.5  # switch back only where the explicit method is stable with this margin
+# the stiffness ratio rho * tau (tau: the solution's time scale) that counts as stiff,
+# estimated as h * rho / rtol**(1 / (q + 1)) from an accuracy-limited step
+# h ~ tau * rtol**(1 / (q + 1)). Tsit5's steps on the non-stiff library models give at most
+# 50 (99th percentile over each solve, rtol 1e-4 ... 1e-12), on Robertson, HIRES and the
+# Oregonator at rtol 1e-10 ... 1e-12 medians of 90-300 (benchmarks/experiments/stiffness_ratio.py)
+STIFF_RATIO = 80.0
+# a switch made by that test alone is a trial: after TRIAL_STEPS stiff steps the stiff
+# method's step must be at least `cost_ratio` times the explicit step before the switch, or
+# the loop switches back and the test rests for TRIAL_WAIT accepted explicit steps, doubled
+# for every two switches made so far (HIRES at rtol 1e-12: Rodas5P's steps 3.6x Tsit5's at
+# 7-10x the cost per step)
+TRIAL_STEPS = 15
+TRIAL_WAIT = 100
 
 
 def real_stability_boundary(a: np.ndarray, b: np.ndarray) -> float:
@@ -92,7 +114,14 @@ class AutoSwitchMethod:
     def controller_init(self, y0):
         zero = jnp.asarray(0, jnp.int32)
         return dict(stiff=jnp.asarray(False), e=self.e.controller_init(y0), s=self.s.controller_init(y0),
-                    hits=zero, calm=zero, run=zero, switches=zero, stiff_steps=zero, v=_start_vector(y0))
+                    hits=zero, calm=zero, run=zero, switches=zero, stiff_steps=zero, v=_start_vector(y0),
+                    h_switch=jnp.zeros((), jnp.real(y0).dtype), wait=zero)
+
+    @staticmethod
+    def cost_ratio(n: int) -> float:
+        """About what a stiff step of ``n`` states costs over an explicit one (measured:
+        Robertson, 3 states, 2.6; HIRES, 8 states, whose LU goes to LAPACK, 7.4)."""
+        return 3.0 if n <= SMALL_SYSTEM else 10.0
 
     def extra_stats(self, ctrl) -> dict:
         """Counters for ``Solution.stats``: accepted stiff steps and switches either way."""
@@ -124,19 +153,29 @@ class AutoSwitchMethod:
             usable = jnp.isfinite(norm) & (norm > 0)
             v = jnp.where(usable, jv / jnp.where(usable, norm, 1.0), ctrl["v"])
             hrho = jnp.maximum(hrho, jnp.where(usable, jnp.abs(hs) * norm, 0.0))
-            work = dict(num_rhs=jnp.asarray(self.e.rhs_per_step + 1, jnp.int32), hrho=hrho, v=v)
+            by_ratio = STIFF_RATIO * self._accuracy_scale(rtol)
+            limit = jnp.where(ctrl["wait"] > 0, 0.98 * self.boundary, jnp.minimum(0.98 * self.boundary, by_ratio))
+            work = dict(num_rhs=jnp.asarray(self.e.rhs_per_step + 1, jnp.int32), hrho=hrho, v=v, limit=limit)
             return y_new, err, dict(e=ks, s=zeros_s, stiff=jnp.asarray(False)), f_new, work
 
         def stiff(_):
             y_new, err, dense, jac = self.s.step_with_jacobian(rhs, t, y, f, hs, params, rtol, atol)
             f_new = rhs(t + hs, y_new, params)
             hrho = jnp.abs(hs) * jnp.max(jnp.sum(jnp.abs(jac), axis=1))
-            work = dict(num_rhs=jnp.asarray(self.s.rhs_per_step + 1, jnp.int32), hrho=hrho, v=ctrl["v"])
+            limit = BACK_MARGIN * self.boundary
+            work = dict(num_rhs=jnp.asarray(self.s.rhs_per_step + 1, jnp.int32), hrho=hrho, v=ctrl["v"], limit=limit)
             return y_new, err, dict(e=zeros_e, s=dense, stiff=jnp.asarray(True)), f_new, work
 
         if phase is not None:  # known statically: only that method's step
             return (stiff if phase else explicit)(None)
         return lax.cond(ctrl["stiff"], stiff, explicit, None)
+
+    def _accuracy_scale(self, rtol):
+        """``rtol**(1 / (q + 1))`` (q: the explicit pair's error order), the factor by which an
+        accuracy-limited step falls short of the solution's time scale (1 for rtol = 0: then
+        only Hairer's test applies). A constant of the solve, so no work per step; where atol
+        dominates, steps are longer than it assumes, and a switch it makes is a trial."""
+        return jnp.where(rtol > 0, jnp.exp(jnp.log(jnp.where(rtol > 0, rtol, 1.0)) / (self.e.error_order + 1)), 1.0)
 
     def propose(self, err_norm, h, ctrl, accepted, last_rejected, work, phase=None):
         stiff = ctrl["stiff"] if phase is None else jnp.asarray(bool(phase))
@@ -146,16 +185,22 @@ class AutoSwitchMethod:
         hrho, one = work["hrho"], jnp.asarray(1, jnp.int32)
         # explicit: Hairer's test after accepted steps
         judged = accepted & ~stiff
-        stiffish = hrho > 0.98 * self.boundary
-        run = jnp.where(judged, jnp.where(stiffish, 0, ctrl["run"] + one), ctrl["run"])
+        # Hairer's test (the step limited by stability), or at tight tolerances a step that,
+        # limited by accuracy, is already long against the stiff mode (rho * tau large)
+        stiffish = hrho > work["limit"]
+        watched = accepted & stiff
+        # ``run``: non-stiff indications in a row (explicit), accepted steps since the switch
+        # (stiff); ``hits``: stiff indications (explicit), 1 if the switch was a trial (stiff)
+        run = jnp.where(judged, jnp.where(stiffish, 0, ctrl["run"] + one), ctrl["run"] + watched.astype(jnp.int32))
         hits = jnp.where(judged & stiffish, ctrl["hits"] + one, ctrl["hits"])
-        hits = jnp.where(run >= CALM_RESET, 0, hits)
+        hits = jnp.where(judged & (run >= CALM_RESET), 0, hits)
         to_stiff = judged & (hits >= STIFF_HITS)
         # stiff: would the explicit method be stable at this step size, with a margin?
-        watched = accepted & stiff
-        calm = jnp.where(watched, jnp.where(hrho < BACK_MARGIN * self.boundary, ctrl["calm"] + one, 0),
-                         ctrl["calm"])
-        to_explicit = watched & (calm >= CALM_STEPS)
+        calm = jnp.where(watched, jnp.where(hrho < work["limit"], ctrl["calm"] + one, 0), ctrl["calm"])
+        # a trial (a switch by the stiffness ratio alone) that does not pay: back, and a rest
+        failed = (watched & (ctrl["hits"] == 1) & (run == TRIAL_STEPS)
+                  & (h < self.cost_ratio(ctrl["v"].shape[0]) * ctrl["h_switch"]))
+        to_explicit = watched & ((calm >= CALM_STEPS) | failed)
         switch = to_stiff | to_explicit
         # leaving the stiff method: a step where the explicit one is stable (rho = hrho / h)
         h_stable = BACK_MARGIN * self.boundary * h / jnp.where(hrho > 0, hrho, 1.0)
@@ -166,8 +211,13 @@ class AutoSwitchMethod:
             # each method's controller moves only while it runs, and starts afresh on a switch
             e=jnp.where(stiff, jnp.where(to_explicit, e_init, ctrl["e"]), c_e),
             s=jnp.where(stiff, c_s, jnp.where(to_stiff, s_init, ctrl["s"])),
-            hits=jnp.where(switch, 0, hits), calm=jnp.where(switch, 0, calm), run=jnp.where(switch, 0, run),
+            hits=jnp.where(to_stiff, (hrho <= 0.98 * self.boundary).astype(jnp.int32), jnp.where(switch, 0, hits)),
+            calm=jnp.where(switch, 0, calm), run=jnp.where(switch, 0, run),
             switches=ctrl["switches"] + switch.astype(jnp.int32),
+            h_switch=jnp.where(to_stiff, h, ctrl["h_switch"]),
+            # the rest after a failed trial doubles with the switches made so far
+            wait=jnp.where(failed, TRIAL_WAIT * 2 ** jnp.minimum(ctrl["switches"] // 2, 20),
+                           jnp.maximum(ctrl["wait"] - judged.astype(jnp.int32), 0)),
             stiff_steps=ctrl["stiff_steps"] + watched.astype(jnp.int32),
             v=jnp.where(judged, work["v"], ctrl["v"]),  # the power iteration moves on accepted steps
         )

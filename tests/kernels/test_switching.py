@@ -16,6 +16,7 @@ from simkit import models, reference
 from simkit.errors import InputTypeError
 from simkit.kernels.switching import real_stability_boundary
 from simkit.kernels.tableaus import DOPRI5, TSIT5
+from simkit.models.chemistry import ROBERTSON_REFERENCE_T1E11
 from simkit.models.oscillators import VAN_DER_POL_STIFF_REFERENCE
 
 AUTO = simkit.AutoSwitch()
@@ -35,10 +36,12 @@ def test_stability_boundaries():
         3.5068, abs=1e-4)
 
 
-def test_non_stiff_problem_is_tsit5_step_for_step():
+@pytest.mark.parametrize("tol", [1e-8, 1e-12])
+def test_non_stiff_problem_is_tsit5_step_for_step(tol):
+    # at 1e-12 too: the stiffness-ratio test (h rho / rtol**(1/5) above 80) stays silent
     lorenz = models.get("lorenz")
-    auto = simkit.solve(lorenz, (0.0, 10.0), saveat=11, rtol=1e-8, atol=1e-8, solver=AUTO)
-    tsit5 = simkit.solve(lorenz, (0.0, 10.0), saveat=11, rtol=1e-8, atol=1e-8, solver=simkit.Tsit5())
+    auto = simkit.solve(lorenz, (0.0, 10.0), saveat=11, rtol=tol, atol=tol, solver=AUTO)
+    tsit5 = simkit.solve(lorenz, (0.0, 10.0), saveat=11, rtol=tol, atol=tol, solver=simkit.Tsit5())
     stats = _stats(auto)
     assert stats.pop("num_switches") == 0 and stats.pop("num_stiff_steps") == 0
     plain = _stats(tsit5)
@@ -90,6 +93,41 @@ def test_tight_tolerances_switch_where_the_stage_test_is_blind(name, t1, rtol, a
     y, y_ref = np.asarray(sol.ys), np.asarray(ref.ys)
     err = np.abs(y - y_ref) / (atol + rtol * np.abs(y_ref))
     assert err.max() < 20, err.max(axis=0)  # measured 1.4 (Robertson), 0.33 (Oregonator), as Rodas5P's
+
+
+def test_tightest_tolerances_switch_though_the_steps_are_stable():
+    """At rtol 1e-12 Tsit5's steps on Robertson are limited by accuracy, not stability (h rho
+    at 0.3 of the stability boundary), so Hairer's test never fired and AutoSwitch ran out of
+    100,000 explicit steps at t = 63. Such a step is long against the stiff mode (h rho /
+    rtol**(1/5) about 270): the stiffness-ratio test switches, and the solve takes Rodas5P's
+    steps (10,417 here) to the published reference."""
+    rob = models.get("robertson")
+    sol = simkit.solve(rob, (0.0, 1e11), saveat=2, rtol=1e-12, atol=1e-25, solver=AUTO)
+    stats = _stats(sol)
+    assert stats["num_steps"] < 12_000 and stats["num_stiff_steps"] > 0.9 * stats["num_accepted_steps"], stats
+    ref = np.asarray(ROBERTSON_REFERENCE_T1E11)
+    err = np.max(np.abs(np.asarray(sol.ys[-1]) - ref) / np.abs(ref))
+    assert err < 1e-11, err  # measured 4.0e-13
+
+
+@pytest.mark.parametrize("h, trial, back", [(2.0, True, True), (4.0, True, False), (2.0, False, False)])
+def test_a_trial_switch_that_does_not_pay_goes_back_and_rests(h, trial, back):
+    """After TRIAL_STEPS stiff steps, a switch made by the stiffness ratio alone (a trial)
+    must be taking steps cost_ratio (3 for 3 states) times the explicit step before it, or
+    the loop switches back and the ratio test rests; a switch by Hairer's test stays."""
+    from simkit.kernels.switching import TRIAL_STEPS, TRIAL_WAIT
+
+    method = AUTO.method()
+    y0 = jnp.ones(3)
+    ctrl = method.controller_init(y0) | dict(stiff=jnp.asarray(True), hits=jnp.asarray(int(trial), jnp.int32),
+                                            run=jnp.asarray(TRIAL_STEPS - 1, jnp.int32),
+                                            h_switch=jnp.asarray(1.0), switches=jnp.asarray(1, jnp.int32))
+    work = dict(hrho=jnp.asarray(100.0), limit=jnp.asarray(0.5 * method.boundary), v=ctrl["v"])
+    assert method.cost_ratio(3) == 3.0
+    _, new = method.propose(jnp.asarray(0.5), jnp.asarray(h), ctrl, jnp.asarray(True), jnp.asarray(False), work,
+                            phase=1)
+    assert bool(new["stiff"]) is (not back)
+    assert int(new["wait"]) == (TRIAL_WAIT if back else 0)
 
 
 def test_robertson_switches_once_and_matches_scipy():
