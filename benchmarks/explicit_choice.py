@@ -22,7 +22,6 @@ import os
 os.environ.setdefault("SIMKIT_COMPILATION_CACHE", "0")
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -33,7 +32,7 @@ import scipy.integrate
 
 import simkit
 from simkit import models
-from stiff import machine, numpy_rhs  # benchmarks/stiff.py (run as scripts)
+from stiff import machine, numpy_rhs, write_result  # benchmarks/stiff.py (run as scripts)
 
 MODELS = ("arenstorf", "brusselator", "damped_driven_pendulum", "double_pendulum", "fitzhugh_nagumo",
           "hodgkin_huxley", "kepler", "lorenz", "lotka_volterra", "rossler", "seir", "sir", "van_der_pol")
@@ -125,13 +124,9 @@ def main(argv=None) -> dict:
               f"{entry['models']} models {entry['geomean']:.2f} (min {entry['min']:.2f}, max {entry['max']:.2f}); "
               f"at the same rtol {entry['same_rtol_geomean']:.2f}")
     command = "python benchmarks/explicit_choice.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    result = dict(command=command,
-                  machine=machine() | dict(load_before=load_before, load_after=os.getloadavg()), rows=rows,
-                  summary={f"{k:g}": v for k, v in summary.items()})
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as fh:
-        json.dump(result, fh, indent=1)
-    return result
+    load = dict(load_before=load_before, load_after=os.getloadavg())
+    return write_result(args.out, dict(command=command, machine=machine() | load, rows=rows,
+                                       summary={f"{k:g}": v for k, v in summary.items()}))
 
 
 if __name__ == "__main__":

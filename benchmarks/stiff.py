@@ -147,6 +147,14 @@ def machine() -> dict:
     return stencil_machine() | dict(scipy=scipy.__version__, simkit=simkit.__version__)
 
 
+def write_result(path: str, result: dict) -> dict:
+    """Write a script's result as indented JSON to ``path`` (its folder made if missing)."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as fh:
+        json.dump(result, fh, indent=1)
+    return result
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
@@ -194,12 +202,8 @@ def main(argv=None) -> dict:
                 print(f"  {label:22s} {r['time'] * 1e3:10.2f} ms  error {r['error']:9.2e}  "
                       f"status {r['status']}{comp}")
             sys.stdout.flush()
-    result = dict(command="python benchmarks/stiff.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-                  machine=machine(), rows=rows)
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as fh:
-        json.dump(result, fh, indent=1)
-    return result
+    return write_result(args.out, dict(command="python benchmarks/stiff.py " + " ".join(
+        argv if argv is not None else sys.argv[1:]), machine=machine(), rows=rows))
 
 
 if __name__ == "__main__":

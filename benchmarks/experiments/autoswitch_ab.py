@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import os
 import statistics
 import subprocess
@@ -34,7 +33,7 @@ import simkit  # noqa: E402
 from simkit import models  # noqa: E402
 from simkit.kernels.methods import ExplicitRK, Rosenbrock  # noqa: E402
 from simkit.kernels.solvers import _RODAS5P_TABLEAU, _TSIT5_TABLEAU, AutoSwitch  # noqa: E402
-from stiff import PROBLEMS, error, machine, reference_state  # noqa: E402
+from stiff import PROBLEMS, error, machine, reference_state, write_result  # noqa: E402
 
 
 def load_before(commit: str):
@@ -99,12 +98,9 @@ def main(argv=None) -> dict:
                   f"{r['after']['num_switches']} switches)  Rodas5P {r['Rodas5P']['time'] * 1e3:8.2f} ms  "
                   f"before/after {row['before_over_after']:5.2f}", flush=True)
     command = "python benchmarks/experiments/autoswitch_ab.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    result = dict(command=command, before=args.before, machine=machine() | dict(load_before=load,
-                                                                                load_after=os.getloadavg()),
-                  rows=rows)
-    with open(args.out, "w") as fh:
-        json.dump(result, fh, indent=1)
-    return result
+    return write_result(args.out, dict(command=command, before=args.before,
+                                       machine=machine() | dict(load_before=load, load_after=os.getloadavg()),
+                                       rows=rows))
 
 
 if __name__ == "__main__":
