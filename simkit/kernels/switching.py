@@ -14,7 +14,7 @@ power-iteration step on the Jacobian at ``(t + h, y_1)`` — one ``jax.jvp`` of 
 the solution (and ``J``) drifts slowly — and the larger of the two estimates is judged.
 At tight tolerances the explicit steps on a stiff problem are limited by accuracy before
 stability (Robertson at rtol 1e-12: ``h * rho`` at 0.3 of the boundary; 100,000 explicit
-steps reached t = 63), so a step also counts as stiff when ``h * rho / tol**(1/5)`` — the
+steps reached t = 63), so a step also counts as stiff when ``h * rho / rtol**(1/5)`` — the
 stiffness ratio ``rho * tau`` (``tau`` the solution's time scale) estimated from an
 accuracy-limited step ``h ~ tau * rtol**(1/5)`` — exceeds `STIFF_RATIO`; at rtol above about
 1.5e-7 that bound lies beyond the boundary and Hairer's test alone decides. Fifteen stiff
