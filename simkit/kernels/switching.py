@@ -59,7 +59,7 @@ STIFF_RATIO = 80.0
 # method's step must be at least `cost_ratio` times the explicit step before the switch, or
 # the loop switches back and the test rests for TRIAL_WAIT accepted explicit steps, doubled
 # for every two switches made so far (HIRES at rtol 1e-12: Rodas5P's steps 3.6x Tsit5's at
-# 7-10x the cost per step)
+# about 8x the cost per step)
 TRIAL_STEPS = 15
 TRIAL_WAIT = 100
 
@@ -119,8 +119,9 @@ class AutoSwitchMethod:
 
     @staticmethod
     def cost_ratio(n: int) -> float:
-        """About what a stiff step of ``n`` states costs over an explicit one (measured:
-        Robertson, 3 states, 2.6; HIRES, 8 states, whose LU goes to LAPACK, 7.4)."""
+        """About what a stiff step of ``n`` states costs over an explicit one (measured,
+        benchmarks/results/autoswitch_ab.json: Robertson, 3 states, 2.3; HIRES, 8 states,
+        whose LU goes to LAPACK, 7.9)."""
         return 3.0 if n <= SMALL_SYSTEM else 10.0
 
     def extra_stats(self, ctrl) -> dict:
