@@ -34,6 +34,7 @@ _INSTRUCTION = re.compile(r"^\s+(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*.*?\s([a-z][a-z0-
 _REF = re.compile(r"\b(calls|body|condition|to_apply|true_computation|false_computation)=%?([\w.\-]+)")
 _BRANCHES = re.compile(r"branch_computations=\{([^}]*)\}")
 _TRIP_COUNT = re.compile(r'"known_trip_count":\{"n":"(\d+)"\}')
+_SMALL_CALL = 'xla_cpu_small_call="true"'  # a call XLA:CPU compiles into one kernel
 _FRAME = re.compile(r"stack_frame_id=(\d+)")
 _SECTIONS = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 
@@ -70,6 +71,11 @@ class LoopAnatomy:
     in_branch : bool
         Whether the loop sits in a branch of a conditional of its parent's iteration (it runs
         only when that branch is taken), not in every iteration.
+    kernel : bool
+        Whether XLA:CPU compiled the loop, with the computation around it, into one kernel
+        (a ``call`` marked ``xla_cpu_small_call``: its body reads and writes fewer bytes than
+        the small-loop threshold, `simkit._config`): its operations then run as straight
+        code, not as thunks dispatched one by one, and cost no ~20 ns each.
 
     Examples
     --------
@@ -93,6 +99,7 @@ class LoopAnatomy:
     source: str = ""
     parent: str | None = None
     in_branch: bool = False
+    kernel: bool = False
 
     def describe(self) -> str:
         """One line: where the loop is, how often it runs and what one iteration runs.
@@ -121,6 +128,9 @@ class LoopAnatomy:
         if self.conditionals:
             parts.append(f"{_plural(self.conditionals, 'conditional')} (+ up to {self.branch_thunks} "
                          "thunks in their branches)")
+        if self.kernel:
+            return (f"{self.name}{where} (depth {self.depth}, {runs}): one kernel (XLA:CPU's small-loop call), "
+                    f"{self.thunks} operations per iteration: " + ", ".join(parts))
         return (f"{self.name}{where} (depth {self.depth}, {runs}): {self.thunks} thunks per iteration: "
                 + ", ".join(parts))
 
@@ -510,6 +520,19 @@ def _anatomy(text: str) -> dict[str, Any]:
             todo.extend(callee for _, callee in _callees(rest, op))
     total = _counts([ins for name in executed for ins in comps[name]])
 
+    # instructions that XLA:CPU runs inside one kernel: everything a small-loop call reaches
+    kernel_comps: set[str] = set()
+    todo = [c for name in comps for _, op, rest in comps[name] if op == "call" and _SMALL_CALL in rest
+            for _, c in _callees(rest, op)]
+    while todo:
+        name = todo.pop()
+        if name in kernel_comps or name not in comps:
+            continue
+        kernel_comps.add(name)
+        for _, op, rest in comps[name]:
+            todo.extend(c for _, c in _callees(rest, op))
+    in_kernel = {ins for name in kernel_comps for ins, _, _ in comps[name]}
+
     loops: list[LoopAnatomy] = []
 
     def visit(name: str, depth: int, seen: frozenset, parent: str | None, in_branch: bool) -> None:
@@ -528,7 +551,7 @@ def _anatomy(text: str) -> dict[str, Any]:
                 loops.append(LoopAnatomy(
                     name=ins, depth=depth, trip_count=int(trip.group(1)) if trip else None,
                     branch_thunks=branch, source=frames.get(frame.group(1), "") if frame else "",
-                    parent=parent, in_branch=in_branch, **_counts(ops)))
+                    parent=parent, in_branch=in_branch, kernel=ins in in_kernel, **_counts(ops)))
                 for _, c in callees:
                     if c not in seen:
                         visit(c, depth + 1, seen | {c}, ins, False)

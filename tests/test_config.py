@@ -204,3 +204,61 @@ def test_fit_programs_follow_the_engine_of_their_solves():
     assert _runs_kernels(decay(100, False), simkit.DOP853())  # the user's kernel
     assert not _runs_kernels(decay(100, False), None)  # diffrax's Tsit5 above 64 states
     assert not _runs_kernels(decay(100, True), diffrax.Kvaerno5())  # the user's diffrax solver
+
+
+SMALL_LOOPS_SCRIPT = """
+import json, os
+import numpy as np, simkit
+from simkit import _config, models, reference
+out = {"bytes": _config.SMALL_LOOP_BYTES, "flags": os.environ.get("XLA_FLAGS", "")}
+if os.environ.get("SOLVE"):
+    m = models.get("lorenz")
+    info = simkit.inspect(m, (0.0, 2.0), saveat=11, rtol=1e-8, atol=1e-8)
+    out["kernel"] = [loop.kernel for loop in info.loops]
+    out["text"] = info.summary()
+    sol = simkit.solve(m, (0.0, 2.0), saveat=11, rtol=1e-8, atol=1e-8)
+    ref = reference.solve_ivp(m, (0.0, 2.0), saveat=11, method="DOP853", rtol=1e-12, atol=1e-14)
+    out["err"] = float(np.max(np.abs(np.asarray(sol.ys) - ref.ys) / (1e-8 * np.abs(ref.ys) + 1e-8)))
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("setting, flags, solve", [
+    ("", "", True),  # simkit's default: 32 KiB; the step loop of a Lorenz solve is one kernel
+    ("0", "", True),  # XLA's default (1 KiB): the loop's operations run as separate thunks
+    ("", "--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=5", False),  # the user's
+])
+def test_small_loop_threshold(setting, flags, solve):
+    """SIMKIT_SMALL_LOOPS (simkit/_config.py) in a fresh process: the flag added to XLA_FLAGS,
+    what `simkit.inspect` reports of it, and a solve against SciPy's DOP853 either way (errors
+    in units of rtol|y| + atol; 7.8 measured)."""
+    import json
+
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "SIMKIT_SMALL_LOOPS")}
+    env.update(SIMKIT_COMPILATION_CACHE="0", SIMKIT_CPU_DEVICES="1", XLA_FLAGS=flags)
+    if setting:
+        env["SIMKIT_SMALL_LOOPS"] = setting
+    if solve:
+        env["SOLVE"] = "1"
+    out = subprocess.run([sys.executable, "-c", SMALL_LOOPS_SCRIPT], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    if flags:  # the user's own backend options are left alone
+        assert got["bytes"] is None and got["flags"].count("xla_backend_extra_options") == 1, got
+        assert got["flags"].startswith(flags), got
+        return
+    default = setting == ""
+    assert got["bytes"] == (32768 if default else None), got
+    assert ("xla_cpu_small_while_loop_byte_threshold=32768" in got["flags"]) is default, got
+    assert any(got["kernel"]) is default, got
+    assert ("one kernel" in got["text"]) is default, got
+    assert got["err"] < 25, got
+
+
+def test_small_loop_setting_must_be_bytes():
+    env = dict(os.environ, SIMKIT_SMALL_LOOPS="32k")
+    out = subprocess.run([sys.executable, "-c", "import simkit"], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode != 0
+    assert "SIMKIT_SMALL_LOOPS must be a whole number of bytes (0: XLA's default), got '32k'" in out.stderr
