@@ -36,20 +36,23 @@ configured it:
   ensemble, 2048^2 heat and 1024^2 Gray-Scott steps; benchmarks/code_generators.py). The
   test suite sets ``SIMKIT_FAST_COMPILE=1`` (its conftest).
 * XLA:CPU's small-loop threshold (``SIMKIT_SMALL_LOOPS``, default `SMALL_LOOP_BYTES_DEFAULT`
-  = 32 KiB; ``0`` leaves XLA's default of 1 KiB): ``--xla_backend_extra_options=
+  = 128 KiB; ``0`` leaves XLA's default of 1 KiB): ``--xla_backend_extra_options=
   xla_cpu_small_while_loop_byte_threshold=...`` is added to ``XLA_FLAGS`` unless ``XLA_FLAGS``
   already sets ``xla_backend_extra_options``; effective when simkit is imported before JAX
   starts. XLA:CPU runs a program as a sequence of thunks (a fusion, a copy, a loop), about
   20 ns each inside a loop here; a while loop whose body reads and writes fewer bytes than
   the threshold (XLA's cost analysis) is compiled into one kernel instead. A small system's
-  adaptive step is 30-90 thunks, so this makes single solves 1.3-4.7x faster (Lorenz with
-  Tsit5 7.9 -> 1.8 ms, with DOP853 5.9 -> 1.2; Robertson with Rodas5P 0.79 -> 0.62, Radau
-  IIA 1.40 -> 0.67, BDF 1.47 -> 0.81; a Lorenz gradient 3.5x; benchmarks/small_loops.py)
-  with the same results bit for bit (a reverse-mode gradient rounds differently in the last
-  bits: 9e-16 relative). Loops over larger data (ensemble chunks of 256 members, stencil
-  fields of 128^2 and more, a stiff system with LAPACK's LU) stay above the threshold or
-  cannot be one kernel, and run as before; with no threshold at all (1e8 bytes) a 256^2
-  Gray-Scott rollout ran 2.7x slower and a 128^2 heat rollout 1.14x slower (hence a
+  adaptive step is 30-200 thunks, so this makes single solves 1.3-4.9x faster (Lorenz with
+  Tsit5 7.8 -> 1.8 ms, with DOP853 5.9 -> 1.2; Robertson with Rodas5P 0.81 -> 0.61, Radau
+  IIA 1.29 -> 0.60, BDF 1.51 -> 0.78; HIRES, 8 states, with Rodas5P 9.5 -> 2.0; a Lorenz
+  gradient 3.7x; benchmarks/small_loops.py) with the same results bit for bit (a
+  reverse-mode gradient rounds differently in the last bits: 9e-16 relative), for a longer
+  compile where a big step becomes one kernel (HIRES's first call 2.0 -> 2.7 s). Loops over
+  larger data (ensemble chunks of 256 members, stencil fields of 128^2 and more) stay above
+  the threshold, and a loop with a custom call (LAPACK's LU above
+  `simkit.kernels.linalg.SMALL_SYSTEM` states) cannot be one kernel: they run as before.
+  32 KiB was enough for 3 states, not for HIRES's 8; with no threshold at all (1e8 bytes) a
+  256^2 Gray-Scott rollout ran 2.7x slower and a 128^2 heat rollout 1.14x slower (hence a
   threshold, not none). JAX's per-program ``compiler_options`` cannot carry this
   option (a map), so it is process-wide: the user's own small loops are compiled the same way.
 * JAX's persistent compilation cache directory, ``$SIMKIT_CACHE_DIR`` or
@@ -116,7 +119,7 @@ if STRICT_FP and "xla_cpu_max_isa" not in os.environ.get("XLA_FLAGS", ""):
 if FAST_COMPILE and "xla_cpu_use_fusion_emitters" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_use_fusion_emitters=false").strip()
 
-SMALL_LOOP_BYTES_DEFAULT = 32 * 1024
+SMALL_LOOP_BYTES_DEFAULT = 128 * 1024
 
 
 def _small_loop_bytes() -> int | None:

@@ -224,7 +224,7 @@ print(json.dumps(out))
 
 
 @pytest.mark.parametrize("setting, flags, solve", [
-    ("", "", True),  # simkit's default: 32 KiB; the step loop of a Lorenz solve is one kernel
+    ("", "", True),  # simkit's default: 128 KiB; the step loop of a Lorenz solve is one kernel
     ("0", "", True),  # XLA's default (1 KiB): the loop's operations run as separate thunks
     ("", "--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=5", False),  # the user's
 ])
@@ -249,8 +249,8 @@ def test_small_loop_threshold(setting, flags, solve):
         assert got["flags"].startswith(flags), got
         return
     default = setting == ""
-    assert got["bytes"] == (32768 if default else None), got
-    assert ("xla_cpu_small_while_loop_byte_threshold=32768" in got["flags"]) is default, got
+    assert got["bytes"] == (131072 if default else None), got
+    assert ("xla_cpu_small_while_loop_byte_threshold=131072" in got["flags"]) is default, got
     assert any(got["kernel"]) is default, got
     assert ("one kernel" in got["text"]) is default, got
     assert got["err"] < 25, got

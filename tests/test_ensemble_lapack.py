@@ -1,4 +1,4 @@
-"""A stiff ensemble whose kernels call LAPACK (more than six states) runs to the end on as
+"""A stiff ensemble whose kernels call LAPACK (more than eight states) runs to the end on as
 many CPU devices as cores.
 
 JAX's batched LAPACK calls wait on XLA:CPU's thread pool, whose threads are the ones

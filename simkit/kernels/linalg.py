@@ -27,10 +27,15 @@ n     ``fori_loop``s   straight-line      LAPACK       vmap 1024: straight/LAPAC
 (The last column is against JAX's batched LAPACK call, which the kernels no longer make:
 under ``jax.vmap`` LAPACK now runs one member at a time, `one_at_a_time` below.)
 Straight-line code wins for single systems up to 4 states and for batches up to about 10;
-it compiles slower as n grows. `SMALL_SYSTEM` stays at 6: Robertson (3 states) with Rodas5P
-went from 0.82 to 0.57 ms per solve with it, Radau IIA from 1.32 to 1.01, a 2,500-member
-van der Pol ensemble (Rodas4) from 75 to 55 ms. Every stiff kernel (Rosenbrock, Radau IIA,
-BDF) factors through `factor`/`solve`.
+it compiles slower as n grows. Robertson (3 states) with Rodas5P went from 0.82 to 0.57 ms
+per solve with it, Radau IIA from 1.32 to 1.01, a 2,500-member van der Pol ensemble (Rodas4)
+from 75 to 55 ms. `SMALL_SYSTEM` is 8 (6 until session 18): LAPACK's LU is a custom call,
+which keeps XLA:CPU from compiling the stepping loop into one kernel (the small-loop
+threshold, `simkit._config`); with straight-line code HIRES (8 states, rtol 1e-8) ran
+Rodas5P 9.9 -> 2.0 ms, Radau IIA 11.3 -> 1.9, BDF 5.1 -> 1.5, and a 256-member HIRES
+ensemble 570 -> 54 ms (LAPACK one member at a time), for 0.5-1.3 s more compile per kernel
+(Rodas5P 1.2 -> 2.5 s lowering and compiling; one process each, cache off). Every stiff
+kernel (Rosenbrock, Radau IIA, BDF) factors through `factor`/`solve`.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 from jax import lax
 
-SMALL_SYSTEM = 6  # the largest size factored by the straight-line code in `factor`
+SMALL_SYSTEM = 8  # the largest size factored by the straight-line code in `factor`
 
 # LAPACK one matrix at a time under `jax.vmap`. JAX's batched LAPACK calls on CPU
 # (``lapack_dgetrf_ffi``, ``lapack_dtrsm_ffi``, ...) split a batch into tasks on XLA:CPU's
