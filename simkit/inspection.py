@@ -509,29 +509,26 @@ def _anatomy(text: str) -> dict[str, Any]:
                     ops.extend(inlined(callee, seen | {name}))
         return ops
 
+    def reachable(roots: list[str]) -> list[str]:
+        """The computations ``roots`` run, directly or through the computations they call."""
+        found, todo = [], list(roots)
+        while todo:
+            name = todo.pop()
+            if name in found or name not in comps:
+                continue
+            found.append(name)
+            for _, op, rest in comps[name]:
+                todo.extend(callee for _, callee in _callees(rest, op))
+        return found
+
     # every computation that runs as control flow (entry, loop bodies and conditions, branches)
-    executed, todo = [], [entry]
-    while todo:
-        name = todo.pop()
-        if name in executed or name not in comps:
-            continue
-        executed.append(name)
-        for _, op, rest in comps[name]:
-            todo.extend(callee for _, callee in _callees(rest, op))
+    executed = reachable([entry])
     total = _counts([ins for name in executed for ins in comps[name]])
 
     # instructions that XLA:CPU runs inside one kernel: everything a small-loop call reaches
-    kernel_comps: set[str] = set()
-    todo = [c for name in comps for _, op, rest in comps[name] if op == "call" and _SMALL_CALL in rest
-            for _, c in _callees(rest, op)]
-    while todo:
-        name = todo.pop()
-        if name in kernel_comps or name not in comps:
-            continue
-        kernel_comps.add(name)
-        for _, op, rest in comps[name]:
-            todo.extend(c for _, c in _callees(rest, op))
-    in_kernel = {ins for name in kernel_comps for ins, _, _ in comps[name]}
+    small_calls = [c for name in comps for _, op, rest in comps[name] if op == "call" and _SMALL_CALL in rest
+                   for _, c in _callees(rest, op)]
+    in_kernel = {ins for name in reachable(small_calls) for ins, _, _ in comps[name]}
 
     loops: list[LoopAnatomy] = []
 
