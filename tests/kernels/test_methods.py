@@ -95,10 +95,11 @@ def test_tableau_checks_reject_bad_coefficients():
 
 
 def test_small_lu_with_partial_pivoting_matches_numpy():
-    from simkit.kernels.linalg import lu_factor, lu_solve
+    from simkit.kernels.linalg import SMALL_SYSTEM, lu_factor, lu_solve
 
     rng = np.random.default_rng(3)
-    for n, complex_ in ((1, False), (2, False), (3, False), (6, False), (3, True)):
+    assert SMALL_SYSTEM == 8  # the largest size below is the largest `factor` writes out
+    for n, complex_ in ((1, False), (2, False), (3, False), (6, False), (8, False), (3, True), (8, True)):
         a = rng.normal(size=(n, n)) + (1j * rng.normal(size=(n, n)) if complex_ else 0)  # complex: Radau IIA
         if n > 1:
             a[0, 0] = 0.0  # needs a row exchange
