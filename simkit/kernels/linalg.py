@@ -33,9 +33,10 @@ from 75 to 55 ms. `SMALL_SYSTEM` is 8 (6 until session 18): LAPACK's LU is a cus
 which keeps XLA:CPU from compiling the stepping loop into one kernel (the small-loop
 threshold, `simkit._config`); with straight-line code HIRES (8 states, rtol 1e-8) ran
 Rodas5P 9.9 -> 2.0 ms, Radau IIA 11.3 -> 1.9, BDF 5.1 -> 1.5, and a 256-member HIRES
-ensemble 570 -> 54 ms (LAPACK one member at a time), for 0.5-1.3 s more compile per kernel
-(Rodas5P 1.2 -> 2.5 s lowering and compiling; one process each, cache off). Every stiff
-kernel (Rosenbrock, Radau IIA, BDF) factors through `factor`/`solve`.
+ensemble 570 -> 54 ms (LAPACK one member at a time), for 1.0-2.2 s more lowering and
+compiling per HIRES kernel (Rodas5P 1.2 -> 2.5 s, AutoSwitch 2.0 -> 4.2 s; with the 128 KiB
+threshold, one process each, cache off). Every stiff kernel (Rosenbrock, Radau IIA, BDF)
+factors through `factor`/`solve`.
 """
 
 from __future__ import annotations
