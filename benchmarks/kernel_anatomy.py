@@ -117,7 +117,8 @@ def table(rows: list[dict]) -> str:
             f" + {n} per {_function(lp)} iteration" for lp, n in r["data_dependent"])
         lines.append(
             f"| {r['method']} | {r['model']} | {r['compile_s']:.2f} | {r['fusions']} / {r['while_loops']} / "
-            f"{r['copies']} / {r['custom_calls']} | {s['thunks']} = {s['fusions']} + {s['copies']} + {other} | "
+            f"{r['copies']} / {r['custom_calls']} | {s['thunks']} = {s['fusions']} + {s['copies']} + {other}"
+            f"{' (one kernel)' if s.get('kernel') else ''} | "
             f"{loops_text(r)} | {per_step} | {r['num_steps']} | {r['us_per_step']:.1f} |")
     return "\n".join(lines)
 
