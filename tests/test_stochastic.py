@@ -38,10 +38,9 @@ def test_stochastic_runs_are_reproducible_and_chunk_independent():
     kwargs = dict(params={"theta": np.linspace(0.5, 1.5, 40)}, saveat=4, key=jax.random.key(5))
     a = simkit.ensemble(ou, **kwargs)
     b = simkit.ensemble(ou, chunk_size=8, devices=jax.local_devices()[:1], **kwargs)
-    # bit for bit with XLA's default code generator (checked by hand for chunks of 8 to 32);
-    # the classic generator this suite uses (SIMKIT_FAST_COMPILE=1) rounds diffrax's SDE step
-    # for 8 lanes and for 16 or more differently, by an ulp (docs/ensembles.md)
-    np.testing.assert_allclose(a.ys, b.ys, rtol=4e-15, atol=0)
+    # bit for bit (the classic generator this suite uses, SIMKIT_FAST_COMPILE=1, rounds a
+    # chunk of 256 lanes differently, by an ulp: docs/ensembles.md; not the chunks here)
+    np.testing.assert_array_equal(a.ys, b.ys)
     # a member equals the single solve with its own key
     k3 = jax.random.split(jax.random.key(5), 40)[3]
     single = simkit.solve(ou, params={"theta": np.linspace(0.5, 1.5, 40)[3]}, saveat=4, key=k3)
