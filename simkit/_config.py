@@ -93,9 +93,10 @@ only persistent caching of its programs is lost.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable
 from typing import Any
 
 _TRUE = ("1", "true", "yes", "on")
@@ -230,24 +231,36 @@ def _checks(module: Any, original: Any) -> Any:
     return branched_error_if_impl_jit
 
 
-def _cache_threshold() -> contextlib.AbstractContextManager[Any]:
-    """simkit's compile-time threshold, thread-locally, where the cache in use is simkit's
-    and the user has not set a threshold; otherwise nothing."""
-    if (
-        COMPILATION_CACHE_DIR is None
-        or jax.config.jax_compilation_cache_dir != COMPILATION_CACHE_DIR
-        or "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS" in os.environ
-        or jax.config.jax_persistent_cache_min_compile_time_secs != _JAX_MIN_COMPILE_TIME_SECS
-    ):
-        return contextlib.nullcontext()
+# set in the environment when JAX was imported (JAX reads it then, never again)
+_USER_MIN_COMPILE_TIME: bool = "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS" in os.environ
+_NULL_CONTEXT = contextlib.nullcontext()
+
+
+@functools.cache
+def _threshold_state() -> Any:
+    """JAX's scoped switch for the threshold (a private name: None where this JAX lacks it)."""
     from jax._src import config as jax_config  # no public scoped switch (see the docstring)
 
     state = getattr(jax_config, "persistent_cache_min_compile_time_secs", None)
-    return state(_MIN_COMPILE_TIME_SECS) if callable(state) else contextlib.nullcontext()
+    return state if callable(state) else None
 
 
-@contextlib.contextmanager
-def simkit_call() -> Iterator[None]:
+def _cache_threshold() -> contextlib.AbstractContextManager[Any]:
+    """simkit's compile-time threshold, thread-locally, where the cache in use is simkit's
+    and the user has not set a threshold; otherwise nothing."""
+    config = jax.config
+    if (
+        COMPILATION_CACHE_DIR is None
+        or _USER_MIN_COMPILE_TIME
+        or config.jax_compilation_cache_dir != COMPILATION_CACHE_DIR
+        or config.jax_persistent_cache_min_compile_time_secs != _JAX_MIN_COMPILE_TIME_SECS
+    ):
+        return _NULL_CONTEXT
+    state = _threshold_state()
+    return _NULL_CONTEXT if state is None else state(_MIN_COMPILE_TIME_SECS)
+
+
+class simkit_call:  # noqa: N801 - used as a function: ``with simkit_call():`` and ``@simkit_call()``
     """simkit's error and cache policies for the duration of one of simkit's calls.
 
     simkit's compiled entry points wrap the call of their ``jax.jit`` program in it (tracing
@@ -255,12 +268,33 @@ def simkit_call() -> Iterator[None]:
     host callbacks, and programs that compile in 0.1 s or more go to simkit's persistent
     cache, each unless the user configured otherwise (see the module docstring). Re-entrant
     and usable as a decorator. Outside it, the user's JAX and equinox code behaves as if
-    simkit were not imported.
+    simkit were not imported. (A class, not a ``contextlib.contextmanager``: it runs around
+    every small solve, and a generator-based manager cost several microseconds a call.)
     """
-    _route_equinox_checks()
-    _local.depth = getattr(_local, "depth", 0) + 1
-    try:
-        with _cache_threshold():
-            yield
-    finally:
-        _local.depth -= 1
+
+    __slots__ = ("_threshold",)
+
+    def __enter__(self) -> None:
+        if _eqx_routed is None:
+            _route_equinox_checks()
+        _local.depth = getattr(_local, "depth", 0) + 1
+        try:
+            self._threshold = _cache_threshold()
+            self._threshold.__enter__()
+        except BaseException:
+            _local.depth -= 1
+            raise
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            self._threshold.__exit__(*exc)
+        finally:
+            _local.depth -= 1
+
+    def __call__(self, fun: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fun)
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            with simkit_call():
+                return fun(*args, **kwargs)
+
+        return wrapped

@@ -78,6 +78,7 @@ class SolvePlan:
     solver: Any  # the solver object chosen (kernel or diffrax)
     solver_name: str
     saveat: SaveAt
+    traced: bool = False  # some argument is a tracer (a user's jit, grad or vmap)
 
 
 # -- small checks -------------------------------------------------------------------
@@ -104,8 +105,19 @@ def dtype_of(x: Any) -> Any:
     return jnp.result_type(x)
 
 
+@functools.cache
+def _eps(dtype: Any) -> float:
+    return float(jnp.finfo(dtype).eps)
+
+
 def check_number(name: str, value: Any, *, positive: bool = False, nonnegative: bool = False) -> None:
     """A real, finite scalar (host values only); `positive` / `nonnegative` as named."""
+    if type(value) is float:  # the common case, without NumPy (the same tests and messages)
+        if not math.isfinite(value):
+            raise InputError(f"{name} must be finite, got {value}")
+        if (positive and not value > 0) or (nonnegative and not value >= 0):
+            raise InputError(f"{name} must be {'positive' if positive else '>= 0'}, got {value}")
+        return
     if isinstance(value, (str, bytes)) or value is None:
         raise InputTypeError(f"{name} must be a number, got {value!r}")
     arr = concrete(value)
@@ -155,6 +167,8 @@ def time_span(model: Any, t_span: Any, *, allow_infinite_end: bool = False) -> t
     if not pair:
         raise InputError(f"t_span must be a pair (t0, t1), got {t_span!r}")
     t0, t1 = t_span
+    if type(t0) is float and type(t1) is float and math.isfinite(t0) and math.isfinite(t1):
+        return t0, t1  # the common case, without NumPy
     for name, value in (("t0", t0), ("t1", t1)):
         c = concrete(value)
         if c is not None and (c.dtype.kind not in "fiu" or c.ndim != 0):
@@ -172,16 +186,18 @@ def check_save_times(ts: Any, t0: Any, t1: Any) -> None:
     c, c0, c1 = concrete(ts), concrete(t0), concrete(t1)
     if c is None:
         return
-    if not np.all(np.isfinite(c)):
-        raise InputError(f"saveat times must be finite; got {c[~np.isfinite(c)][:5]}")
+    finite = np.isfinite(c)
+    if not finite.all():
+        raise InputError(f"saveat times must be finite; got {c[~finite][:5]}")
     if c0 is None or c1 is None:
         return
     lo, hi = min(c0, c1), max(c0, c1)
     slack = 1e-12 * abs(hi - lo) if np.isfinite(hi - lo) else 0.0
-    bad = (c < lo - slack) | (c > hi + slack)
-    if np.any(bad):
+    if c.min() < lo - slack or c.max() > hi + slack:  # (one pass each; the mask only to report)
+        bad = (c < lo - slack) | (c > hi + slack)
         raise InputError(f"saveat times must lie in t_span [{c0}, {c1}]; got {c[bad][:5]} outside")
-    if np.any(np.diff(c) * (1.0 if c1 >= c0 else -1.0) < 0):
+    backwards = c[1:] < c[:-1] if c1 >= c0 else c[1:] > c[:-1]
+    if backwards.any():
         raise InputError("saveat times must be ordered from t0 towards t1")
 
 
@@ -197,10 +213,11 @@ def check_rhs(model: ODEModel, y0: Any, params: dict, dtype: Any) -> None:
     """The rhs output, traced once per (rhs, shapes): an array of y0's shape, not a
     broadcastable one, not a list; real unless the state is complex."""
     leaves, treedef = jax.tree_util.tree_flatten(params)
-    struct = (treedef, tuple((tuple(np.shape(v)), dtype_of(v)) for v in leaves))
+    struct = (treedef, tuple((v.shape, v.dtype) if isinstance(v, (np.ndarray, jax.Array)) else
+                             (tuple(np.shape(v)), dtype_of(v)) for v in leaves))
     y_dtype = dtype_of(y0)
     try:
-        out = _rhs_signature(model.rhs, tuple(np.shape(y0)), y_dtype, jnp.dtype(dtype), struct)
+        out = _rhs_signature(model.rhs, tuple(np.shape(y0)), y_dtype, dtype, struct)
     except TypeError as err:
         if "unhashable" not in str(err):
             raise
@@ -213,7 +230,7 @@ def check_rhs(model: ODEModel, y0: Any, params: dict, dtype: Any) -> None:
     if out.shape != tuple(np.shape(y0)):
         raise ShapeError(f"model {model.name!r}: rhs returned shape {out.shape}, the state has shape "
                          f"{tuple(np.shape(y0))} (an output that only broadcasts to the state is refused)")
-    if jnp.issubdtype(out.dtype, jnp.complexfloating) and not jnp.issubdtype(y_dtype, jnp.complexfloating):
+    if np.dtype(out.dtype).kind == "c" and np.dtype(y_dtype).kind != "c":
         raise InputTypeError(f"model {model.name!r}: rhs returned complex values for a real state; "
                              "give a complex y0 to integrate a complex system")
 
@@ -324,16 +341,16 @@ def prepare(
     if y0_c is not None:
         if y0_c.dtype.kind not in "fciub":
             raise InputTypeError(f"model {model.name!r}: y0 must be numeric, got dtype {y0_c.dtype}")
-        if not np.all(np.isfinite(y0_c)):
+        if not np.isfinite(y0_c).all():
             raise ParameterError(f"model {model.name!r}: y0 is not finite: {y0_c}")
-    complex_state = jnp.issubdtype(dtype_of(y0), jnp.complexfloating)
+    complex_state = np.dtype(dtype_of(y0)).kind == "c"
     y_dtype = (jnp.complex128 if dtype == jnp.float64 else jnp.complex64) if complex_state else dtype
     for name, value in (("rtol", rtol), ("atol", atol)):
         check_number(name, value, nonnegative=True)
     c_rtol, c_atol = concrete(rtol), concrete(atol)
     if c_rtol is not None and c_atol is not None and c_rtol == 0 and c_atol == 0:
         raise InputError("rtol and atol are both 0: at least one tolerance must be positive")
-    eps = float(jnp.finfo(dtype).eps)
+    eps = _eps(dtype)
     if c_rtol is not None and 0 < c_rtol < 100 * eps:
         warnings.warn(f"rtol = {float(c_rtol):g} is below 100 x the machine epsilon of {jnp.dtype(dtype).name} "
                       f"({eps:.3g}): raised to {100 * eps:.3g}, as SciPy does", UserWarning, stacklevel=3)
@@ -406,12 +423,12 @@ def prepare(
         key=_key_data(key) if sde else None,
     )
     return SolvePlan(program=program, args=args, model=model, solver=chosen, solver_name=solver_label(chosen),
-                     saveat=sv)
+                     saveat=sv, traced=is_traced(args))
 
 
 def _floats(params: dict, dtype: Any) -> dict:
-    if all(isinstance(v, (int, float, np.ndarray, np.generic)) and not isinstance(v, complex)
-           and not np.iscomplexobj(v) for v in params.values()):
+    if all(type(v) is float or (isinstance(v, (np.ndarray, np.generic)) and v.dtype.kind in "fiub")
+           or (isinstance(v, int)) for v in params.values()):
         return {k: np.asarray(v, dtype) for k, v in params.items()}  # the common case, fast
 
     def one(v: Any) -> Any:

@@ -18,7 +18,7 @@ import jax
 import numpy as np
 
 from . import _config, engines
-from ._prepare import SolvePlan, check_flag, concrete, is_traced, prepare
+from ._prepare import SolvePlan, check_flag, concrete, prepare
 from .errors import SolveError
 from .model import ODEModel, Params
 from .save_times import SaveSteps, save_grid
@@ -158,7 +158,7 @@ def finish(plan: SolvePlan, result: engines.EngineResult, throw: bool) -> Soluti
         event_ts=result.event_ts, event_ys=result.event_ys, event_counts=result.event_counts,
         y0=args.y0, model_source=model.source, model_units=model.units,
     )
-    if isinstance(result.ts, jax.core.Tracer) or is_traced(args):
+    if plan.traced or isinstance(result.ts, jax.core.Tracer):
         if throw:
             sol = eqx.error_if(
                 sol,

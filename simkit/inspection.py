@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import _config, engines
-from ._prepare import is_traced, prepare
+from ._prepare import prepare
 from ._solve import _trivial, solve
 from .engines.programs import KernelProgram
 from .errors import InputError, InputTypeError
@@ -363,7 +363,7 @@ def inspect(model: Any, t_span: Sequence[float] | None = None, **solve_kwargs: A
     kwargs = dict(bound.arguments)
     kwargs.pop("throw")  # acts on the result, not on the program
     plan = prepare(**kwargs)
-    if is_traced(plan.args):
+    if plan.traced:
         raise InputTypeError("simkit.inspect compiles a program for concrete inputs: call it outside "
                              "jax.jit/vmap/grad (the program depends on shapes and dtypes only)")
     if _trivial(plan) is not None:
