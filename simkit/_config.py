@@ -231,7 +231,8 @@ def _checks(module: Any, original: Any) -> Any:
     return branched_error_if_impl_jit
 
 
-# set in the environment when JAX was imported (JAX reads it then, never again)
+# whether the user set JAX's threshold in the environment: JAX reads the variable once, when it
+# is imported, so it is read once here too (a later change reaches neither)
 _USER_MIN_COMPILE_TIME: bool = "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS" in os.environ
 _NULL_CONTEXT = contextlib.nullcontext()
 

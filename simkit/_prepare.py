@@ -427,8 +427,8 @@ def prepare(
 
 
 def _floats(params: dict, dtype: Any) -> dict:
-    if all(type(v) is float or (isinstance(v, (np.ndarray, np.generic)) and v.dtype.kind in "fiub")
-           or (isinstance(v, int)) for v in params.values()):
+    if all(type(v) is float or isinstance(v, int) or (isinstance(v, (np.ndarray, np.generic))
+                                                      and v.dtype.kind in "fiub") for v in params.values()):
         return {k: np.asarray(v, dtype) for k, v in params.items()}  # the common case, fast
 
     def one(v: Any) -> Any:
