@@ -29,6 +29,7 @@ steps). Writes every sample, the medians, ratios against ``xla`` and the machine
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import os
@@ -88,12 +89,7 @@ def workloads() -> dict:
     from stencil import gray_scott_model, heat_model  # benchmarks/stencil.py
 
     def rollout(make, steps, stepper):  # the model is built when the row is run (`child`)
-        built = {}
-
-        def build():
-            if not built:
-                built["model"] = make()
-            return built["model"]
+        build = functools.cache(make)
 
         def run():
             model = build()
