@@ -48,6 +48,7 @@ STIFF_HITS = 15  # stiff indications that switch to the stiff method (Hairer's D
 CALM_RESET = 6  # non-stiff indications in a row that forget earlier stiff ones (DOPRI5: 6)
 CALM_STEPS = 15  # accepted stiff steps in a row, stable for the explicit method, to switch back
 BACK_MARGIN = 0.5  # switch back only where the explicit method is stable with this margin
+CHEAP_STIFF_STATES = 6  # up to this size a stiff step costs ~3 explicit ones, above ~10 (`cost_ratio`)
 # the stiffness ratio rho * tau (tau: the solution's time scale) that counts as stiff,
 # estimated as h * rho / rtol**(1 / (q + 1)) from an accuracy-limited step
 # h ~ tau * rtol**(1 / (q + 1)). Tsit5's steps on the non-stiff library models give at most
@@ -124,7 +125,7 @@ class AutoSwitchMethod:
         18, both steps one XLA:CPU kernel and the LU straight-line code, rtol 1e-12: Rodas5P
         1.84 µs per step, Tsit5 0.18, so 10 still; with 3 or 10 HIRES ran alike, 1.7 / 4.2 /
         11.8 ms at rtol 1e-8 / 1e-10 / 1e-12)."""
-        return 3.0 if n <= 6 else 10.0
+        return 3.0 if n <= CHEAP_STIFF_STATES else 10.0
 
     def extra_stats(self, ctrl) -> dict:
         """Counters for ``Solution.stats``: accepted stiff steps and switches either way."""
