@@ -33,8 +33,15 @@ configured it:
   0.10.2 on 2 cores: the classic generator compiles about half as long (a Rodas5P kernel
   1.8 -> 1.0 s, a Tsit5 kernel 1.0 -> 0.73 s), small-system kernels run as fast or faster,
   but loops vectorised over many values run 5-25 % slower (a 10,000-member Lorenz
-  ensemble, 2048^2 heat and 1024^2 Gray-Scott steps; benchmarks/code_generators.py). The
-  test suite sets ``SIMKIT_FAST_COMPILE=1`` (its conftest).
+  ensemble, 2048^2 heat and 1024^2 Gray-Scott steps; benchmarks/code_generators.py).
+  ``SIMKIT_FAST_COMPILE=2`` (the test suite's setting, its conftest): the classic generator
+  everywhere, LLVM's optimisation level 0 (``--xla_backend_optimization_level=0``) and no
+  FMAs (``--xla_cpu_max_isa=AVX``, as ``SIMKIT_STRICT_FP``), each unless ``XLA_FLAGS``
+  names it. XLA's backend compile takes about half as long (the suite: 654-680 -> 357-416 s of
+  compiling), the programs run 2.5-5x slower (Lorenz with Tsit5 and 1,000 saves 2.4 -> 6.9
+  ms, HIRES 1.9 -> 6.6 ms, a 2,000-member ensemble 97 -> 530 ms). The FMAs go because at
+  level 0 LLVM contracts some multiply-adds and not others, so a program and its chunked or
+  decomposed twin differed by an ulp; without FMAs they agree bit for bit.
 * XLA:CPU's small-loop threshold (``SIMKIT_SMALL_LOOPS``, default `SMALL_LOOP_BYTES_DEFAULT`
   = 128 KiB; ``0`` leaves XLA's default of 1 KiB): ``--xla_backend_extra_options=
   xla_cpu_small_while_loop_byte_threshold=...`` is added to ``XLA_FLAGS`` unless ``XLA_FLAGS``
@@ -111,14 +118,27 @@ ENABLE_X64: bool = _flag("SIMKIT_ENABLE_X64", "1") and "JAX_ENABLE_X64" not in o
 STRICT_FP: bool = _flag("SIMKIT_STRICT_FP", "0")
 _USER_EQX_ON_ERROR: bool = "EQX_ON_ERROR" in os.environ  # equinox reads it once, at its import
 _FAST_COMPILE_SETTING = os.environ.get("SIMKIT_FAST_COMPILE", "").strip().lower()
-FAST_COMPILE: bool = _FAST_COMPILE_SETTING in _TRUE
+# 0: XLA's defaults or the per-program choice; 1: the classic generator everywhere; 2: that,
+# LLVM's optimisation level 0 and no FMAs (the test suite's setting)
+FAST_COMPILE_LEVEL: int = 2 if _FAST_COMPILE_SETTING == "2" else int(_FAST_COMPILE_SETTING in _TRUE)
+FAST_COMPILE: bool = FAST_COMPILE_LEVEL > 0
 # XLA:CPU code generator: "auto" (unset: each program chooses, `simkit._codegen`), "classic"
 # (every program: the XLA flag), "default" (XLA's default everywhere)
 CODEGEN: str = "auto" if not _FAST_COMPILE_SETTING else ("classic" if FAST_COMPILE else "default")
-if STRICT_FP and "xla_cpu_max_isa" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_max_isa=AVX").strip()
-if FAST_COMPILE and "xla_cpu_use_fusion_emitters" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_use_fusion_emitters=false").strip()
+
+
+def _add_xla_flag(name: str, value: str) -> None:
+    """Append ``--name=value`` to ``XLA_FLAGS`` unless the user's ``XLA_FLAGS`` names it."""
+    if name not in os.environ.get("XLA_FLAGS", ""):
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + f" --{name}={value}").strip()
+
+
+if STRICT_FP or FAST_COMPILE_LEVEL == 2:
+    _add_xla_flag("xla_cpu_max_isa", "AVX")
+if FAST_COMPILE:
+    _add_xla_flag("xla_cpu_use_fusion_emitters", "false")
+if FAST_COMPILE_LEVEL == 2:
+    _add_xla_flag("xla_backend_optimization_level", "0")
 
 SMALL_LOOP_BYTES_DEFAULT = 128 * 1024
 
@@ -136,8 +156,7 @@ def _small_loop_bytes() -> int | None:
                          f"got {setting!r}") from None
     if value == 0 or "xla_backend_extra_options" in os.environ.get("XLA_FLAGS", ""):
         return None
-    flag = f"--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold={value}"
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + flag).strip()
+    _add_xla_flag("xla_backend_extra_options", f"xla_cpu_small_while_loop_byte_threshold={value}")
     return value
 
 

@@ -4,14 +4,20 @@ Runs before anything touches a JAX backend: 4 simulated CPU devices, float64, ra
 promotion raises, matplotlib on Agg, no persistent compilation cache in the user's home.
 
 The suite is compile-bound (XLA compiles took 1,430 of its 2,340 CPU seconds, in 4,700
-programs with hardly any repeats) and compiles every program with XLA:CPU's classic fusion
-code generator (``SIMKIT_FAST_COMPILE=1``, simkit/_config.py): about half the compile time of
-the MLIR emitters, the same numbers to the tests' tolerances. Subprocess tests inherit it.
-Users get simkit's per-program choice (simkit/_codegen.py: the classic generator for kernel
-solves, small models' diffrax solves and fits of either, XLA's default for the rest), which the
-validation report and the benchmarks use; test_config.py solves under all three settings
-against SciPy. ``SIMKIT_FAST_COMPILE= pytest`` runs the suite with the per-program choice,
-and ``SIMKIT_FAST_COMPILE=0 pytest`` with XLA's default everywhere. (A CI failure once
+programs with hardly any repeats) and compiles every program with ``SIMKIT_FAST_COMPILE=2``
+(simkit/_config.py): XLA:CPU's classic fusion code generator (about half the compile time of
+the MLIR emitters), LLVM's optimisation level 0 and no FMAs. Level 0 halved XLA's backend
+compile time once more (654-680 -> 357-416 s summed over the suite, 2026-12-03) for programs that run
+2.5-5x slower, which the suite's small problems hardly notice (715-772 -> 652 s wall); without
+FMAs a program and its chunked or decomposed twin agree bit for bit at level 0 as they do
+with FMAs at LLVM's default level. Subprocess tests inherit the setting. Users get simkit's
+per-program choice (simkit/_codegen.py: the classic generator for kernel solves, small
+models' diffrax solves and fits of either, XLA's default for the rest, with FMAs and LLVM's
+default level), which the validation report and the benchmarks use; test_config.py solves
+under the user's settings against SciPy and checks there that an ensemble's results do not
+depend on its chunks. ``SIMKIT_FAST_COMPILE= pytest`` runs the suite with the per-program
+choice, ``SIMKIT_FAST_COMPILE=1 pytest`` with the classic generator alone and
+``SIMKIT_FAST_COMPILE=0 pytest`` with XLA's default everywhere. (A CI failure once
 blamed on the flag was SciPy's BDF
 reading uninitialised memory: see `simkit.reference.scipy_method`.)
 """
@@ -19,7 +25,7 @@ reading uninitialised memory: see `simkit.reference.scipy_method`.)
 import os
 
 os.environ.setdefault("SIMKIT_COMPILATION_CACHE", "0")
-os.environ.setdefault("SIMKIT_FAST_COMPILE", "1")
+os.environ.setdefault("SIMKIT_FAST_COMPILE", "2")
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 import jax  # noqa: E402

@@ -156,6 +156,12 @@ if "SIMKIT_FAST_COMPILE" not in os.environ:  # the per-program choice
         return simkit.solve(lor, (0.0, 1.0), params={"rho": rho}, saveat=3).ys[-1, 0]
     out["grad"] = [float(jax.grad(loss)(28.0)), float(jax.jit(jax.grad(loss))(28.0))]
     out["jit"] = float(jax.jit(loss)(28.0)) == float(loss(28.0))
+    # with FMAs and LLVM's default level (the suite runs without either): an ensemble's
+    # results do not depend on its chunks (chaotic Lorenz: a rounding difference would show)
+    rhos = np.linspace(10.0, 50.0, 24)
+    whole = simkit.ensemble(lor, (0.0, 3.0), params={"rho": rhos}, saveat=3)
+    chunked = simkit.ensemble(lor, (0.0, 3.0), params={"rho": rhos}, saveat=3, chunk_size=8)
+    out["chunks"] = bool(np.array_equal(whole.ys, chunked.ys))
 print(json.dumps(out))
 """
 
@@ -185,6 +191,25 @@ def test_cpu_code_generators_solve_alike(fast):
         assert got["wide"] == {}, got
         assert got["grad"][0] == pytest.approx(got["grad"][1], rel=1e-12), got
         assert got["jit"], got
+        assert got["chunks"], got
+
+
+def test_the_suites_setting_sets_its_flags():
+    """conftest's ``SIMKIT_FAST_COMPILE=2``: the classic generator, LLVM's level 0 and no
+    FMAs, each an XLA flag (`simkit._config`); a suite run with another setting has none of
+    the last two."""
+    from simkit import _config
+
+    level2 = os.environ.get("SIMKIT_FAST_COMPILE") == "2"
+    flags = os.environ.get("XLA_FLAGS", "").split()
+    assert (_config.FAST_COMPILE_LEVEL == 2) is level2
+    if level2:
+        assert _config.CODEGEN == "classic"
+        for flag in ("--xla_cpu_use_fusion_emitters=false", "--xla_backend_optimization_level=0",
+                     "--xla_cpu_max_isa=AVX"):
+            assert flag in flags, flags
+    else:
+        assert "--xla_backend_optimization_level=0" not in flags, flags
 
 
 def test_fit_programs_follow_the_engine_of_their_solves():

@@ -38,8 +38,8 @@ def test_stochastic_runs_are_reproducible_and_chunk_independent():
     kwargs = dict(params={"theta": np.linspace(0.5, 1.5, 40)}, saveat=4, key=jax.random.key(5))
     a = simkit.ensemble(ou, **kwargs)
     b = simkit.ensemble(ou, chunk_size=8, devices=jax.local_devices()[:1], **kwargs)
-    # bit for bit (the classic generator this suite uses, SIMKIT_FAST_COMPILE=1, rounds a
-    # chunk of 256 lanes differently, by an ulp: docs/ensembles.md; not the chunks here)
+    # bit for bit (the classic generator, SIMKIT_FAST_COMPILE=1, rounds a chunk of 256 lanes
+    # differently, by an ulp: docs/ensembles.md; not the chunks here)
     np.testing.assert_array_equal(a.ys, b.ys)
     # a member equals the single solve with its own key
     k3 = jax.random.split(jax.random.key(5), 40)[3]
