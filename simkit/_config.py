@@ -128,7 +128,8 @@ CODEGEN: str = "auto" if not _FAST_COMPILE_SETTING else ("classic" if FAST_COMPI
 
 
 def _add_xla_flag(name: str, value: str) -> None:
-    """Append ``--name=value`` to ``XLA_FLAGS`` unless the user's ``XLA_FLAGS`` names it."""
+    """Append ``--name=value`` to ``XLA_FLAGS`` unless ``XLA_FLAGS`` already names the flag (the
+    user's own setting wins; simkit adds each flag once)."""
     if name not in os.environ.get("XLA_FLAGS", ""):
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + f" --{name}={value}").strip()
 
