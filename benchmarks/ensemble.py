@@ -40,6 +40,7 @@ import scipy.integrate
 
 import simkit
 from simkit import models
+from simkit.engines.kernel_queue import BLOCK
 from stencil import machine  # benchmarks/stencil.py
 from stiff import numpy_rhs  # benchmarks/stiff.py: the model's rhs source run with NumPy
 from timing import interleaved, timed  # benchmarks/timing.py
@@ -106,26 +107,30 @@ def numbalsoda_loops():
     return dict(lorenz=members_loop(dop853, lorenz.address), van_der_pol=members_loop(lsoda, vdp.address))
 
 
-def lane_efficiency(steps, n_devices, lanes=256, refill_fraction=16):
+def lane_efficiency(steps, n_devices, lanes=256, refill_fraction=16, block=None):
     """Useful lane-iterations over all lane-iterations, from each member's step attempts
     (``stats["num_steps"]``) and the schedule of each ensemble mode, per device (members in
     contiguous blocks): lockstep chunks of ``lanes`` run each chunk for its slowest member;
-    refilled lanes are simulated as `simkit.engines.kernel_queue` runs them (one attempt
-    per iteration; a member's first iteration saves at t0; a refill once 1/16 of the lanes,
-    or the last ones, are done)."""
+    refilled lanes are simulated as `simkit.engines.kernel_queue` runs them (a refill once
+    1/16 of the lanes, or the last ones, are done): with ``block=None`` one attempt per
+    iteration and a member's first iteration saving at t0; with ``block`` (members saving at
+    t0 and t1 only: `kernel_queue.BLOCK`) ``block`` attempts between refills, a member's t0
+    saved when it starts."""
     steps = np.asarray(steps, int)
     out = dict(lockstep=[], refilled=[])
-    for block in np.array_split(steps, n_devices):
-        work = block.sum()
-        lock = sum(block[i:i + lanes].max() for i in range(0, len(block), lanes))
+    extra = 1 if block is None else 0
+    every = 1 if block is None else block
+    for part in np.array_split(steps, n_devices):
+        work = part.sum()
+        lock = sum(part[i:i + lanes].max() for i in range(0, len(part), lanes))
         out["lockstep"].append(work / (lanes * lock))
-        queue = list(block + 1)[::-1]
-        left = np.array([queue.pop() for _ in range(min(lanes, len(block)))])
+        queue = list(part + extra)[::-1]
+        left = np.array([queue.pop() for _ in range(min(lanes, len(part)))])
         live = np.ones(len(left), bool)
         iterations = 0
         while live.any():
-            iterations += 1
-            left = np.where(live, left - 1, left)
+            iterations += every
+            left = np.where(live, left - every, left)
             done = live & (left <= 0)
             if done.sum() >= max(1, lanes // refill_fraction) or (done.any() and (done.sum() == live.sum()
                                                                                 or not queue)):
@@ -204,7 +209,7 @@ def main() -> None:
     k = min(args.scipy_members, n)
     scipy_s = scipy_loop(lorenz, "rho", rhos[:k], 10.0, "RK45", 1e-6)
     effs = lane_efficiency(simkit.ensemble(lorenz, (0.0, 10.0), params={"rho": rhos}, saveat=2, rtol=1e-6,
-                                           atol=1e-6).stats["num_steps"], len(devices))
+                                           atol=1e-6).stats["num_steps"], len(devices), block=BLOCK)
     print(f"lane efficiency (from the members' step counts): {effs}")
     results["lorenz"] = report("Lorenz, rho ~ U[10, 50], t 0..10, rtol = atol = 1e-6", n, t, compile_s,
                                ("scipy RK45 loop (NumPy rhs)", k, scipy_s))
@@ -236,7 +241,8 @@ def main() -> None:
     k = min(args.scipy_members, m)
     scipy_s = scipy_loop(vdp, "mu", mus[:k], 20.0, "LSODA", 1e-6)
     effs_vdp = lane_efficiency(simkit.ensemble(vdp, (0.0, 20.0), params={"mu": mus}, saveat=2, rtol=1e-6, atol=1e-6,
-                                               solver=simkit.Rodas4()).stats["num_steps"], len(devices))
+                                               solver=simkit.Rodas4()).stats["num_steps"], len(devices),
+                               block=BLOCK)
     print(f"lane efficiency (from the members' step counts): {effs_vdp}")
     results["van_der_pol"] = report("Van der Pol, mu log-uniform in [0.1, 100], t 0..20, 1e-6, Rodas4", m, t,
                                     compile_s, ("scipy LSODA loop (NumPy rhs)", k, scipy_s))

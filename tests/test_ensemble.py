@@ -143,6 +143,36 @@ def test_progress_batches_give_identical_results_and_draw_a_bar(capsys):
     np.testing.assert_array_equal(shown.status, quiet.status)
 
 
+def test_members_saving_at_the_ends_step_in_blocks():
+    # saveat=2 (t0, t1) or 1 (t1): the queue steps in blocks of attempts (kernel_queue.BLOCK)
+    # and saves between them. The same bits whatever the lanes and devices; against lockstep
+    # chunks the same steps, counters and statuses (members stopped by max_steps included)
+    # and the same values to rounding
+    from simkit._prepare import prepare
+    from simkit.engines.kernel_queue import ends_only
+
+    lorenz = models.get("lorenz")
+    rhos = np.random.default_rng(4).uniform(10.0, 50.0, 70)
+    kwargs = dict(params={"rho": rhos}, rtol=1e-6, atol=1e-6, max_steps=100)
+    for saveat in (2, 1):
+        assert ends_only(prepare(lorenz, (0.0, 2.0), saveat=saveat).program)
+        base = simkit.ensemble(lorenz, (0.0, 2.0), saveat=saveat, **kwargs)  # 4 devices
+        assert 0 < len(base.failures) < len(rhos)  # some members run out of steps
+        lockstep = simkit.ensemble(lorenz, (0.0, 2.0), saveat=saveat, refill=False, **kwargs)
+        np.testing.assert_array_equal(base.status, lockstep.status)
+        for key in lockstep.stats:
+            np.testing.assert_array_equal(base.stats[key], lockstep.stats[key], err_msg=key)
+        np.testing.assert_allclose(base.ys, lockstep.ys, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(base.t_final, lockstep.t_final, rtol=1e-14)
+    base = simkit.ensemble(lorenz, (0.0, 2.0), saveat=2, **kwargs)
+    np.testing.assert_array_equal(base.ys[:, 0], np.broadcast_to(lorenz.y0, (len(rhos), 3)))
+    for other in (simkit.ensemble(lorenz, (0.0, 2.0), saveat=2, chunk_size=8, **kwargs),
+                  simkit.ensemble(lorenz, (0.0, 2.0), saveat=2, chunk_size=64, devices=jax.local_devices()[:1],
+                                  **kwargs)):
+        np.testing.assert_array_equal(other.ys, base.ys)
+        np.testing.assert_array_equal(other.status, base.status)
+
+
 @pytest.mark.parametrize("case", ["backward_dense_saves_and_max_steps", "stiff_autoswitch"])
 def test_refilled_lanes_equal_lockstep_chunks(case):
     # the queue (default) against lockstep chunks (refill=False): the same steps, saves,
