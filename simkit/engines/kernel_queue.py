@@ -27,8 +27,9 @@ Members that save at t0 and t1 only (``saveat=2``, or ``1``: the final state; `e
 skip that per-iteration work: the loop runs `BLOCK` attempts with nothing else, a lane that
 reaches t1 waiting out the block, then the saves and the refill (whose new members save at
 t0 at once). The same steps, counters and values as above, a lane idle for half a block per
-member on average; Lorenz as above 1.18x the solves per second of the per-iteration loop (one
-process, the two swapped between 6 rounds), van der Pol 1.04x. Denser save times would keep
+member on average; Lorenz as above 1.13-1.18x the solves per second of the per-iteration
+loop, van der Pol 1.04-1.06x (`benchmarks/experiments/queue_block_ab.py`: one process, the
+two swapped between rounds; two runs). Denser save times would keep
 lanes waiting at every save (1,000 saves: 4.5x slower), so they keep the loop above.
 
 A member takes the same steps, with the same arithmetic, as it would in its own
