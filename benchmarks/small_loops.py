@@ -22,8 +22,8 @@ Robertson t 0..1e5, rtol 1e-6, atol 1e-10, 60 log-spaced saves, Rodas5P, RadauII
 HIRES rtol 1e-8, Rodas5P; POLLU rtol 1e-6, Rodas5P), the reverse-mode gradient of a Lorenz
 loss, a diffrax solve through `simkit.solve` (Robertson, Kvaerno5), ensembles (10,000 Lorenz
 members and 2,500 van der Pol members, as benchmarks/ensemble.py), stencil rollouts (2-D
-heat with Euler at 128^2, 1,000 steps, and 2048^2, 40 steps; Gray-Scott 256^2, RK4, 100
-steps). Writes every sample, the medians, ratios against ``xla`` and the machine.
+heat with Euler at 64^2, 4,000 steps, 128^2, 1,000 steps, and 2048^2, 40 steps; Gray-Scott
+128^2, RK4, 400 steps, and 256^2, 100 steps). Writes every sample, the medians, ratios against ``xla`` and the machine.
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ USER_FLAGS = os.environ.get("XLA_FLAGS", "")  # before simkit's import adds its 
 # the rows, in order (the parent lists them without importing simkit or building the models)
 NAMES = ("lorenz_tsit5", "lorenz_dop853", "robertson_rodas5p", "robertson_radau", "robertson_bdf",
          "hires_rodas5p", "pollu_rodas5p", "lorenz_grad", "robertson_diffrax_kvaerno5", "ensemble_lorenz_10000",
-         "ensemble_vdp_2500", "heat_128_euler_1000", "heat_2048_euler_40", "gray_scott_256_rk4_100")
+         "ensemble_vdp_2500", "heat_64_euler_4000", "heat_128_euler_1000", "heat_2048_euler_40",
+         "gray_scott_128_rk4_400", "gray_scott_256_rk4_100")
 
 
 def workloads() -> dict:
@@ -114,8 +115,10 @@ def workloads() -> dict:
                                                          rtol=1e-6, atol=1e-6).ys,
         "ensemble_vdp_2500": lambda: simkit.ensemble(vdp, (0.0, 20.0), params={"mu": mus}, saveat=2, rtol=1e-6,
                                                      atol=1e-6, solver=simkit.Rodas4()).ys,
+        "heat_64_euler_4000": rollout(lambda: heat_model(64), 4000, stencil.ForwardEuler()),
         "heat_128_euler_1000": rollout(lambda: heat_model(128), 1000, stencil.ForwardEuler()),
         "heat_2048_euler_40": rollout(lambda: heat_model(2048), 40, stencil.ForwardEuler()),
+        "gray_scott_128_rk4_400": rollout(lambda: gray_scott_model(128), 400, stencil.RK4()),
         "gray_scott_256_rk4_100": rollout(lambda: gray_scott_model(256), 100, stencil.RK4()),
     }
     assert tuple(rows) == NAMES, "NAMES must list the rows in order"
