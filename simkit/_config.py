@@ -107,10 +107,20 @@ from collections.abc import Callable
 from typing import Any
 
 _TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
 
 
 def _flag(name: str, default: str) -> bool:
-    return os.environ.get(name, default).strip().lower() in _TRUE
+    """An on/off environment variable (unset or empty: ``default``); any other value is an
+    error that names it, never silently off (``SIMKIT_ENABLE_X64=ture`` would otherwise
+    mean float32)."""
+    value = os.environ.get(name, "").strip().lower() or default
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ValueError(f"environment variable {name}={os.environ[name]!r}: use 1 (or true, yes, on) "
+                     f"or 0 (or false, no, off)")
 
 
 # float64 unless the user opted out, for simkit or for JAX as a whole
@@ -118,6 +128,9 @@ ENABLE_X64: bool = _flag("SIMKIT_ENABLE_X64", "1") and "JAX_ENABLE_X64" not in o
 STRICT_FP: bool = _flag("SIMKIT_STRICT_FP", "0")
 _USER_EQX_ON_ERROR: bool = "EQX_ON_ERROR" in os.environ  # equinox reads it once, at its import
 _FAST_COMPILE_SETTING = os.environ.get("SIMKIT_FAST_COMPILE", "").strip().lower()
+if _FAST_COMPILE_SETTING not in ("", "2", *_TRUE, *_FALSE):
+    raise ValueError(f"environment variable SIMKIT_FAST_COMPILE={os.environ['SIMKIT_FAST_COMPILE']!r}: use 0, 1 "
+                     f"or 2 (unset: each program chooses its code generator)")
 # 0: XLA's defaults or the per-program choice; 1: the classic generator everywhere; 2: that,
 # LLVM's optimisation level 0 and no FMAs (the test suite's setting)
 FAST_COMPILE_LEVEL: int = 2 if _FAST_COMPILE_SETTING == "2" else int(_FAST_COMPILE_SETTING in _TRUE)
@@ -191,8 +204,14 @@ def _configure_cpu_devices() -> int | None:
         return None
     if jax.config.jax_num_cpu_devices != -1:  # the user chose
         return None
-    wanted = os.environ.get("SIMKIT_CPU_DEVICES")
-    count = int(wanted) if wanted else min(os.cpu_count() or 1, 32)
+    wanted = os.environ.get("SIMKIT_CPU_DEVICES", "").strip()
+    try:
+        count = int(wanted) if wanted else min(os.cpu_count() or 1, 32)
+        if count < 1:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"environment variable SIMKIT_CPU_DEVICES={os.environ['SIMKIT_CPU_DEVICES']!r}: use a "
+                         f"whole number of CPU devices, at least 1") from None
     try:
         jax.config.update("jax_num_cpu_devices", count)
     except RuntimeError:  # JAX's backends are already initialised: leave them as they are

@@ -50,7 +50,15 @@ def _diffrax_default(stiff: bool, matrix_free: bool = False) -> Any:
 
 def memory_budget() -> int:
     """Bytes a solve's preallocated output may take (``SIMKIT_MEMORY_BUDGET``, default 2 GiB)."""
-    return int(float(os.environ.get("SIMKIT_MEMORY_BUDGET", 2 * 2**30)))
+    setting = os.environ.get("SIMKIT_MEMORY_BUDGET", "").strip()
+    try:
+        value = float(setting) if setting else 2.0 * 2**30
+        if not value > 0 or value == float("inf"):
+            raise ValueError
+    except ValueError:
+        raise InputError(f"environment variable SIMKIT_MEMORY_BUDGET={os.environ['SIMKIT_MEMORY_BUDGET']!r}: "
+                         f"use a positive number of bytes (default 2 GiB: 2147483648)") from None
+    return int(value)
 
 
 class SolveArgs(NamedTuple):

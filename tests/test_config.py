@@ -281,9 +281,39 @@ def test_small_loop_threshold(setting, flags, solve):
     assert got["err"] < 25, got
 
 
-def test_small_loop_setting_must_be_bytes():
-    env = dict(os.environ, SIMKIT_SMALL_LOOPS="32k")
+@pytest.mark.parametrize("name, value, message", [
+    ("SIMKIT_SMALL_LOOPS", "32k", "SIMKIT_SMALL_LOOPS must be a whole number of bytes (0: XLA's default), got '32k'"),
+    # a typo must not mean "off": SIMKIT_ENABLE_X64 off is float32
+    ("SIMKIT_ENABLE_X64", "ture", "SIMKIT_ENABLE_X64='ture': use 1 (or true, yes, on) or 0 (or false, no, off)"),
+    ("SIMKIT_FAST_COMPILE", "fast", "SIMKIT_FAST_COMPILE='fast': use 0, 1 or 2"),
+    ("SIMKIT_CPU_DEVICES", "0", "SIMKIT_CPU_DEVICES='0': use a whole number of CPU devices, at least 1"),
+])
+def test_a_setting_simkit_cannot_read_stops_the_import(name, value, message):
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}  # conftest's flags would hide some
+    env[name] = value
     out = subprocess.run([sys.executable, "-c", "import simkit"], env=env, capture_output=True, text=True,
                          timeout=120)
     assert out.returncode != 0
-    assert "SIMKIT_SMALL_LOOPS must be a whole number of bytes (0: XLA's default), got '32k'" in out.stderr
+    assert message in out.stderr, out.stderr[-2000:]
+
+
+def test_settings_read_as_on_or_off(monkeypatch):
+    from simkit import _config
+
+    for value, expected in [("1", True), ("Yes", True), (" on ", True), ("0", False), ("false", False),
+                            ("OFF", False), ("", True)]:
+        monkeypatch.setenv("SIMKIT_TEST_FLAG", value)
+        assert _config._flag("SIMKIT_TEST_FLAG", "1") is expected, value
+    monkeypatch.delenv("SIMKIT_TEST_FLAG")
+    assert _config._flag("SIMKIT_TEST_FLAG", "0") is False
+
+
+def test_memory_budget_setting_is_checked(monkeypatch):
+    from simkit._prepare import memory_budget
+
+    monkeypatch.setenv("SIMKIT_MEMORY_BUDGET", "1e9")
+    assert memory_budget() == 10**9
+    for bad in ("2GB", "-1", "0", "nan", "inf"):
+        monkeypatch.setenv("SIMKIT_MEMORY_BUDGET", bad)
+        with pytest.raises(simkit.InputError, match=r"SIMKIT_MEMORY_BUDGET=.*: use a positive number of bytes"):
+            memory_budget()
