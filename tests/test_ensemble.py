@@ -144,7 +144,7 @@ def test_progress_batches_give_identical_results_and_draw_a_bar(capsys):
 
 
 def test_members_saving_at_the_ends_step_in_blocks():
-    # saveat=2 (t0, t1) or 1 (t1): the queue steps in blocks of attempts (kernel_queue.BLOCK)
+    # saveat=2 (t0, t1) or 1 (t1; here backwards): the queue steps in blocks of attempts (kernel_queue.BLOCK)
     # and saves between them. The same bits whatever the lanes and devices; against lockstep
     # chunks the same steps, counters and statuses (members stopped by max_steps included)
     # and the same values to rounding
@@ -153,17 +153,20 @@ def test_members_saving_at_the_ends_step_in_blocks():
 
     lorenz = models.get("lorenz")
     rhos = np.random.default_rng(4).uniform(10.0, 50.0, 70)
-    kwargs = dict(params={"rho": rhos}, rtol=1e-6, atol=1e-6, max_steps=100)
-    for saveat in (2, 1):
-        assert ends_only(prepare(lorenz, (0.0, 2.0), saveat=saveat).program)
-        base = simkit.ensemble(lorenz, (0.0, 2.0), saveat=saveat, **kwargs)  # 4 devices
+    kwargs = dict(params={"rho": rhos}, rtol=1e-6, atol=1e-6)
+    # t1 only: time running backwards (105-493 steps; forwards to 2: 60-127)
+    for saveat, span, max_steps in ((2, (0.0, 2.0), 100), (1, (0.5, 0.0), 300)):
+        kwargs["max_steps"] = max_steps
+        assert ends_only(prepare(lorenz, span, saveat=saveat).program)
+        base = simkit.ensemble(lorenz, span, saveat=saveat, **kwargs)  # 4 devices
         assert 0 < len(base.failures) < len(rhos)  # some members run out of steps
-        lockstep = simkit.ensemble(lorenz, (0.0, 2.0), saveat=saveat, refill=False, **kwargs)
+        lockstep = simkit.ensemble(lorenz, span, saveat=saveat, refill=False, **kwargs)
         np.testing.assert_array_equal(base.status, lockstep.status)
         for key in lockstep.stats:
             np.testing.assert_array_equal(base.stats[key], lockstep.stats[key], err_msg=key)
         np.testing.assert_allclose(base.ys, lockstep.ys, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(base.t_final, lockstep.t_final, rtol=1e-14)
+    kwargs["max_steps"] = 100
     base = simkit.ensemble(lorenz, (0.0, 2.0), saveat=2, **kwargs)
     np.testing.assert_array_equal(base.ys[:, 0], np.broadcast_to(lorenz.y0, (len(rhos), 3)))
     for other in (simkit.ensemble(lorenz, (0.0, 2.0), saveat=2, chunk_size=8, **kwargs),
