@@ -144,8 +144,8 @@ def test_progress_batches_give_identical_results_and_draw_a_bar(capsys):
 
 
 def test_members_saving_at_the_ends_step_in_blocks():
-    # saveat=2 (t0, t1) or 1 (t1; here backwards): the queue steps in blocks of attempts (kernel_queue.BLOCK)
-    # and saves between them. The same bits whatever the lanes and devices; against lockstep
+    # saveat=2 (t0, t1) or 1 (t1; here backwards): the queue steps in blocks of attempts
+    # (kernel_queue.BLOCK) and saves between them. The same bits whatever the lanes and devices; against lockstep
     # chunks the same steps, counters and statuses (members stopped by max_steps included)
     # and the same values to rounding
     from simkit._prepare import prepare
