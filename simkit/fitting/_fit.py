@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import _config
 from .. import progress as _progress
-from ..errors import InputError
+from ..errors import InputError, ParameterError
 from ..model import ODEModel
 from ..sample import latin_hypercube
 from ..stencil.pde import PDEModel
@@ -45,6 +45,21 @@ def _starts(space: ParameterSpace, n: int, key: Any) -> np.ndarray:
     sample = np.stack([np.asarray(draws[name]) for name in space.names], axis=1)
     inside = np.clip(sample, np.nextafter(lo, np.inf), np.nextafter(hi, -np.inf))
     return np.concatenate([x0[None], inside])[:n]
+
+
+def _check_dataset_inputs(model: ODEModel, datasets: Sequence[Dataset], free: Sequence[str]) -> None:
+    """A dataset's fixed parameters must be the model's and not free; its fixed initial
+    states not fitted (either would be silently ignored or would freeze a free value)."""
+    for d in datasets:
+        fixed = list(d.params or {})
+        unknown = [n for n in fixed if n not in model.params]
+        if unknown:
+            raise ParameterError(f"dataset {d.name!r} fixes {unknown}, not parameters of model {model.name!r}; "
+                                 f"valid names are {list(model.params)}")
+        both = [n for n in fixed if n in free] + [s for s in (d.y0 or {}) if f"y0:{s}" in free]
+        if both:
+            raise InputError(f"dataset {d.name!r} fixes {both}, which the fit also estimates: leave them out of "
+                             "free (or initial_state='fixed'), or out of the dataset")
 
 
 def fit(
@@ -190,8 +205,14 @@ def fit(
         loss.check(d.values)
     if int(starts) < 1:
         raise InputError(f"starts must be at least 1, got {starts}")
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.floating, np.integer)) \
+            or not 0.0 < float(confidence) < 1.0:
+        hint = f" (for {confidence}% pass {confidence / 100:g})" if isinstance(confidence, (int, float)) \
+            and 1.0 < confidence < 100.0 else ""
+        raise InputError(f"confidence must be a fraction strictly between 0 and 1, got {confidence!r}{hint}")
     space = build(model, free, bounds, initial, initial_state == "fit", model.state_names, np.asarray(model.y0),
                   loss.nuisance)
+    _check_dataset_inputs(model, datasets, space.names)
     problem = Problem(model, datasets, space, loss, rtol, atol, ode_solver, limits["max_steps"])
     dtype = _config.float_dtype()
     points = _starts(space, int(starts), jax.random.key(0) if key is None else key)

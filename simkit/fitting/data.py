@@ -49,8 +49,8 @@ class Dataset:
         ``times`` not 1-D or not as long as ``values``, a number of `observed` names other
         than the number of columns, or a `sigma` that does not broadcast to ``values``.
     InputError
-        Times not strictly increasing, a `sigma` that is not positive where values are
-        given, or no finite value at all.
+        Times not finite or not strictly increasing, an infinite value, a `sigma` that is
+        not positive where values are given, or no finite value at all.
 
     Examples
     --------
@@ -79,8 +79,15 @@ class Dataset:
         if times.ndim != 1 or values.shape[0] != times.shape[0]:
             raise ShapeError(f"dataset {self.name!r}: times {times.shape} and values {values.shape} "
                              "must be (n,) and (n, columns)")
+        if not np.all(np.isfinite(times)):
+            raise InputError(f"dataset {self.name!r}: times must be finite; rows "
+                             f"{np.flatnonzero(~np.isfinite(times)).tolist()[:10]} are not")
         if not np.all(np.diff(times) > 0):
             raise InputError(f"dataset {self.name!r}: times must be strictly increasing")
+        infinite = np.isinf(values)
+        if infinite.any():  # NaN marks a missing value; an infinity is a mistake upstream
+            raise InputError(f"dataset {self.name!r}: values must be finite or NaN (missing); infinite at rows "
+                             f"{sorted(set(np.nonzero(infinite)[0].tolist()))[:10]}")
         if not callable(self.observed):
             observed = tuple(self.observed)
             if len(observed) != values.shape[1]:

@@ -222,6 +222,30 @@ def test_lbfgsb_respects_bounds_and_errors_are_clear():
         simkit.fit(LOGISTIC, simkit.Dataset(TIMES, _synthetic() - 100, observed=("N",)), loss=simkit.LogNormal())
 
 
+def test_dataset_inputs_that_would_be_ignored_or_freeze_a_free_value_are_refused():
+    # all raised before compiling: no fit runs here
+    values = _synthetic(seed=8)
+    data = simkit.Dataset(TIMES, values, observed=("N",))
+    with pytest.raises(simkit.InputError, match=r"dataset 'data' fixes \['K'\], which the fit also estimates"):
+        simkit.fit(LOGISTIC, simkit.Dataset(TIMES, values, observed=("N",), params={"K": 3.0}), free=["r", "K"])
+    with pytest.raises(simkit.InputError, match=r"fixes \['N'\], which the fit also estimates"):
+        simkit.fit(LOGISTIC, simkit.Dataset(TIMES, values, observed=("N",), y0={"N": 1.0}), free=["r"],
+                   initial_state="fit")
+    with pytest.raises(simkit.ParameterError, match=r"dataset 'exp' fixes \['KK'\], not parameters of model"):
+        simkit.fit(LOGISTIC, simkit.Dataset(TIMES, values, observed=("N",), params={"KK": 3.0}, name="exp"),
+                   free=["r"])
+    with pytest.raises(simkit.InputError, match=r"confidence must be a fraction .* got 95 \(for 95% pass 0.95\)"):
+        simkit.fit(LOGISTIC, data, free=["r"], confidence=95)
+    bad = values.copy()
+    bad[3] = np.inf
+    with pytest.raises(simkit.InputError, match=r"values must be finite or NaN \(missing\); infinite at rows \[3\]"):
+        simkit.Dataset(TIMES, bad, observed=("N",))
+    times = TIMES.copy()
+    times[-1] = np.inf
+    with pytest.raises(simkit.InputError, match=r"times must be finite; rows \[15\]"):
+        simkit.Dataset(times, values, observed=("N",))
+
+
 def test_pde_inverse_problem_recovers_diffusivity_and_rate():
     """Fisher-KPP u_t = D u_xx + r u (1 - u) on 24 cells (no-flux walls): D and r from noisy
     snapshots; the truth lies inside the reported intervals."""
