@@ -43,6 +43,19 @@ def _check_writable_file(path: str | None, option: str) -> None:
         raise InputError(f"{option} {path}: the folder {folder} is not writable")
 
 
+def _check_plot_format(path: str | None) -> None:
+    """Refuse a ``--plot`` file whose suffix matplotlib cannot write, before solving."""
+    suffix = os.path.splitext(path or "")[1].lstrip(".").lower()
+    if not suffix:
+        return
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if suffix not in formats:
+        raise InputError(f"--plot {path}: matplotlib cannot write .{suffix} files; use one of "
+                         f"{', '.join(sorted(formats))}")
+
+
 def _check_writable_dir(path: str, option: str) -> None:
     """Create the output folder (as the report would) or refuse it, before any work is done."""
     try:
@@ -84,10 +97,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
                          "simkit.stencil.integrate(...) or simkit.solve(...)")
     params = _parse_set(args.set or [])
     _check_writable_file(args.plot, "--plot")
+    _check_plot_format(args.plot)
     _check_writable_file(args.csv, "--csv")
     t_span = None
-    if args.t1 is not None:
-        t_span = (model.t_span[0] if args.t0 is None else args.t0, args.t1)
+    if args.t0 is not None or args.t1 is not None:
+        t_span = (model.t_span[0] if args.t0 is None else args.t0, model.t_span[1] if args.t1 is None else args.t1)
     key = None
     if model.diffusion is not None:
         import jax

@@ -58,6 +58,22 @@ def test_unwritable_plot_and_csv_paths_are_one_line_before_solving(tmp_path, cap
     _one_line_error(capsys, f"--plot {tmp_path}")
 
 
+def test_t0_alone_moves_the_start(tmp_path, capsys):
+    csv = tmp_path / "l.csv"
+    assert main(["run", "lotka_volterra", "--t0", "2", "--saveat", "3", "--csv", str(csv)]) == 0
+    import simkit
+
+    t1 = simkit.models.get("lotka_volterra").t_span[1]
+    np.testing.assert_allclose(np.loadtxt(csv, delimiter=",", skiprows=1)[:, 0], [2.0, (2.0 + t1) / 2, t1])
+
+
+def test_a_plot_format_matplotlib_cannot_write_is_one_line_before_solving(tmp_path, capsys):
+    path = tmp_path / "l.txt"
+    assert main(["run", "lorenz", "--plot", str(path)]) == 2
+    _one_line_error(capsys, f"--plot {path}: matplotlib cannot write .txt files; use one of")
+    assert not path.exists()
+
+
 def test_bad_set_and_pde_model_are_one_line(capsys):
     assert main(["run", "lorenz", "--set", "rho"]) == 2
     _one_line_error(capsys, "--set expects name=value, got 'rho'")
