@@ -537,3 +537,20 @@ def test_stencil_and_ensemble_limits():
         stencil.integrate(HEAT, dt=1e-6, steps=2, t0=NAN)
     with pytest.raises(ValueError, match="memory_budget must be at least 1"):
         simkit.ensemble(LORENZ, (0.0, 1.0), params={"rho": np.ones(8)}, memory_budget=-1)
+
+
+def test_a_dt_rule_must_give_positive_finite_steps():
+    """A rule's zero or negative step once ran without a word (times standing still or
+    running backwards, status 0)."""
+    for bad in (0.0, -1e-5, float("nan")):
+        with pytest.raises(ValueError, match=f"the dt rule gave {bad:g} at u0: it must give a positive, finite"):
+            stencil.integrate(HEAT, dt=lambda u, p, s, bad=bad: bad, steps=4, save_every=2)
+    m0 = float(np.max(HEAT.u0))
+
+    def late(u, p, s):  # positive at u0, negative once the field has decayed a little
+        return jnp.where(jnp.max(u) < 0.999 * m0, -1e-5, 1e-5)
+
+    with pytest.raises(simkit.SolveError, match=r"the dt rule gave a step that is not positive and finite after t = "):
+        stencil.integrate(HEAT, dt=late, steps=200, save_every=20)
+    kept = stencil.integrate(HEAT, dt=late, steps=200, save_every=20, throw=False)
+    assert kept.status == 3 and np.isfinite(kept.ts[1]) and np.isnan(kept.ts[-1]) and np.isnan(kept.us[-1]).all()

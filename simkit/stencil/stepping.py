@@ -544,7 +544,13 @@ def rollout_body(program: RolloutProgram, space: Space, u0, params, t0, dt):
         def one(state):
             u, t = state
             h = step_size(u)
-            return program.stepper.step(step_rhs, step_linear, t, u, h, space), t + h
+            u_new = program.stepper.step(step_rhs, step_linear, t, u, h, space)
+            if program.dt_rule is None:
+                return u_new, t + h
+            # a rule's step that is not positive and finite: the field and the time become
+            # NaN, reported as a non-finite field at this save block (`finish` says why)
+            ok = jnp.isfinite(h) & (h > 0)
+            return jax.tree_util.tree_map(lambda a: jnp.where(ok, a, jnp.nan), u_new), jnp.where(ok, t + h, jnp.nan)
 
         u, t = repeat_in_two_buffers(one, program.save_every, (u, t))
         field = stacked(u)
@@ -697,8 +703,12 @@ def prepare(model: PDEModel, *, dt: float | Callable, steps: int, save_every: in
     if not np.all(np.isfinite(u_init)):
         raise InputError(f"u0 of {model.name!r} is not finite")
     params_j = {k: jnp.asarray(v, dtype) for k, v in merged.items()}
+    if adaptive:
+        rule_dt = float(dt(jnp.asarray(u_init), params_j, model.space))
+        if not (np.isfinite(rule_dt) and rule_dt > 0):
+            raise InputError(f"the dt rule gave {rule_dt:g} at u0: it must give a positive, finite step")
     if check_stability:
-        first_dt = float(dt(jnp.asarray(u_init), params_j, model.space)) if adaptive else float(dt)
+        first_dt = rule_dt if adaptive else float(dt)
         rho, oscillatory = spectral_radius(model, params_j, u_init, explicit_only=stepper.needs_linear, t=t0)
         limit = stepper.imaginary_limit if oscillatory else stepper.stability_limit
         bound = limit / rho if rho > 0 else np.inf
@@ -722,6 +732,10 @@ def finish(model: PDEModel, program: RolloutProgram, us: Any, ts: Any, diags: di
     status = int(Status.SUCCESS) if bad < 0 else int(Status.NONFINITE)
     if bad >= 0 and throw:
         step = "an adaptive dt" if callable(dt) else f"dt = {dt:g}"
+        if callable(dt) and not np.isfinite(ts[bad + 1]):
+            raise SolveError(
+                f"{model.name!r}: the dt rule gave a step that is not positive and finite after t = {ts[bad]:g} "
+                f"(save block {bad}); the fields from there on are NaN (throw=False keeps the result)")
         raise SolveError(
             f"{model.name!r}: the field became non-finite between t = {ts[bad]:g} and "
             f"t = {ts[bad + 1]:g} ({type(program.stepper).__name__}, {step}); the step may be "
