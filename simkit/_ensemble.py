@@ -71,6 +71,13 @@ def _member_arrays(model: ODEModel, params: dict | None, y0: Any) -> tuple[int, 
             raise ShapeError(f"parameter {name!r}: expected shape {default_shape} (one value for all "
                              f"members) or (members,) + {default_shape}, got {shape}")
         sizes[f"parameter {name!r}"] = shape[0]
+    # complex members are not supported yet (simkit.solve takes a complex y0): refused rather
+    # than cast to real, which drops the imaginary part
+    complex_params = [name for name in params or {} if np.iscomplexobj(merged[name])]
+    if complex_params or (y0 is not None and np.iscomplexobj(y0)) or np.iscomplexobj(model.y0):
+        what = f"parameter(s) {complex_params}" if complex_params else "y0"
+        raise InputTypeError(f"ensemble(): complex values in {what}: ensembles take real values (solve each "
+                             "complex member with simkit.solve, or write the state as real and imaginary parts)")
     try:
         y0_arr = np.asarray(model.y0 if y0 is None else y0, dtype=dtype)
     except (TypeError, ValueError) as err:

@@ -554,3 +554,13 @@ def test_a_dt_rule_must_give_positive_finite_steps():
         stencil.integrate(HEAT, dt=late, steps=200, save_every=20)
     kept = stencil.integrate(HEAT, dt=late, steps=200, save_every=20, throw=False)
     assert kept.status == 3 and np.isfinite(kept.ts[1]) and np.isnan(kept.ts[-1]) and np.isnan(kept.us[-1]).all()
+
+
+def test_ensembles_refuse_complex_members():
+    """They were cast to real (the imaginary part dropped, behind NumPy's ComplexWarning)."""
+    decay = simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * y, params={"k": 1.0}, y0=[1.0, 2.0],
+                            state_names=("a", "b"), t_span=(0.0, 1.0))
+    with pytest.raises(TypeError, match=r"ensemble\(\): complex values in y0: ensembles take real values"):
+        simkit.ensemble(decay, y0=np.array([[1 + 1j, 0.0], [1j, 1.0]]), saveat=3)
+    with pytest.raises(TypeError, match=r"complex values in parameter\(s\) \['k'\]"):
+        simkit.ensemble(decay, params={"k": np.array([1j, 2j])}, saveat=3)
