@@ -34,7 +34,7 @@ from .events import Event, as_events
 from .kernels import BDF, AbstractKernel, AutoSwitch, Rodas5P, Tsit5
 from .kernels.banded import check_pattern_size
 from .model import ODEModel
-from .params import _HOST, concrete, is_traced, merge_params  # noqa: F401 (re-exported)
+from .params import _HOST, check_key, concrete, is_traced, merge_params  # noqa: F401 (re-exported)
 from .save_times import SaveAt, as_saveat
 from .solvers import default_solver, diffrax_module, is_diffrax_solver
 
@@ -390,6 +390,8 @@ def prepare(
         raise InputError(f"model {model.name!r} is stochastic: pass key=jax.random.key(...)")
     if not sde and key is not None:
         raise InputError(f"model {model.name!r} is deterministic: key is only for stochastic models")
+    if sde:
+        check_key(key, "solve()" if not batched else "ensemble()")
     chosen = choose_solver(model, solver, n_states, complex_state)
     params_f = _floats(merged, dtype)
     if not batched:

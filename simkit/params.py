@@ -31,6 +31,17 @@ def concrete(x: Any) -> np.ndarray | None:
     return None if is_traced(x) else np.asarray(x)
 
 
+def check_key(key: Any, owner: str) -> Any:
+    """``key`` if it is a ``jax.random`` key: a typed key (``jax.random.key(seed)``) or the raw
+    ``uint32`` bits of one (``jax.random.PRNGKey(seed)``); else an `InputTypeError` that
+    names ``owner`` (an int seed gave JAX's "invalid PRNG key data" deep inside)."""
+    dtype = getattr(key, "dtype", None)
+    if dtype is not None and (jax.numpy.issubdtype(dtype, jax.dtypes.prng_key)
+                              or (dtype == np.uint32 and np.ndim(key) >= 1)):
+        return key
+    raise InputTypeError(f"{owner}: key must be a jax.random key, e.g. jax.random.key(0), got {key!r:.60}")
+
+
 def merge_params(defaults: Mapping[str, Any], given: Any, *, owner: str, batched: bool = False) -> dict[str, Any]:
     """The one place parameters are merged: ``defaults`` overridden by ``given``.
 

@@ -7,15 +7,18 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import jax
 import numpy as np
 
 from . import _config
 from .errors import InputError, InputTypeError
+from .params import check_key
 
 
-def _check(ranges: Mapping[str, tuple[float, float]], n: int, what: str) -> None:
+def _check(key: Any, ranges: Mapping[str, tuple[float, float]], n: int, what: str) -> None:
+    check_key(key, f"sample.{what}")
     if not isinstance(ranges, Mapping):
         raise InputTypeError(f"sample.{what}: ranges must be a dict of name -> (low, high), got "
                              f"{type(ranges).__name__}")
@@ -61,7 +64,7 @@ def uniform(key: jax.Array, ranges: Mapping[str, tuple[float, float]], n: int) -
     >>> draws["rho"].shape, bool(((draws["rho"] >= 10.0) & (draws["rho"] < 50.0)).all())
     ((8,), True)
     """
-    _check(ranges, n, "uniform")
+    _check(key, ranges, n, "uniform")
     keys = jax.random.split(key, len(ranges))
     dtype = _config.float_dtype()
     return {name: jax.random.uniform(k, (n,), dtype, minval=lo, maxval=hi)
@@ -99,7 +102,7 @@ def normal(key: jax.Array, ranges: Mapping[str, tuple[float, float]], n: int) ->
     >>> draws["rho"].shape, abs(float(draws["rho"].mean()) - 28.0) < 0.5
     ((1000,), True)
     """
-    _check(ranges, n, "normal")
+    _check(key, ranges, n, "normal")
     if any(std < 0 for _, std in ranges.values()):
         raise InputError("sample.normal: standard deviations must be non-negative")
     keys = jax.random.split(key, len(ranges))
@@ -140,7 +143,7 @@ def latin_hypercube(key: jax.Array, ranges: Mapping[str, tuple[float, float]], n
     >>> sorted(np.floor((np.asarray(design["rho"]) - 10.0) / 10.0).astype(int).tolist())  # one per stratum
     [0, 1, 2, 3]
     """
-    _check(ranges, n, "latin_hypercube")
+    _check(key, ranges, n, "latin_hypercube")
     dtype = _config.float_dtype()
     out = {}
     for k, (name, (lo, hi)) in zip(jax.random.split(key, len(ranges)), ranges.items()):

@@ -564,3 +564,16 @@ def test_ensembles_refuse_complex_members():
         simkit.ensemble(decay, y0=np.array([[1 + 1j, 0.0], [1j, 1.0]]), saveat=3)
     with pytest.raises(TypeError, match=r"complex values in parameter\(s\) \['k'\]"):
         simkit.ensemble(decay, params={"k": np.array([1j, 2j])}, saveat=3)
+
+
+def test_an_int_seed_is_not_a_key():
+    """JAX's "invalid PRNG key data" came from deep inside before."""
+    ou = models.get("ornstein_uhlenbeck")
+    data = Dataset(times=np.linspace(0.0, 1.0, 4), values=np.ones(4), observed=("x",))
+    decay = simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * y, params={"k": 1.0}, y0=[1.0], state_names=("x",))
+    for owner, call in [("sample.uniform", lambda: sample.uniform(0, {"k": (0.0, 1.0)}, 4)),
+                        ("solve()", lambda: simkit.solve(ou, (0.0, 0.1), key=0, saveat=3)),
+                        ("ensemble()", lambda: simkit.ensemble(ou, (0.0, 0.1), params={"sigma": np.ones(2)}, key=7)),
+                        ("fit()", lambda: simkit.fit(decay, data, free=["k"], starts=2, key=0))]:
+        with pytest.raises(TypeError, match=re.escape(owner) + r": key must be a jax.random key, e.g. jax.random.key"):
+            call()

@@ -13,6 +13,7 @@ import numpy as np
 from .. import _config
 from .. import progress as _progress
 from ..errors import InputError, ParameterError
+from ..params import check_key
 from ..model import ODEModel
 from ..sample import latin_hypercube
 from ..stencil.pde import PDEModel
@@ -215,7 +216,7 @@ def fit(
     _check_dataset_inputs(model, datasets, space.names)
     problem = Problem(model, datasets, space, loss, rtol, atol, ode_solver, limits["max_steps"])
     dtype = _config.float_dtype()
-    points = _starts(space, int(starts), jax.random.key(0) if key is None else key)
+    points = _starts(space, int(starts), jax.random.key(0) if key is None else check_key(key, "fit()"))
     with _progress.bar(2, f"fit {model.name}", progress=progress if int(starts) > 1 else False,
                        unit="stages") as stages:
         stages.set_postfix_str(f"{int(starts)} starts", refresh=False)
