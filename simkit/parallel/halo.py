@@ -77,7 +77,9 @@ def halo_pad(u: Any, bcs: Any, width: int, spacing: Sequence[float], *, ndim: in
     >>> bool(jnp.array_equal(split, laplacian(pad(u, Periodic(), 1, grid.spacing), grid.spacing)))
     True
     """
-    pairs, lead = pad_plan(u, bcs, width, spacing, ndim)
+    pairs, lead = pad_plan(u, bcs, width, spacing, ndim,
+                           where="halo_pad (this device's block: an array wall value needs its face whole on "
+                                 "each device; decompose along the wall's own axis only)")
     if len(axes) != len(pairs):
         raise ShapeError(f"halo_pad: {len(axes)} mesh axes for {len(pairs)} grid axes")
     ghosts: list[AbstractGhosts] = []
@@ -104,8 +106,11 @@ def halo_pad(u: Any, bcs: Any, width: int, spacing: Sequence[float], *, ndim: in
             index = lax.axis_index(name)
             near_lo = edge_layers(u, ghosts, lead, i, 0, m, width)
             near_hi = edge_layers(u, ghosts, lead, i, n - m, n, width)
-            wall_lo = ghost_side(near_lo, lower, lead + i, False, dx, width)
-            wall_hi = ghost_side(near_hi, upper, lead + i, True, dx, width)
+            # an array wall value meets layers with their corners (every axis before this
+            # one padded); `pad_plan` refused one whose face this device does not hold whole
+            corners = {lead + b: slice(0, u.shape[lead + b] + 2 * width) for b in range(i)}
+            wall_lo = ghost_side(near_lo, lower, lead + i, False, dx, width, corners)
+            wall_hi = ghost_side(near_hi, upper, lead + i, True, dx, width, corners)
             from_lower = jnp.where(index == 0, wall_lo, from_lower)
             from_upper = jnp.where(index == size - 1, wall_hi, from_upper)
         ghosts.append(Slabs(from_lower, from_upper))

@@ -17,7 +17,7 @@ computed once, with NumPy, when the program is traced.
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import equinox as eqx
@@ -282,6 +282,23 @@ def normalize(bcs: BoundarySpec, ndim: int) -> tuple[tuple[AbstractBoundaryCondi
     return tuple(out)
 
 
+def check_face_values(pairs: Sequence[tuple[AbstractBoundaryCondition, AbstractBoundaryCondition]],
+                      grid_shape: Sequence[int], where: str) -> None:
+    """Each wall's value (a `Dirichlet` value, a `Neumann` flux, a `Robin` right-hand side)
+    must be a number or an array of its face's shape: the other grid axes' points (a point,
+    ``()``, on a 1-D grid). Any other shape broadcast against the wrong axis."""
+    for axis, pair in enumerate(pairs):
+        face = tuple(grid_shape[:axis]) + tuple(grid_shape[axis + 1:])
+        for side, bc in zip(("lower", "upper"), pair):
+            if bc.periodic:
+                continue
+            shape = np.shape(bc.constraint(1.0)[2])
+            if shape not in ((), face):
+                raise ShapeError(f"{where}: the {side} wall of grid axis {axis} has a {type(bc).__name__} value of "
+                                 f"shape {shape}; it must be a number or an array of the face's shape {face} "
+                                 "(the other grid axes' points)")
+
+
 def ghost_weights(alpha: float, beta: float, dx: float, width: int) -> np.ndarray:
     """Weights ``W`` (width, m + 1): ghost ``k`` (``k = 0`` nearest the face) is
     ``W[k, :m] @ u_near + W[k, m] * value``, with ``u_near`` the ``m = 2 width - 1`` interior
@@ -300,8 +317,27 @@ def ghost_weights(alpha: float, beta: float, dx: float, width: int) -> np.ndarra
     return ghosts @ np.linalg.inv(matrix)
 
 
-def ghost_side(u: Any, bc: AbstractBoundaryCondition, axis: int, upper: bool, dx: float, width: int) -> Any:
-    """The ``width`` ghost layers of one non-periodic side of ``axis``, in array order."""
+def face_value(value: Any, axis: int, lead: int, width: int, cut: Mapping[int, slice] | None) -> Any:
+    """A wall's array value (the face's shape: the other grid axes' interior points, as
+    `check_face_values` requires) laid out as the block it meets: along each grid axis
+    padded before ``axis`` (``cut``: array axis -> the block's range in padded coordinates,
+    ghost layers included) extended by its edge values into the ghost layers and cut to
+    the block's range, and the wall's own axis inserted."""
+    nd = value.ndim + 1
+    dims = [b for b in range(nd) if b != axis - lead]  # the grid axis of each of the value's axes
+    for i, b in enumerate(dims):
+        if cut is not None and lead + b in cut:
+            widths = [(width, width) if j == i else (0, 0) for j in range(value.ndim)]
+            sl = cut[lead + b]
+            value = lax.slice_in_dim(jnp.pad(value, widths, mode="edge"), sl.start, sl.stop, axis=i)
+    value = jnp.expand_dims(value, axis - lead)
+    return value.reshape((1,) * lead + value.shape)  # the leading (component) axes: explicit ranks
+
+
+def ghost_side(u: Any, bc: AbstractBoundaryCondition, axis: int, upper: bool, dx: float, width: int,
+               cut: Mapping[int, slice] | None = None) -> Any:
+    """The ``width`` ghost layers of one non-periodic side of ``axis``, in array order;
+    ``cut`` as in `face_value` (for an array value)."""
     n = u.shape[axis]
     m = 2 * width - 1
     if n < m:
@@ -309,6 +345,8 @@ def ghost_side(u: Any, bc: AbstractBoundaryCondition, axis: int, upper: bool, dx
     alpha, beta, value = bc.constraint(dx)
     weights = ghost_weights(alpha, beta, dx, width)
     value = jnp.asarray(value, u.dtype)
+    if value.ndim:
+        value = face_value(value, axis, u.ndim - value.ndim - 1, width, cut)
     layers = []
     for k in range(width):  # nearest the face first; sums unrolled in a fixed order, so a
         # shard at a wall rounds exactly as the single-device run does
@@ -337,7 +375,7 @@ class BoundaryGhosts(AbstractGhosts):
         m = 2 * width - 1
         start, stop = (n - m, n) if upper else (0, m)
         near = lax.slice_in_dim(block, start, stop, axis=axis)
-        return ghost_side(near, self.upper if upper else self.lower, axis, upper, self.dx, width)
+        return ghost_side(near, self.upper if upper else self.lower, axis, upper, self.dx, width, cut)
 
 
 def boundary_ghosts(u: Any, pair: tuple[AbstractBoundaryCondition, AbstractBoundaryCondition], axis: int,
@@ -351,7 +389,8 @@ def boundary_ghosts(u: Any, pair: tuple[AbstractBoundaryCondition, AbstractBound
     return BoundaryGhosts(pair[0], pair[1], float(dx))
 
 
-def pad_plan(u: Any, bcs: BoundarySpec, width: int, spacing: Sequence[float], ndim: int | None) -> tuple:
+def pad_plan(u: Any, bcs: BoundarySpec, width: int, spacing: Sequence[float], ndim: int | None,
+             where: str = "pad") -> tuple:
     """Checks shared by every ghost filler (`pad`, halo exchange): the ``(lower, upper)``
     conditions per grid axis and the number of leading (component) axes."""
     if width < 1:
@@ -360,6 +399,9 @@ def pad_plan(u: Any, bcs: BoundarySpec, width: int, spacing: Sequence[float], nd
     pairs = normalize(bcs, nd)
     if len(spacing) != nd:
         raise ShapeError(f"pad: {len(spacing)} spacings for {nd} axes")
+    # on a shard of a decomposed run this is the block's face: an array value must then
+    # cover the face whole on each device
+    check_face_values(pairs, np.shape(u)[u.ndim - nd:], where)
     return pairs, u.ndim - nd
 
 

@@ -22,7 +22,7 @@ import numpy as np
 from .. import _config
 from ..errors import InputTypeError, ShapeError
 from ..model import ODEModel
-from .boundary import AbstractBoundaryCondition, Padded, normalize, pad
+from .boundary import AbstractBoundaryCondition, Padded, check_face_values, normalize, pad
 from .grid import Grid
 from .preconditioner import SpectralPreconditioner
 
@@ -381,6 +381,7 @@ class PDEModel(eqx.Module):
                              f"= {expected}, got {np.shape(self.u0)}")
         _check_bcs_are_objects(self.bcs, self.name)
         pairs = normalize(self.bcs, self.grid.ndim)
+        check_face_values(pairs, self.grid.shape, f"PDE model {self.name!r}")
         if self.grid.centering == "node" and not all(lo.periodic for lo, _ in pairs):
             raise ShapeError(f"PDE model {self.name!r}: node-centred grids take Periodic boundaries "
                              f"only; use centering='cell' for walls")

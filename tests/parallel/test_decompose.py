@@ -122,3 +122,25 @@ def test_property_random_grids_and_meshes(nx, ny, shape, walls, seed):
     mesh = parallel.mesh_for(grid, DEVICES[: shape[0] * shape[1]], shape=shape)
     out = parallel.integrate(m, mesh=mesh, dt=1e-3, steps=6, save_every=3, check_stability=False)
     assert np.abs(out.us - base.us).max() <= 1e-14 * np.abs(base.us).max()
+
+
+def test_array_wall_values_decomposed():
+    """An array wall value (the face's shape) gives the single-device run where each device
+    holds the wall's face whole; where the decomposition cuts the face, a clear error."""
+    grid = sk.Grid((16, 12), 0.0, (1.0, 0.7))
+    rng = np.random.default_rng(0)
+    u0 = rng.standard_normal((1, 16, 12))
+
+    def model(bcs):
+        return sk.PDEModel(rhs=lambda t, u, p, s: p["d"] * sk.laplacian(s.pad(u), s.spacing), grid=grid, bcs=bcs,
+                           params={"d": 0.01}, u0=u0)
+
+    walls = model(((sk.Dirichlet(rng.random(12)), sk.Neumann(rng.random(12))), sk.Periodic()))
+    slabs = parallel.mesh_for(grid, DEVICES[:4], shape=(4, 1))
+    base = sk.integrate(walls, dt=1e-3, steps=6, save_every=3, check_stability=False)
+    out = parallel.integrate(walls, mesh=slabs, dt=1e-3, steps=6, save_every=3, check_stability=False)
+    assert np.abs(out.us - base.us).max() <= 1e-14 * np.abs(base.us).max()
+    cut = model((sk.Neumann(0.0), (sk.Dirichlet(rng.random(16)), sk.Neumann(0.0))))
+    with pytest.raises(simkit.ShapeError, match=r"halo_pad \(this device's block: an array wall value needs its face "
+                                                r"whole on each device.*face's shape \(4,\)"):
+        parallel.integrate(cut, mesh=slabs, dt=1e-3, steps=6, save_every=3, check_stability=False)

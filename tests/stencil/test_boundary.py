@@ -91,3 +91,62 @@ def test_windows_are_blocks_of_the_padded_array(width):
                 np.testing.assert_array_equal(q.shifted({0: o0, 1: o1}), block)
         np.testing.assert_array_equal(p.window({0: (w - 1, w + 8)}), data[:, w - 1: w + 8, w: w + 9])
         np.testing.assert_array_equal(p.component(1).data, data[1])
+
+
+@pytest.mark.parametrize("width", [1, 2])
+def test_wall_values_of_the_face_shape_hold_on_every_axis(width):
+    """An array value (the face's shape) once held only on the first grid axis: on the others
+    every ghost took its first entry, silently. Here the condition each wall's ghosts encode,
+    on a 3-D field with two components, the corner ghosts included (the value continued by its
+    edge into the ghost layers of the axes padded before)."""
+    rng = np.random.default_rng(0)
+    shape = (6, 7, 8)
+    u = rng.random((2,) + shape)
+    dx = (0.5, 0.25, 0.2)
+    faces = {axis: rng.random(shape[:axis] + shape[axis + 1:]) for axis in range(3)}
+    bcs = [(sk.Dirichlet(faces[0]), sk.Neumann(0.0)), (sk.Neumann(faces[1]), sk.Dirichlet(1.0)),
+           (sk.Neumann(0.0), sk.Dirichlet(faces[2]))]
+    data = np.asarray(sk.pad(u, bcs, width, dx, ndim=3).data)
+    w = width
+
+    def edge_padded(face, axis):  # the face over the padded extent of the axes padded before
+        pads = [(w, w) if b < axis else (0, 0) for b in range(3) if b != axis]
+        return np.pad(face, pads, mode="edge")
+
+    def side(axis, index):  # the padded array at one index of axis, interior along later axes
+        sl = [slice(None)] * 4
+        sl[1 + axis] = index
+        for b in range(axis + 1, 3):
+            sl[1 + b] = slice(w, w + shape[b])
+        return data[tuple(sl)]
+
+    # Dirichlet on the lower wall of axis 0: the interpolant through the ghosts and the interior
+    # points nearest the wall is `value` at the face; for width 1 the mean of ghost and first point
+    if w == 1:
+        np.testing.assert_allclose((side(0, 0) + side(0, 1)) / 2, np.broadcast_to(faces[0], (2,) + faces[0].shape),
+                                   rtol=1e-13)
+        # Neumann on the lower wall of axis 1: (first point - ghost) / dx = -du/dn ... du/dn = flux,
+        # n outward (-axis): (ghost - first) / dx = flux
+        np.testing.assert_allclose((side(1, 0) - side(1, 1)) / dx[1], np.broadcast_to(edge_padded(faces[1], 1),
+                                   (2,) + edge_padded(faces[1], 1).shape), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose((side(2, -1) + side(2, -2)) / 2, np.broadcast_to(edge_padded(faces[2], 2),
+                                   (2,) + edge_padded(faces[2], 2).shape), rtol=1e-13)
+    # any width: the same ghosts as with the wall's own axis first, i.e. the transposed problem
+    swapped_bcs = [(sk.Neumann(faces[1]), sk.Dirichlet(1.0)), (sk.Dirichlet(faces[0]), sk.Neumann(0.0)),
+                   (sk.Neumann(0.0), sk.Dirichlet(faces[2].T))]
+    swapped = np.asarray(sk.pad(np.swapaxes(u, 1, 2), swapped_bcs, w, (dx[1], dx[0], dx[2]),
+                                ndim=3).window({0: (0, w)}))
+    ours = np.swapaxes(np.asarray(sk.pad(u, bcs, w, dx, ndim=3).window({1: (0, w)})), 1, 2)
+    np.testing.assert_allclose(ours, swapped, rtol=1e-13, atol=1e-13)
+
+
+def test_wall_values_of_another_shape_are_refused():
+    grid = sk.Grid((16, 12))
+    rhs = lambda t, u, p, s: sk.laplacian(s.pad(u), s.spacing)  # noqa: E731
+    for value in (np.ones((16, 1)), np.ones(12), np.ones((12, 16))):
+        with pytest.raises(ShapeError, match=r"the lower wall of grid axis 1 has a Dirichlet value of shape .* the "
+                                             r"face's shape \(16,\)"):
+            sk.PDEModel(rhs=rhs, grid=grid, bcs=[sk.Neumann(0.0), (sk.Dirichlet(value), sk.Neumann(0.0))],
+                        params={}, u0=np.zeros((1, 16, 12)))
+    with pytest.raises(ShapeError, match=r"pad: the lower wall of grid axis 0 has a Dirichlet value of shape \(3,\)"):
+        sk.pad(jnp.zeros(6), sk.Dirichlet(np.array([1.0, 5.0, 9.0])), 2, (0.125,))
