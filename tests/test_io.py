@@ -242,3 +242,14 @@ def test_ensemble_progress_from_the_environment(monkeypatch, capsys):
     err = capsys.readouterr().err
     assert "ensemble spring" in err and "64/64" in err
     np.testing.assert_array_equal(shown.ys, quiet.ys)
+
+
+def test_a_diagnostic_per_component_is_one_variable_per_component():
+    gs = simkit.models.get("gray_scott")
+    fields = sk.integrate(gs, dt=1.0, steps=2, diagnostics={"mass": lambda u, s: s.sum(u),
+                                                                "peak": lambda u, s: u.max()})
+    assert fields.diagnostics["mass"].shape == (2, 2)
+    ds = fields.to_xarray()
+    for i, component in enumerate(gs.component_names):
+        np.testing.assert_array_equal(ds[f"diagnostic_mass_{component}"].values, fields.diagnostics["mass"][:, i])
+    np.testing.assert_array_equal(ds["diagnostic_peak"].values, fields.diagnostics["peak"])
