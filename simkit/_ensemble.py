@@ -251,9 +251,13 @@ def ensemble(
                    max_steps=max_steps, events=events, key=key, batched=True)
     check_rhs(model, y0_b[0], {k: v[0] for k, v in p_b.items()}, _config.float_dtype())
     dtype = _config.float_dtype()
+    if devices is not None and isinstance(devices, jax.Device):
+        raise InputTypeError(f"ensemble(): devices takes a list of devices, e.g. [{devices}], got one device")
     devices = list(jax.local_devices() if devices is None else devices)
     if not devices:
         raise InputError("ensemble(): devices is empty: pass at least one device (default: all local devices)")
+    if not all(isinstance(d, jax.Device) for d in devices) or len(set(devices)) != len(devices):
+        raise InputError(f"ensemble(): devices must be distinct jax devices, got {devices}")
     n_dev = len(devices)
     per_device = math.ceil(members / n_dev)
     if chunk_size is not None:

@@ -586,3 +586,16 @@ def test_stencil_diagnostics_are_a_dict_of_numbers():
     with pytest.raises(ValueError, match=r"diagnostic 'profile' returned shape \(4,\); a diagnostic gives one number "
                                          r"per save, or one per component \(1,\)"):
         stencil.integrate(HEAT, dt=1e-6, steps=2, diagnostics={"profile": lambda u, s: u[0, :4]})
+
+
+def test_ensemble_devices_and_an_empty_free_list():
+    """Raw errors before: 'Device' object is not iterable, a shard count mismatch from XLA,
+    and "need at least one array to stack" from NumPy."""
+    rho = {"rho": np.ones(8)}
+    with pytest.raises(TypeError, match=r"devices takes a list of devices, e.g. \[cpu:0\], got one device"):
+        simkit.ensemble(LORENZ, (0.0, 1.0), params=rho, devices=jax.devices()[0])
+    with pytest.raises(ValueError, match="devices must be distinct jax devices"):
+        simkit.ensemble(LORENZ, (0.0, 1.0), params=rho, devices=[jax.devices()[0]] * 2)
+    data = Dataset(times=np.linspace(0.0, 1.0, 4), values=np.ones((4, 3)), observed=("x", "y", "z"))
+    with pytest.raises(ValueError, match="free is empty: nothing to fit"):
+        simkit.fit(LORENZ, data, free=[])

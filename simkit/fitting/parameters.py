@@ -58,6 +58,9 @@ def build(model: Any, free: Sequence[str] | None, bounds: Mapping[str, tuple[flo
     if isinstance(free, (str, bytes)):
         raise InputTypeError(f"free must be a list of parameter names, e.g. [{free!r}], got the string {free!r}")
     free = list(free)
+    if not free and not fit_initial_state:
+        raise InputError(f"free is empty: nothing to fit (model {model.name!r} has parameters {list(params)[:20]}; "
+                         "or fit the initial state with initial_state='fit')")
     unknown = [n for n in free if n not in params]
     if unknown:
         raise ParameterError(f"model {model.name!r} has no parameter(s) {unknown}; valid names are {list(params)}")
