@@ -32,8 +32,8 @@ class FieldSolution(io.Saveable):
     component_names : tuple of str
         One name per component.
     diagnostics : dict
-        ``{name: (saves,) array}`` (or ``(saves, components)`` for one number per component,
-        as ``space.sum(u)`` gives), the diagnostics asked for.
+        ``{name: (saves,) + shape array}``, the diagnostics asked for (``shape`` what the
+        diagnostic returns: ``()`` for a number, ``(components,)`` for ``space.sum(u)``).
     model_name : str
         The model's name.
     status : int
@@ -187,8 +187,8 @@ class FieldSolution(io.Saveable):
             ``(t, x, y)`` or ``(t, x, y, z)``: the time coordinate ``t`` and the grid's point
             coordinates ``x``, ``y``, ``z`` (``axis`` ``X``/``Y``/``Z``; ``units`` where the
             model's ``units`` say, as for the states); each diagnostic as
-            ``diagnostic_<name>`` ``(t,)`` (one giving a number per component as
-            ``diagnostic_<name>_<component>``). Global attributes: the provenance of
+            ``diagnostic_<name>``, dims ``(t,)`` (a vector per save: ``(t,
+            diagnostic_<name>_axis0, ...)``). Global attributes: the provenance of
             `simkit.io.provenance` (model, source, units, parameters, stepper as ``solver``,
             status, versions, date), ``dt``, ``save_every``, the grid (``grid_shape``,
             ``grid_lower``, ``grid_upper``, ``grid_centering``) and ``boundary_conditions``.
@@ -220,13 +220,9 @@ class FieldSolution(io.Saveable):
                                                               io.units_for(units, name)))
             for i, name in enumerate(self.component_names)}
         for name, values in self.diagnostics.items():
-            values = np.asarray(values)
-            if values.ndim == 1:
-                data[f"diagnostic_{name}"] = ("t", values, io.variable_attrs(f"diagnostic {name}"))
-                continue
-            for i, component in enumerate(self.component_names):  # one per component (`space.sum(u)`)
-                data[f"diagnostic_{name}_{component}"] = ("t", values[:, i],
-                                                          io.variable_attrs(f"diagnostic {name} of {component}"))
+            values = np.asarray(values)  # (t,) or (t, ...): a vector per save has axes of its own
+            dims = ("t",) + tuple(f"diagnostic_{name}_axis{i}" for i in range(values.ndim - 1))
+            data[f"diagnostic_{name}"] = (dims, values, io.variable_attrs(f"diagnostic {name}"))
         coords = {"t": ("t", np.asarray(self.ts), io.variable_attrs("time", io.units_for(units, "t"), axis="T"))}
         for a, axis in enumerate(axes):
             coords[axis] = (axis, self.grid.coordinates(a), io.variable_attrs(
