@@ -29,8 +29,8 @@ reaches t1 waiting out the block, then the saves and the refill (whose new membe
 t0 at once). The same steps, counters and values as above, a lane idle for half a block per
 member on average; Lorenz as above 1.13-1.18x the solves per second of the per-iteration
 loop, van der Pol 1.04-1.06x (`benchmarks/experiments/queue_block_ab.py`: one process, the
-two swapped between rounds; two runs). Denser save times would keep
-lanes waiting at every save (1,000 saves: 4.5x slower), so they keep the loop above.
+two swapped between rounds; two runs). Denser save times would keep lanes waiting at every
+save (1,000 saves: 4.5x slower), so they keep the loop above.
 
 A member takes the same steps, with the same arithmetic, as it would in its own
 `simkit.solve`. In an ensemble, every member's result is the same bits whatever its lane,
