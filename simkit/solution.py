@@ -251,7 +251,9 @@ class Solution(io.Saveable):
             raise InputError("dense output was not requested: call simkit.solve(..., dense=True)")
         # concrete times in simkit's float dtype: one program for floats, NumPy scalars, arrays
         t = jnp.asarray(t) if isinstance(t, jax.core.Tracer) else jnp.asarray(t, dtype=_config.float_dtype())
-        ends = (self.interpolation.t0, self.interpolation.t1)
+        # the solved span ends at t_final: an event's time (diffrax's interpolant runs on to
+        # the end of the step that found it)
+        ends = (self.interpolation.t0, self.interpolation.t1 if self.t_final is None else self.t_final)
         if not any(isinstance(x, jax.core.Tracer) for x in (t, *ends)) and all(np.ndim(e) == 0 for e in ends):
             lo, hi = sorted(float(e) for e in ends)
             values = np.asarray(t, dtype=float)

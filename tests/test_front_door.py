@@ -168,6 +168,21 @@ def test_dense_output_keeps_the_engine_and_every_saved_value(kernel):
     np.testing.assert_allclose(np.asarray(dense.evaluate(inner)), np.asarray(plain.ys)[1:-1], rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.parametrize("solver", ENGINES, ids=["kernel", "diffrax"])
+def test_dense_output_ends_at_a_terminal_event(solver):
+    """diffrax's interpolant runs on to the end of the step that found the event: evaluate
+    returned states past the stop there."""
+    spring = simkit.ODEModel(rhs=lambda t, y, p: jnp.stack([y[1], -y[0]]), params={}, y0=[1.0, 0.0],
+                             state_names=("x", "v"), name="spring")
+    sol = simkit.solve(spring, (0.0, 10.0), events=simkit.Event(lambda t, y, p: y[0], direction=1, terminal=1),
+                       dense=True, solver=solver, rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(float(sol.t_final), 1.5 * np.pi, rtol=1e-7)
+    np.testing.assert_allclose(np.asarray(sol.evaluate(4.7)), [np.cos(4.7), -np.sin(4.7)], atol=1e-6)
+    with pytest.raises(simkit.InputError, match=r"outside the solved span \[0, 4.71239\] of 'spring' \(the solve "
+                                                r"stopped at an event\)"):
+        sol.evaluate(float(sol.t_final) + 1e-4)
+
+
 def test_dense_output_is_differentiable():
     def x_at(rho):
         sol = simkit.solve(LORENZ, (0.0, 1.0), params={"rho": rho}, saveat=3, rtol=1e-10, atol=1e-10, dense=True)
