@@ -119,6 +119,7 @@ def solve_to_file(
     n_save, chunk = save_ts.shape[0], min(int(chunk), max(save_ts.shape[0], 1))
     fingerprint = dict(
         kind="solve_to_file", model=plan.model.name, solver=plan.solver_name, chunk=chunk,
+        rhs=checkpoint.function_digest(program.rhs, args.t0, args.y0, args.params),
         t_span=[float(args.t0), float(args.t1)], y0=checkpoint.digest(args.y0),
         params=checkpoint.params_digest(args.params), save_ts=checkpoint.digest(save_ts),
         rtol=float(args.rtol), atol=float(args.atol), max_steps=program.max_steps,

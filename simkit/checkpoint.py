@@ -9,9 +9,10 @@ After each chunk the run's *restart state* (what the next chunk starts from: the
 time of a stencil run, the whole loop state of an adaptive ODE solve) is written beside the
 file, to ``<path>.restart.npz``, atomically (a temporary file renamed over the old one), after
 the frames it follows are on disk. A killed run started again with ``resume=True`` (the
-default) finds it, checks that it belongs to the same run (the *fingerprint*: model,
-parameters, initial state, steps, tolerances, chunk size...; a difference is an error that
-names it), drops frames written after the last restart state, and continues: the frames of
+default) finds it, checks that it belongs to the same run (the *fingerprint*: model, what
+its functions compute (`function_digest`), parameters, initial state, steps, tolerances, chunk
+size...; a difference is an error that names it), drops frames written after the last restart
+state, and continues: the frames of
 the resumed run are bit for bit those of the uninterrupted run, since every chunk is the same
 compiled program started from the same numbers. When the run completes, the file's
 ``checkpoint_complete`` attribute is set and the restart state is removed.
@@ -23,7 +24,7 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -74,6 +75,38 @@ def digest(*arrays: Any) -> str:
         h.update(f"{a.dtype.str}{a.shape}".encode())
         h.update(a.tobytes())
     return h.hexdigest()[:16]
+
+
+def function_digest(fn: Callable, *args: Any) -> str:
+    """A short SHA-256 of what ``fn`` computes at arguments like ``args``: the text of its
+    jaxpr and its constants (values closed over). A streamed run records its rhs (and a
+    PDE's linear part, dt rule and diagnostics) this way: an unnamed model is called
+    ``'model'``, so its name alone let a changed rhs reuse, or resume, another run's file.
+
+    Parameters
+    ----------
+    fn : callable
+        A JAX-traceable function.
+    *args : array_like or pytree
+        Example arguments (only their shapes and dtypes are used).
+
+    Returns
+    -------
+    str
+        The first 16 hexadecimal digits of the SHA-256 (64 bits).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from simkit.checkpoint import function_digest
+    >>> y = np.ones(2)
+    >>> function_digest(lambda y: -y, y) == function_digest(lambda z: -z, y) != function_digest(lambda y: y, y)
+    True
+    """
+    import jax
+
+    closed = jax.make_jaxpr(fn)(*args)
+    return digest(np.frombuffer(str(closed.jaxpr).encode(), np.uint8), *closed.consts)
 
 
 def params_digest(params: Mapping[str, Any] | None) -> dict[str, str]:

@@ -163,6 +163,22 @@ def test_restart_state_of_another_run_is_refused(tmp_path, monkeypatch):
     assert simkit.load(path).sizes["t"] == 9
 
 
+def test_a_changed_rhs_or_dt_rule_is_another_run(tmp_path):
+    """The fingerprint held the model's name only: every unnamed model is 'model', so a file
+    of -y was handed back for +y (and a killed run could have resumed with another rhs)."""
+    decay = simkit.ODEModel(rhs=lambda t, y, p: -y, params={}, y0=[1.0], state_names=("u",))
+    growth = simkit.ODEModel(rhs=lambda t, y, p: +y, params={}, y0=[1.0], state_names=("u",))
+    path = simkit.solve_to_file(tmp_path / "u.nc", decay, (0.0, 1.0), saveat=3)
+    with pytest.raises(InputError, match=r"belongs to another run \(rhs: '[0-9a-f]{16}' there"):
+        simkit.solve_to_file(path, growth, (0.0, 1.0), saveat=3)
+    again = simkit.ODEModel(rhs=lambda t, y, p: -y, params={}, y0=[1.0], state_names=("u",))  # the same rhs
+    assert simkit.solve_to_file(path, again, (0.0, 1.0), saveat=3) == path
+    heat = simkit.models.get("heat_1d")
+    path = simkit.stencil.integrate_to_file(tmp_path / "h.nc", heat, dt=lambda u, p, s: 1e-5, steps=4, save_every=2)
+    with pytest.raises(InputError, match=r"another run \(dt: "):
+        simkit.stencil.integrate_to_file(path, heat, dt=lambda u, p, s: 4e-5, steps=4, save_every=2)
+
+
 def test_finished_run_is_not_recomputed(tmp_path):
     path = run("ode", tmp_path / "rob.nc")
     stamp = os.stat(path).st_mtime_ns
