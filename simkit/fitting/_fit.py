@@ -12,8 +12,8 @@ import numpy as np
 
 from .. import _config
 from .. import progress as _progress
-from ..errors import InputError, ParameterError
-from ..params import check_key
+from ..errors import InputError
+from ..params import check_key, merge_params
 from ..model import ODEModel
 from ..sample import latin_hypercube
 from ..stencil.pde import PDEModel
@@ -49,14 +49,12 @@ def _starts(space: ParameterSpace, n: int, key: Any) -> np.ndarray:
 
 
 def _check_dataset_inputs(model: ODEModel, datasets: Sequence[Dataset], free: Sequence[str]) -> None:
-    """A dataset's fixed parameters must be the model's and not free; its fixed initial
-    states not fitted (either would be silently ignored or would freeze a free value)."""
+    """A dataset's fixed parameters must be the model's (`merge_params`, the one name check)
+    and not free; its fixed initial states not fitted (either would be silently ignored or
+    would freeze a free value)."""
     for d in datasets:
+        merge_params(model.params, d.params, owner=f"dataset {d.name!r}")
         fixed = list(d.params or {})
-        unknown = [n for n in fixed if n not in model.params]
-        if unknown:
-            raise ParameterError(f"dataset {d.name!r} fixes {unknown}, not parameters of model {model.name!r}; "
-                                 f"valid names are {list(model.params)}")
         both = [n for n in fixed if n in free] + [s for s in (d.y0 or {}) if f"y0:{s}" in free]
         if both:
             raise InputError(f"dataset {d.name!r} fixes {both}, which the fit also estimates: leave them out of "

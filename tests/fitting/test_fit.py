@@ -231,7 +231,8 @@ def test_dataset_inputs_that_would_be_ignored_or_freeze_a_free_value_are_refused
     with pytest.raises(simkit.InputError, match=r"fixes \['N'\], which the fit also estimates"):
         simkit.fit(LOGISTIC, simkit.Dataset(TIMES, values, observed=("N",), y0={"N": 1.0}), free=["r"],
                    initial_state="fit")
-    with pytest.raises(simkit.ParameterError, match=r"dataset 'exp' fixes \['KK'\], not parameters of model"):
+    with pytest.raises(simkit.ParameterError, match=r"dataset 'exp' has no parameter\(s\) \['KK'\]; valid names are "
+                                                    r"\['r', 'K'\]"):
         simkit.fit(LOGISTIC, simkit.Dataset(TIMES, values, observed=("N",), params={"KK": 3.0}, name="exp"),
                    free=["r"])
     with pytest.raises(simkit.InputError, match=r"confidence must be a fraction .* got 95 \(for 95% pass 0.95\)"):
