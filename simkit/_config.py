@@ -123,6 +123,19 @@ def _flag(name: str, default: str) -> bool:
                      f"or 0 (or false, no, off)")
 
 
+def _whole_number(name: str, default: int, minimum: int, use: str) -> int:
+    """A whole-number environment variable (unset or empty: ``default``); anything else that
+    is not a whole number of at least ``minimum`` is an error naming it and saying ``use``."""
+    setting = os.environ.get(name, "").strip()
+    try:
+        value = int(setting) if setting else default
+        if value < minimum:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"environment variable {name}={os.environ[name]!r}: use {use}") from None
+    return value
+
+
 # float64 unless the user opted out, for simkit or for JAX as a whole
 ENABLE_X64: bool = _flag("SIMKIT_ENABLE_X64", "1") and "JAX_ENABLE_X64" not in os.environ
 STRICT_FP: bool = _flag("SIMKIT_STRICT_FP", "0")
@@ -160,14 +173,8 @@ SMALL_LOOP_BYTES_DEFAULT = 128 * 1024
 def _small_loop_bytes() -> int | None:
     """Set XLA:CPU's small-while-loop threshold (see the docstring); None where the user set
     ``xla_backend_extra_options`` or chose XLA's default (``SIMKIT_SMALL_LOOPS=0``)."""
-    setting = os.environ.get("SIMKIT_SMALL_LOOPS", "").strip()
-    try:
-        value = int(setting) if setting else SMALL_LOOP_BYTES_DEFAULT
-        if value < 0:
-            raise ValueError
-    except ValueError:
-        raise ValueError(f"SIMKIT_SMALL_LOOPS must be a whole number of bytes (0: XLA's default), "
-                         f"got {setting!r}") from None
+    value = _whole_number("SIMKIT_SMALL_LOOPS", SMALL_LOOP_BYTES_DEFAULT, 0,
+                          "a whole number of bytes (0: XLA's default)")
     if value == 0 or "xla_backend_extra_options" in os.environ.get("XLA_FLAGS", ""):
         return None
     _add_xla_flag("xla_backend_extra_options", f"xla_cpu_small_while_loop_byte_threshold={value}")
@@ -204,14 +211,8 @@ def _configure_cpu_devices() -> int | None:
         return None
     if jax.config.jax_num_cpu_devices != -1:  # the user chose
         return None
-    wanted = os.environ.get("SIMKIT_CPU_DEVICES", "").strip()
-    try:
-        count = int(wanted) if wanted else min(os.cpu_count() or 1, 32)
-        if count < 1:
-            raise ValueError
-    except ValueError:
-        raise ValueError(f"environment variable SIMKIT_CPU_DEVICES={os.environ['SIMKIT_CPU_DEVICES']!r}: use a "
-                         f"whole number of CPU devices, at least 1") from None
+    count = _whole_number("SIMKIT_CPU_DEVICES", min(os.cpu_count() or 1, 32), 1,
+                          "a whole number of CPU devices, at least 1")
     try:
         jax.config.update("jax_num_cpu_devices", count)
     except RuntimeError:  # JAX's backends are already initialised: leave them as they are

@@ -282,7 +282,7 @@ def test_small_loop_threshold(setting, flags, solve):
 
 
 @pytest.mark.parametrize("name, value, message", [
-    ("SIMKIT_SMALL_LOOPS", "32k", "SIMKIT_SMALL_LOOPS must be a whole number of bytes (0: XLA's default), got '32k'"),
+    ("SIMKIT_SMALL_LOOPS", "32k", "SIMKIT_SMALL_LOOPS='32k': use a whole number of bytes (0: XLA's default)"),
     # a typo must not mean "off": SIMKIT_ENABLE_X64 off is float32
     ("SIMKIT_ENABLE_X64", "ture", "SIMKIT_ENABLE_X64='ture': use 1 (or true, yes, on) or 0 (or false, no, off)"),
     ("SIMKIT_FAST_COMPILE", "fast", "SIMKIT_FAST_COMPILE='fast': use 0, 1 or 2"),
