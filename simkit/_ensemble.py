@@ -251,7 +251,7 @@ def ensemble(
                    max_steps=max_steps, events=events, key=key, batched=True)
     check_rhs(model, y0_b[0], {k: v[0] for k, v in p_b.items()}, _config.float_dtype())
     dtype = _config.float_dtype()
-    if devices is not None and isinstance(devices, jax.Device):
+    if isinstance(devices, jax.Device):
         raise InputTypeError(f"ensemble(): devices takes a list of devices, e.g. [{devices}], got one device")
     devices = list(jax.local_devices() if devices is None else devices)
     if not devices:

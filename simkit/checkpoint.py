@@ -12,9 +12,9 @@ the frames it follows are on disk. A killed run started again with ``resume=True
 default) finds it, checks that it belongs to the same run (the *fingerprint*: model, what
 its functions compute (`function_digest`), parameters, initial state, steps, tolerances, chunk
 size...; a difference is an error that names it), drops frames written after the last restart
-state, and continues: the frames of
-the resumed run are bit for bit those of the uninterrupted run, since every chunk is the same
-compiled program started from the same numbers. When the run completes, the file's
+state, and continues: the frames of the resumed run are bit for bit those of the
+uninterrupted run, since every chunk is the same compiled program started from the same
+numbers. When the run completes, the file's
 ``checkpoint_complete`` attribute is set and the restart state is removed.
 """
 
