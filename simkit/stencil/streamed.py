@@ -104,21 +104,18 @@ def integrate_to_file(
                                                 stepper=stepper, params=params, u0=u0, t0=t0,
                                                 diagnostics=diagnostics, check_stability=check_stability)
     n_saves, chunk = program.n_saves, min(int(chunk), program.n_saves)
-    space, t = model.space, np.asarray(t0, u_init.dtype)
-
-    def code(fn, *args):  # what a function of the run computes (its name alone is not enough)
-        return checkpoint.function_digest(fn, *args)
-
+    # what the run's functions compute, not only their names (`checkpoint.function_digest`)
+    code, space, time = checkpoint.function_digest, model.space, np.asarray(t0, u_init.dtype)
     fingerprint = dict(
         kind="stencil.integrate_to_file", model=model.name, grid=repr(model.grid), bcs=repr(model.bcs),
-        rhs=code(lambda t, u, p: model.rhs(t, u, p, space), t, u_init, params_j),
-        linear=None if model.linear is None else code(lambda t, u, p: model.linear(t, u, p, space), t, u_init,
+        rhs=code(lambda t, u, p: model.rhs(t, u, p, space), time, u_init, params_j),
+        linear=None if model.linear is None else code(lambda t, u, p: model.linear(t, u, p, space), time, u_init,
                                                       params_j),
         stepper=repr(program.stepper),
         dt=code(lambda u, p: dt(u, p, space), u_init, params_j) if callable(dt) else float(dt), steps=int(steps),
         save_every=program.save_every, chunk=chunk, t0=float(t0), u0=checkpoint.digest(u_init),
         params=checkpoint.params_digest(params_j),
-        diagnostics={name: code(lambda u, fn=fn: fn(u, space), u_init) for name, fn in (diagnostics or {}).items()},
+        diagnostics={name: code(lambda u, fn=fn: fn(u, space), u_init) for name, fn in program.diagnostics},
         dtype=str(u_init.dtype), **({} if mesh is None else {"mesh": list(mesh.devices.shape)}))
     run_chunk = _chunk_runner(model, mesh)
     out = checkpoint.FrameFile(path, fingerprint, resume=resume)
