@@ -102,3 +102,56 @@ def codegen_jit(suits: Callable[..., bool] | None = None, **jit_kwargs: Any) -> 
     ones and shapes only: it may see tracers) whether the classic generator suits its program;
     None: every top-level call (the kernels)."""
     return lambda fun: CodegenJit(fun, suits, **jit_kwargs)
+
+
+# -- one kernel for a whole loop ---------------------------------------------------------------
+
+# Primitives that XLA:CPU's single-kernel emitter (``ComputationKernelEmitter``, behind the
+# ``xla_cpu_small_call`` frontend attribute) compiles: elementwise arithmetic, comparisons,
+# selects, shape changes, gathers, reductions and control flow. Not: scatters, sorts, FFTs,
+# dots and convolutions (Eigen), custom calls (LAPACK, callbacks) or collectives, which XLA's
+# own small-loop pass keeps out of such kernels too. An unknown primitive counts as not.
+_ONE_KERNEL_PRIMITIVES = frozenset("""
+    abs acos acosh add and argmax argmin asin asinh atan atan2 atanh bitcast_convert_type
+    broadcast_in_dim cbrt ceil clamp closed_call complex concatenate cond conj convert_element_type
+    copy copy_p cos cosh cumlogsumexp cummax cummin cumprod cumsum custom_jvp_call
+    custom_vjp_call custom_vjp_call_jaxpr digamma div dynamic_slice eq erf erf_inv erfc exp exp2
+    expand_dims expm1 floor gather ge gt imag integer_pow iota is_finite jit le lgamma log log1p
+    logistic lt max min mul ne neg nextafter not optimization_barrier or pad pjit pow real
+    reduce_and reduce_max reduce_min reduce_or reduce_precision reduce_prod reduce_sum rem
+    remat reshape rev round rsqrt scan select_n shift_left shift_right_arithmetic
+    shift_right_logical sign sin sinh slice split sqrt square squeeze stack stop_gradient sub tan tanh
+    transpose while xor
+""".split())
+
+
+def fits_one_kernel(jaxpr: Any) -> bool:
+    """Whether every primitive of ``jaxpr`` (a ``Jaxpr`` or ``ClosedJaxpr``, its sub-jaxprs
+    included) is one that `one_kernel` may compile (`_ONE_KERNEL_PRIMITIVES`)."""
+    from jax.extend import core as jax_core
+
+    jaxpr = getattr(jaxpr, "jaxpr", jaxpr)
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name not in _ONE_KERNEL_PRIMITIVES:
+            return False
+        for sub in jax_core.jaxprs_in_params(eqn.params):
+            if not fits_one_kernel(sub):
+                return False
+    return True
+
+
+def one_kernel(fun: Callable, *args: Any) -> Any:
+    """``fun(*args)``, compiled by XLA:CPU as one kernel: a call that XLA keeps (not
+    inlined) and compiles with its single-kernel emitter, the way its small-loop pass
+    compiles a loop below ``xla_cpu_small_while_loop_byte_threshold`` (`_config`), for this
+    call only. A loop of many small operations over a few KiB then runs without XLA's
+    per-operation dispatch (the thunks); larger data is better served by XLA's threaded
+    code. The caller checks the operations with `fits_one_kernel`; same values, to the
+    last bit, as the plain call on the programs measured (`simkit.engines.kernel_queue`).
+    Elsewhere than XLA:CPU: the plain call."""
+    if jax.default_backend() != "cpu":
+        return fun(*args)
+    from jax.experimental.xla_metadata import set_xla_metadata
+
+    out = jax.jit(fun, inline=False)(*args)
+    return set_xla_metadata(out, xla_cpu_small_call="true", inlineable="false")

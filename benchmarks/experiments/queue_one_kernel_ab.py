@@ -1,0 +1,106 @@
+"""A block of step attempts compiled as one kernel against XLA's thunks (issue 13: ensembles).
+
+    python benchmarks/experiments/queue_one_kernel_ab.py [--rounds 6] [--calls 4]
+                                                         [--out benchmarks/results/queue_one_kernel_ab.json]
+
+`simkit.engines.kernel_queue` runs members that save at t0 and t1 only (``saveat=2``) in
+blocks of `kernel_queue.BLOCK` step attempts; for explicit methods whose rhs allows it
+(`kernel_queue.block_in_one_kernel`) the block's loop is compiled as one kernel
+(`simkit._codegen.one_kernel`), else as XLA's sequence of thunks. This A/B runs both on
+the `benchmarks/ensemble.py` Lorenz workload (10,000 members, rho ~ U[10, 50], t 0..10,
+1e-6, ``saveat=2``, all devices) with Tsit5 (the default), DOPRI5 and DOP853, and on van
+der Pol with Tsit5 (2,500 members, mu log-uniform in [0.1, 3], t 0..20) in one process:
+the choice is swapped between rounds, each round compiling its program again
+(``jax.clear_caches``) and timing ``--calls`` calls; reported: solves per second from the
+median over rounds of each round's fastest call, the median of the paired ratios, the
+first call (compile and run), and whether the two gave the same values, steps and counters.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+os.environ.setdefault("SIMKIT_COMPILATION_CACHE", "0")
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+
+import simkit  # noqa: E402
+from simkit import models  # noqa: E402
+from simkit.engines import kernel_queue  # noqa: E402
+from stencil import machine  # noqa: E402  (benchmarks/stencil.py)
+
+VARIANTS = {"one kernel": kernel_queue.block_in_one_kernel, "thunks": lambda *args: False}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("--calls", type=int, default=4)
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args()
+    before = machine()
+    rng = np.random.default_rng(0)
+    lorenz = (models.get("lorenz"), {"rho": rng.uniform(10.0, 50.0, 10000)},
+              dict(t_span=(0.0, 10.0), saveat=2, rtol=1e-6, atol=1e-6))
+    workloads = {
+        "lorenz Tsit5": lorenz,
+        "lorenz DOPRI5": (*lorenz[:2], lorenz[2] | {"solver": simkit.DOPRI5()}),
+        "lorenz DOP853": (*lorenz[:2], lorenz[2] | {"solver": simkit.DOP853()}),
+        "van_der_pol Tsit5": (models.get("van_der_pol"), {"mu": np.exp(rng.uniform(np.log(0.1), np.log(3.0), 2500))},
+                              dict(t_span=(0.0, 20.0), saveat=2, rtol=1e-6, atol=1e-6, solver=simkit.Tsit5())),
+    }
+    rows = {}
+    try:
+        for name, (model, values, kw) in workloads.items():
+            members = len(next(iter(values.values())))
+            best = {v: [] for v in VARIANTS}
+            first = {v: [] for v in VARIANTS}
+            results = {}
+            for r in range(a.rounds):
+                for v in (list(VARIANTS) if r % 2 == 0 else list(VARIANTS)[::-1]):
+                    kernel_queue.block_in_one_kernel = VARIANTS[v]
+                    jax.clear_caches()
+                    start = time.perf_counter()
+                    results[v] = simkit.ensemble(model, params=values, **kw)
+                    first[v].append(time.perf_counter() - start)
+                    times = []
+                    for _ in range(a.calls):
+                        start = time.perf_counter()
+                        jax.block_until_ready(simkit.ensemble(model, params=values, **kw).ys)
+                        times.append(time.perf_counter() - start)
+                    best[v].append(min(times))
+            x, y = results["one kernel"], results["thunks"]
+            rows[name] = {
+                "members": members,
+                "solves_per_s": {v: members / statistics.median(t) for v, t in best.items()},
+                "paired_speed_up": statistics.median(e / b for b, e in zip(best["one kernel"], best["thunks"])),
+                "first_call_s": {v: statistics.median(t) for v, t in first.items()},
+                "best_call_s": best,
+                "same_values": bool(np.array_equal(x.ys, y.ys)),
+                "max_abs_difference": float(np.max(np.abs(x.ys - y.ys))),
+                "same_steps_and_counters": all(np.array_equal(x.stats[k], y.stats[k]) for k in x.stats),
+            }
+            row = rows[name]
+            print(f"{name}: " + ", ".join(f"{v} {s:,.0f} solves/s" for v, s in row["solves_per_s"].items())
+                  + f"; one kernel / thunks {row['paired_speed_up']:.2f}x (median of paired rounds); "
+                  f"same values {row['same_values']}, same steps and counters {row['same_steps_and_counters']}")
+    finally:
+        kernel_queue.block_in_one_kernel = VARIANTS["one kernel"]
+    record = {"command": "python benchmarks/experiments/queue_one_kernel_ab.py " + " ".join(sys.argv[1:]),
+              "machine": before, "load_average_after": list(os.getloadavg()), "block": kernel_queue.BLOCK,
+              "rounds": a.rounds, "calls": a.calls, "rows": rows}
+    if a.out:
+        with open(a.out, "w") as fh:
+            json.dump(record, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()
