@@ -10,6 +10,7 @@ import jax
 import numpy as np
 
 from . import io
+from .errors import InputError
 from .solution import state_column
 from .status import Status, describe
 
@@ -150,6 +151,12 @@ class EnsembleSolution(io.Saveable):
         numpy.ndarray
             Shape ``(time,)``; ``inf`` where no member reached that save.
 
+        Raises
+        ------
+        InputError
+            The members saved at times of their own (``saveat="steps"``); `mean`, `std`
+            and `quantile` raise it too.
+
         Examples
         --------
         >>> import numpy as np, simkit
@@ -158,15 +165,33 @@ class EnsembleSolution(io.Saveable):
         >>> ens.times.tolist()
         [0.0, 0.25, 0.5, 0.75, 1.0]
         """
+        self._check_common_times("times")
+        return self._largest_times()
+
+    def _largest_times(self) -> np.ndarray:
         ts = np.asarray(self.ts)
         finite = np.isfinite(ts)
-        return np.where(finite.any(axis=0), np.nanmax(np.where(finite, ts, np.nan), axis=0), np.inf)
+        largest = np.max(np.where(finite, ts, -np.inf), axis=0, initial=-np.inf)
+        return np.where(finite.any(axis=0), largest, np.inf)
+
+    def _common_times(self) -> bool:
+        """Whether the members that reached each save index share its time (not so with
+        ``saveat="steps"``: each member saves its own steps)."""
+        ts = np.asarray(self.ts)
+        return bool(np.all(~np.isfinite(ts) | (ts == self._largest_times())))
+
+    def _check_common_times(self, what: str) -> None:
+        if not self._common_times():
+            raise InputError(f"EnsembleSolution.{what}: the members of {self.model_name!r} saved at times of "
+                             "their own (saveat='steps'), so a save index is not one time across members; "
+                             "use ens.ts per member, or solve with common save times (saveat=n or an array)")
 
     def __getitem__(self, name: str) -> Any:
         """One state for every member, shape (member, time)."""
         return self.ys[..., state_column(self.state_names, name, f"ensemble of {self.model_name!r}")]
 
-    def _valid(self) -> np.ma.MaskedArray:
+    def _valid(self, what: str) -> np.ma.MaskedArray:
+        self._check_common_times(what)
         ys = np.asarray(self.ys)
         reached = np.isfinite(np.asarray(self.ts)) & self.ok[:, None]
         return np.ma.masked_array(ys, mask=np.broadcast_to(~reached[..., None], ys.shape))
@@ -189,7 +214,7 @@ class EnsembleSolution(io.Saveable):
         >>> ens.mean().shape
         (5, 3)
         """
-        return self._valid().mean(axis=0).filled(np.nan)
+        return self._valid("mean()").mean(axis=0).filled(np.nan)
 
     def std(self, ddof: int = 1) -> np.ndarray:
         """Standard deviation over the valid members at each save time.
@@ -213,7 +238,7 @@ class EnsembleSolution(io.Saveable):
         >>> ens.std().shape, float(ens.std()[0, 0])  # every member starts at the same y0
         ((5, 3), 0.0)
         """
-        return self._valid().std(axis=0, ddof=ddof).filled(np.nan)
+        return self._valid("std()").std(axis=0, ddof=ddof).filled(np.nan)
 
     def quantile(self, q: float | Any) -> np.ndarray:
         """Quantile(s) over the valid members at each save time.
@@ -242,7 +267,7 @@ class EnsembleSolution(io.Saveable):
         >>> ens.quantile(0.5).shape, ens.quantile([0.05, 0.95]).shape
         ((5, 3), (2, 5, 3))
         """
-        data = self._valid().filled(np.nan)
+        data = self._valid("quantile()").filled(np.nan)
         return np.nanquantile(data, q, axis=0)
 
     def to_xarray(self) -> Any:
@@ -251,7 +276,9 @@ class EnsembleSolution(io.Saveable):
         Returns
         -------
         xarray.Dataset
-            Dimensions ``member``, ``t`` (the common save times, `times`) and ``state``. One
+            Dimensions ``member``, ``t`` (the common save times, `times`) and ``state``
+            (``saveat="steps"``: ``step`` instead of ``t``, and ``t`` a coordinate of dims
+            ``(member, step)``, each member's step times). One
             variable per state, named by the state, of dims ``(member, t)`` with
             ``long_name`` and (where the model says) ``units``; ``y0`` ``(member, state)``;
             ``status`` ``(member,)``; every parameter as a coordinate ``param_<name>``
@@ -283,12 +310,14 @@ class EnsembleSolution(io.Saveable):
 
         xr = io.require_xarray("EnsembleSolution.to_xarray()")
         ys, ts, status = np.asarray(self.ys), np.asarray(self.ts), np.asarray(self.status)
-        times = self.times
+        times = self._largest_times()
+        common = self._common_times()
+        tdim = "t" if common else "step"  # saveat="steps": each member's own times, by step
         members = np.arange(self.n_members)
         params = {k: np.asarray(v) for k, v in self.params.items()}
         data: dict[str, Any] = {}
         for i, name in enumerate(self.state_names):
-            data[name] = (("member", "t"), ys[..., i],
+            data[name] = (("member", tdim), ys[..., i],
                           io.variable_attrs(f"state {name} of {self.model_name}", io.units_for(self.model_units, name)))
         data["y0"] = (("member", "state"), np.asarray(self.y0), io.variable_attrs("initial state"))
         data["status"] = ("member", status, io.variable_attrs(
@@ -302,13 +331,17 @@ class EnsembleSolution(io.Saveable):
                                                                       io.units_for(self.model_units, k)))
         for k, v in self.stats.items():
             data[f"stats_{k}"] = ("member", np.asarray(v), io.variable_attrs(f"solver counter {k}"))
-        if not np.array_equal(ts, np.broadcast_to(times, ts.shape)):
+        if common and not np.array_equal(ts, np.broadcast_to(times, ts.shape)):
             data["member_t"] = (("member", "t"), ts, io.variable_attrs(
                 "save times of each member (inf after it stopped)", io.units_for(self.model_units, "t")))
         io.check_names(self.state_names, [n for n in data if n not in self.state_names] + list(member_params)
-                       + ["member", "t", "state"], "states")
-        coords = {"member": ("member", members, io.variable_attrs("ensemble member")),
-                  "t": ("t", times, io.variable_attrs("time", io.units_for(self.model_units, "t"), axis="T")),
+                       + ["member", "t", "state"] + ([] if common else ["step"]), "states")
+        time_coords = ({"t": ("t", times, io.variable_attrs("time", io.units_for(self.model_units, "t"), axis="T"))}
+                       if common else
+                       {"t": (("member", "step"), ts, io.variable_attrs(
+                           "time of each member's step (inf after it stopped)", io.units_for(self.model_units, "t"))),
+                        "step": ("step", np.arange(ts.shape[1]), io.variable_attrs("accepted step (0: t0)"))})
+        coords = {"member": ("member", members, io.variable_attrs("ensemble member")), **time_coords,
                   "state": ("state", list(self.state_names), io.variable_attrs("state variable")),
                   **member_params}
         shared = {k: v[0] for k, v in params.items() if len(v) and np.all(v == v[:1])}

@@ -1,6 +1,7 @@
 """simkit.ensemble: batching, chunking and sharding (4 simulated CPU devices), statistics."""
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -200,3 +201,54 @@ def test_refilled_lanes_equal_lockstep_chunks(case):
         np.testing.assert_array_equal(queue.stats[key], lockstep.stats[key], err_msg=key)
     np.testing.assert_allclose(queue.ys, lockstep.ys, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(queue.t_final, lockstep.t_final, rtol=1e-14)
+
+
+def test_members_saving_their_own_steps_have_no_common_times():
+    # saveat="steps": save index j is member i's j-th step, at a time of its own. Statistics
+    # across members lined them up by index (a mean of states at different times, returned
+    # without a word): now an error; to_xarray labels the states by step, with each
+    # member's times as a (member, step) coordinate
+    decay = simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * y, params={"k": 1.0}, y0=[1.0], state_names=("u",),
+                            name="decay")
+    ens = simkit.ensemble(decay, (0.0, 1.0), params={"k": np.array([1.0, 10.0])}, saveat="steps", **TIGHT)
+    for stat in (ens.mean, ens.std, lambda: ens.quantile(0.5), lambda: ens.times):
+        with pytest.raises(simkit.InputError, match="saved at times of their own"):
+            stat()
+    ds = ens.to_xarray()
+    assert ds["u"].dims == ("member", "step") and ds["t"].dims == ("member", "step")
+    ts = np.asarray(ens.ts)
+    np.testing.assert_array_equal(ds["t"].values, ts)
+    reached = np.isfinite(ts)
+    np.testing.assert_allclose(ds["u"].values[reached], np.exp(-(np.array([[1.0], [10.0]]) * ts)[reached]),
+                               rtol=1e-8, atol=1e-10)  # TIGHT
+
+
+def test_blocks_compile_as_one_kernel_where_the_rhs_allows():
+    # explicit methods step their blocks of attempts in one XLA:CPU kernel (the same bits as
+    # XLA's thunks: test_members_saving_at_the_ends_step_in_blocks); an rhs with an
+    # operation that kernel cannot hold (a scatter, a dot) keeps the thunks, and runs
+    from jax import lax
+
+    from simkit._codegen import fits_one_kernel
+    from simkit.engines import kernel_queue
+
+    lorenz = models.get("lorenz")
+    method = simkit.Tsit5().method()
+    params = {k: np.full(8, v) for k, v in lorenz.params.items()}
+    y = np.ones((8, 3))
+    assert kernel_queue.block_in_one_kernel(method, lorenz.rhs, 0.0, y, params)
+    assert not kernel_queue.block_in_one_kernel(simkit.Rodas5P().method(), lorenz.rhs, 0.0, y, params)
+    assert not fits_one_kernel(jax.make_jaxpr(lambda x: x.at[0].set(1.0))(np.ones(3)))
+    assert not fits_one_kernel(jax.make_jaxpr(lambda x: lax.cond(x[0] > 0, lambda: x @ x, lambda: 0.0))(np.ones(3)))
+
+    def scattered(t, y, p):  # Lorenz with a scatter
+        return jnp.zeros(3).at[0].set(p["sigma"] * (y[1] - y[0])).at[1].set(y[0] * (p["rho"] - y[2]) - y[1]) \
+            .at[2].set(y[0] * y[1] - p["beta"] * y[2])
+
+    assert not kernel_queue.block_in_one_kernel(method, scattered, 0.0, y, params)
+    other = simkit.ODEModel(rhs=scattered, params=lorenz.params, y0=lorenz.y0, state_names=lorenz.state_names,
+                            name="lorenz_scatter", stiff=False)
+    rhos = np.linspace(10.0, 50.0, 16)
+    kw = dict(params={"rho": rhos}, saveat=2, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(simkit.ensemble(other, (0.0, 1.0), **kw).ys,
+                               simkit.ensemble(lorenz, (0.0, 1.0), **kw).ys, rtol=1e-12, atol=1e-12)
