@@ -90,14 +90,18 @@ def _rms(x: Any) -> Any:
 
 
 def initial_step(rhs, t0, t1, y0, params, rtol, atol, order: int) -> Any:
-    """Hairer–Wanner starting step, signed like ``t1 - t0`` and at most ``|t1 - t0|``.
+    """Hairer–Wanner starting step, signed like ``t1 - t0`` and at most ``|t1 - t0|`` (when
+    that is not zero).
 
     Two right-hand-side evaluations. With ``sc = atol + rtol*|y0|``:
     ``h0 = 0.01 * ||y0/sc|| / ||f0/sc||``; an explicit Euler step of ``h0`` estimates the
     second derivative ``d2``; ``h1 = (0.01 / max(||f0/sc||, d2))**(1/(order+1))``;
     the step is ``min(100*h0, h1)``.
     """
+    # an empty span (t0 == t1, known only at run time under jit or vmap) gets the estimate
+    # without the clip: a solver given a zero step (diffrax) fails or differentiates to NaN
     span = jnp.abs(t1 - t0)
+    span = jnp.where(span > 0, span, jnp.inf)
     direction = jnp.where(t1 >= t0, 1.0, -1.0).astype(span.dtype)
     # the fallback steps when the state or its slope is ~0 are Hairer's absolute 1e-6 (never
     # relative to the span: a span of 1e11 must not start with a step of 1e5), raised to

@@ -618,6 +618,27 @@ def test_no_integration(solver):
     assert_equal(np.asarray(sol.ys), [[2, 3]])
 
 
+@pytest.mark.parametrize("solver", ["Tsit5", "Rodas5P", "diffrax.Tsit5"])
+def test_zero_interval_known_only_at_run_time(solver):
+    # t0 == t1 under jax.jit (t1 traced): the engines themselves return y0 with success,
+    # not max_steps and NaN (the host shortcut above cannot see a traced t1); dense output
+    # gives y0 and a gradient is 0, not NaN
+    y0 = np.array([2.0, 3.0])
+    kw = dict(solver=BY_NAME[solver], rtol=RTOL, atol=ATOL)
+    run = jax.jit(lambda t1: simkit.solve(RATIONAL, (4.0, t1), y0=y0, saveat=3, throw=False, dense=True, **kw))
+    sol = run(4.0)
+    assert int(sol.status) == Status.SUCCESS
+    assert_equal(np.asarray(sol.ys), [[2, 3]] * 3)
+    assert_equal(np.asarray(sol.evaluate(4.0)), [2, 3])
+    grad = jax.grad(lambda p: simkit.solve(RATIONAL, (4.0, 4.0 + 0 * p), y0=y0, params={"t_stop": p}, saveat=2,
+                                           **kw).ys[-1, 0])(1e9)
+    assert float(grad) == 0.0
+    ens = simkit.ensemble(RATIONAL, (4.0, 4.0), params={"t_stop": np.array([1e9, 2e9])}, y0=y0, saveat=3,
+                          solver=BY_NAME[solver])
+    assert ens.ok.all() and not ens.failures
+    assert_equal(ens.mean(), [[2, 3]] * 3)
+
+
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_empty(solver):
     empty = simkit.ODEModel(rhs=lambda t, y, p: jnp.zeros((0,)), params={}, y0=np.zeros((0,)), state_names=(),

@@ -39,7 +39,7 @@ def run_kernel(program: KernelProgram, args) -> EngineResult:
         y_final=out["y_final"], event_index=out["event_index"], event_time=out["event_time"],
         event_ts=out["event_ts"], event_ys=out["event_ys"], event_counts=out["event_counts"],
         interpolation=None if not program.dense else KernelInterpolation(
-            t0=t0, t1=out["t_final"], t=out["dense"]["t"], hs=out["dense"]["hs"], kept=out["dense"]["kept"],
+            t0=t0, t1=out["t_final"], y0=y0, t=out["dense"]["t"], hs=out["dense"]["hs"], kept=out["dense"]["kept"],
             n=out["stats"]["num_accepted_steps"], params=params, rtol=args.rtol, atol=args.atol,
             solver=solver, rhs=program.rhs),
     )

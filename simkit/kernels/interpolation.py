@@ -20,13 +20,15 @@ import jax.numpy as jnp
 class KernelInterpolation(eqx.Module):
     """Dense output of a kernel solve; ``evaluate(t)`` gives the state at a scalar ``t``.
 
-    Fields: `t0`, `t1` (the solved span: ``t1`` is where the solve stopped), the recorded
-    steps `t`, `hs`, `kept` (``max_steps`` rows, the first `n` filled), and what evaluating
-    needs: the solver (static), the rhs (static), `params`, `rtol`, `atol`.
+    Fields: `t0`, `t1` (the solved span: ``t1`` is where the solve stopped), `y0`, the
+    recorded steps `t`, `hs`, `kept` (``max_steps`` rows, the first `n` filled; none for an
+    empty span, whose state is `y0`), and what evaluating needs: the solver (static), the
+    rhs (static), `params`, `rtol`, `atol`.
     """
 
     t0: Any
     t1: Any
+    y0: Any
     t: Any
     hs: Any
     kept: Any
@@ -51,5 +53,6 @@ class KernelInterpolation(eqx.Module):
         full = method.expand(self.rhs, self.params, t_step, hs, kept, self.rtol, self.atol)
         theta = (t - t_step) / jnp.where(hs == 0, 1.0, hs)
         value = method.interpolate(self.rhs, self.params, full, theta)
+        value = jnp.where(self.n > 0, value, self.y0)  # no step taken: t0 == t1
         inside = (jnp.minimum(self.t0, self.t1) <= t) & (t <= jnp.maximum(self.t0, self.t1))
         return jnp.where(inside, value, jnp.nan)  # outside the solved span: NaN, as diffrax

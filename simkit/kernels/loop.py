@@ -54,7 +54,9 @@ def initial_state(method: Any, rhs, t0, t1, y0, params, rtol, atol, dt0, *, max_
     state0 = dict(
         t=t0, y=y0, f=f0, h=lax.stop_gradient(jnp.abs(dt0)).astype(dtype),
         ctrl=ctrl0, last_rej=jnp.asarray(False),
-        n_steps=jnp.asarray(0), n_acc=jnp.asarray(0), n_rhs=jnp.asarray(1), status=jnp.asarray(RUNNING), seg=seg0, ev=ev0,
+        n_steps=jnp.asarray(0), n_acc=jnp.asarray(0), n_rhs=jnp.asarray(1),
+        # an empty span (t0 == t1, known only at run time under jit or vmap): done, at y0
+        status=jnp.where(t1 == t0, int(Status.SUCCESS), RUNNING), seg=seg0, ev=ev0,
         stop_index=jnp.asarray(-1, jnp.int32),
     )
     if dense_output:
@@ -198,7 +200,7 @@ def save_at(method: Any, rhs, params, expand, c: dict[str, Any], target, k, n_sa
     fresh = covered & (key != c["n_steps"]) & (k < n_save)
     full = lax.cond(fresh, lambda: expand(c["seg"]), lambda: full)
     key = jnp.where(fresh, c["n_steps"], key)
-    theta = (target - full["t"]) / full["hs"]
+    theta = (target - full["t"]) / jnp.where(full["hs"] == 0, 1.0, full["hs"])  # hs = 0: an empty span
     value = jnp.where(covered, method.interpolate(rhs, params, full, theta), c["y"])
     return value, full, key
 
