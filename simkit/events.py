@@ -137,8 +137,17 @@ def capacity(events: tuple[Event, ...]) -> int:
 def locate_root(fn, dtype, iterations: int = 30):
     """Root of ``fn`` on [0, 1] given fn(0) > 0 >= fn(1): Illinois false position.
 
-    Iterated under ``stop_gradient``; a final Newton step carries the derivative (the
-    implicit-function theorem), so forward mode through an event time is exact."""
+    Iterated under ``stop_gradient``; two final Newton steps carry the derivatives (the
+    implicit-function theorem) without moving the root: the first, from the root held
+    constant, gives its first derivatives; the second, from the first's result, its second
+    derivatives too (the Newton map's slope is zero at a root, so its derivatives of order
+    k need the root's to order k - 1): an event time's gradient and Hessian are exact (with
+    one step the Hessian of a falling ball's impact time was 33 % off)."""
+
+    def newton(theta):
+        value, slope = jax.jvp(fn, (theta,), (jnp.ones_like(theta),))
+        correction = value / jnp.where(slope == 0, 1.0, slope)
+        return theta - (correction - lax.stop_gradient(correction))  # the same value, derivatives
 
     def body(_, state):
         a, fa, b, fb, side = state
@@ -155,9 +164,7 @@ def locate_root(fn, dtype, iterations: int = 30):
         zero, one = jnp.asarray(0.0, dtype), jnp.asarray(1.0, dtype)
         init = (zero, lax.stop_gradient(f0), one, lax.stop_gradient(f1), jnp.asarray(0))
         theta = lax.stop_gradient(lax.fori_loop(0, iterations, body, init)[2])
-        value, slope = jax.jvp(fn, (theta,), (jnp.ones_like(theta),))
-        correction = value / jnp.where(slope == 0, 1.0, slope)
-        return theta - (correction - lax.stop_gradient(correction))
+        return newton(newton(theta))
 
     return root
 
