@@ -15,7 +15,8 @@ Cost: one loop carrying ``1 + d`` state vectors for ``d`` differentiated scalars
 ``2 + n + p``); memory O(n (1 + d)), independent of the number of steps (no
 checkpoints). Derivatives are those of the discrete scheme along the step sequence taken
 (step sizes are held constant), which match the exact sensitivities to the solve's
-tolerance. The sensitivity to each save time is ``f(t_k, y_k)``.
+tolerance. The sensitivity to each save time is ``f(t_k, y_k)``; with ``saveat="steps"`` the
+saved step times themselves move with ``t0`` (the last with ``t1``, or an event's time).
 """
 
 from __future__ import annotations
@@ -83,13 +84,17 @@ def _kernel_solve_jvp(program, primals, tangents):
     x, unravel = ravel_pytree([leaves[i] for i in active])
     dx, _ = ravel_pytree([dleaves[i] for i in active])
 
+    # the saved step times move with t0 (and the last with t1, or with an event's time):
+    # differentiated through the loop like the states
+    keys = _FLOAT_KEYS + (("ts",) if program.save_steps else ())
+
     def floats(xx):
         full = list(leaves)
         for i, v in zip(active, unravel(xx)):
             full[i] = v
         tt0, tt1, yy0, pp = jax.tree_util.tree_unflatten(treedef, full)
         out = _raw(program, tt0, tt1, yy0, pp, save_ts, rtol, atol, dt0, max_step)
-        return {k: out[k] for k in _FLOAT_KEYS + (("dense",) if program.dense else ())}, out
+        return {k: out[k] for k in keys + (("dense",) if program.dense else ())}, out
 
     if x.shape[0] == 0:  # nothing perturbed but (perhaps) the save times
         values, out = floats(x)
@@ -99,7 +104,7 @@ def _kernel_solve_jvp(program, primals, tangents):
         _, jac, out = jax.vmap(
             lambda v: jax.jvp(floats, (x,), (v,), has_aux=True), out_axes=(None, 0, None)
         )(basis)
-    tangent = {k: jnp.tensordot(dx, jac[k], axes=(0, 0)) for k in _FLOAT_KEYS}
+    tangent = {k: jnp.tensordot(dx, jac[k], axes=(0, 0)) for k in keys}
     if program.dense:  # the recorded steps move with the inputs too (their sizes do not)
         tangent["dense"] = jax.tree_util.tree_map(lambda j: jnp.tensordot(dx, j, axes=(0, 0)), jac["dense"])
     if not program.save_steps and _active(dts_t):
@@ -109,11 +114,10 @@ def _kernel_solve_jvp(program, primals, tangents):
             jnp.where(reached, out["ts"], t0), out["ys"]
         )
         tangent["ys"] = tangent["ys"] + jnp.where(reached[:, None], f_at * dts_t[:, None], 0.0)
-        ts_tangent = jnp.where(reached, dts_t, 0.0)
-    else:
-        ts_tangent = jnp.zeros_like(out["ts"])
+        tangent["ts"] = jnp.where(reached, dts_t, 0.0)
+    elif not program.save_steps:
+        tangent["ts"] = jnp.zeros_like(out["ts"])
     tangents_out = {
-        "ts": ts_tangent,
         "status": _float0_like(out["status"]),
         "event_index": _float0_like(out["event_index"]),
         "event_counts": _float0_like(out["event_counts"]),

@@ -114,3 +114,24 @@ def test_only_the_differentiated_inputs_are_pushed_through_the_loop():
     saved = lambda ts: simkit.solve(lorenz, (0.0, 1.0), saveat=ts, rtol=1e-11, atol=1e-11).ys  # noqa: E731
     f_saved = jax.vmap(lambda t, y: lorenz.rhs(t, y, p0))(ts, saved(ts))
     np.testing.assert_allclose(jax.grad(lambda ts: saved(ts).sum())(ts), f_saved.sum(axis=1), rtol=1e-12)
+
+
+def test_saved_step_times_move_with_the_span():
+    # saveat="steps": the step sizes are held constant, so every saved step time moves with
+    # t0 and the last (t1 itself) with t1. A trapezoid integral of u' = -k u over the saved
+    # steps then has d/dt1 = u(t1) and d/dt0 = -u(t1) (u(t0) = 1.5 is fixed); the step times'
+    # tangents were zero, which gave d/dt1 = -0.006 instead of 0.456
+    decay = simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * y, params={"k": 0.7}, y0=[1.5], state_names=("u",),
+                            name="decay")
+    kw = dict(saveat="steps", solver=simkit.Tsit5(), rtol=1e-10, atol=1e-10)
+    n = int(simkit.solve(decay, (0.3, 2.0), **kw).stats["num_accepted_steps"]) + 1
+
+    def integral(t0, t1):
+        sol = simkit.solve(decay, (t0, t1), **kw)
+        return jnp.trapezoid(sol.ys[:n, 0], sol.ts[:n]), sol.ts[:n]
+
+    (d0, d1), (dts0, dts1) = jax.jacfwd(integral, argnums=(0, 1))(0.3, 2.0)
+    np.testing.assert_array_equal(dts0, np.r_[np.ones(n - 1), 0.0])  # the last saved time is t1
+    np.testing.assert_array_equal(dts1, np.r_[np.zeros(n - 1), 1.0])
+    u1 = 1.5 * np.exp(-0.7 * 1.7)
+    np.testing.assert_allclose([d0, d1], [-u1, u1], rtol=1e-3)  # the trapezoid rule's own error: 2e-4
