@@ -112,7 +112,7 @@ def codegen_jit(suits: Callable[..., bool] | None = None, **jit_kwargs: Any) -> 
 # dots and convolutions (Eigen), custom calls (LAPACK, callbacks) or collectives, which XLA's
 # own small-loop pass keeps out of such kernels too. An unknown primitive counts as not.
 _ONE_KERNEL_PRIMITIVES = frozenset("""
-    abs acos acosh add and argmax argmin asin asinh atan atan2 atanh bitcast_convert_type
+    abs acos acosh add add_any and argmax argmin asin asinh atan atan2 atanh bitcast_convert_type
     broadcast_in_dim cbrt ceil clamp closed_call complex concatenate cond conj convert_element_type
     copy copy_p cos cosh cumlogsumexp cummax cummin cumprod cumsum custom_jvp_call
     custom_vjp_call custom_vjp_call_jaxpr digamma div dynamic_slice eq erf erf_inv erfc exp exp2

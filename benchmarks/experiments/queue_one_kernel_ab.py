@@ -8,8 +8,9 @@ blocks of `kernel_queue.BLOCK` step attempts; for explicit methods whose rhs all
 (`kernel_queue.block_in_one_kernel`) the block's loop is compiled as one kernel
 (`simkit._codegen.one_kernel`), else as XLA's sequence of thunks. This A/B runs both on
 the `benchmarks/ensemble.py` Lorenz workload (10,000 members, rho ~ U[10, 50], t 0..10,
-1e-6, ``saveat=2``, all devices) with Tsit5 (the default), DOPRI5 and DOP853, and on van
-der Pol with Tsit5 (2,500 members, mu log-uniform in [0.1, 3], t 0..20) in one process:
+1e-6, ``saveat=2``, all devices) with Tsit5 (the default), DOPRI5, DOP853 and AutoSwitch (the
+same model as a user's own, ``stiff=None``), and on van der Pol with Tsit5 (2,500 members, mu
+log-uniform in [0.1, 3], t 0..20) and AutoSwitch (mu in [0.1, 100]) in one process:
 the choice is swapped between rounds, each round compiling its program again
 (``jax.clear_caches``) and timing ``--calls`` calls; reported: solves per second from the
 median over rounds of each round's fastest call, the median of the paired ratios, the
@@ -56,6 +57,12 @@ def main() -> None:
         "lorenz DOP853": (*lorenz[:2], lorenz[2] | {"solver": simkit.DOP853()}),
         "van_der_pol Tsit5": (models.get("van_der_pol"), {"mu": np.exp(rng.uniform(np.log(0.1), np.log(3.0), 2500))},
                               dict(t_span=(0.0, 20.0), saveat=2, rtol=1e-6, atol=1e-6, solver=simkit.Tsit5())),
+        # a user's own model (stiff=None): AutoSwitch, the default there
+        "lorenz AutoSwitch": (simkit.ODEModel(rhs=lorenz[0].rhs, params=lorenz[0].params, y0=lorenz[0].y0,
+                                              state_names=lorenz[0].state_names, name="user_lorenz"), *lorenz[1:]),
+        "van_der_pol AutoSwitch": (models.get("van_der_pol"),
+                                   {"mu": np.exp(rng.uniform(np.log(0.1), np.log(100.0), 2500))},
+                                   dict(t_span=(0.0, 20.0), saveat=2, rtol=1e-6, atol=1e-6, solver=simkit.AutoSwitch())),
     }
     rows = {}
     try:

@@ -32,8 +32,17 @@ loop, van der Pol 1.04-1.06x (`benchmarks/experiments/queue_block_ab.py`: one pr
 two swapped between rounds; two runs). Denser save times would keep lanes waiting at every
 save (1,000 saves: 4.5x slower), so they keep the loop above.
 
+With an explicit method or AutoSwitch, a block's loop is compiled as one kernel
+(`block_in_one_kernel`, `simkit._codegen.one_kernel`) instead of XLA:CPU's sequence of about
+30 thunks per attempt (`benchmarks/experiments/queue_one_kernel_ab.py`, two runs: Lorenz
+with Tsit5 1.15x both times, DOPRI5 1.00-1.26x, DOP853 1.06-1.09x, AutoSwitch 1.08-1.12x;
+van der Pol with Tsit5 1.22-1.23x, AutoSwitch 1.18-1.27x). The same bits as the thunks
+with Tsit5 and DOPRI5; DOP853's and AutoSwitch's stiff phase's values differ from them in
+the last bits (the same steps and counters): their blocks and their per-attempt loop round
+differently.
+
 A member takes the same steps, with the same arithmetic, as it would in its own
-`simkit.solve`. In an ensemble, every member's result is the same bits whatever its lane,
+`simkit.solve` (to the last bits, which differ between programs). In an ensemble, every member's result is the same bits whatever its lane,
 the number of lanes or the device count, because the lane counts are multiples of the
 CPU's vector width.
 """
@@ -47,6 +56,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .._codegen import fits_one_kernel, one_kernel
+from ..kernels.linalg import SMALL_SYSTEM
 from ..kernels.loop import RUNNING, initial_state, loop_stats, stepper
 from ..save_times import save_grid
 from ..status import Status
@@ -66,11 +76,15 @@ def ends_only(program: KernelProgram) -> bool:
 
 def block_in_one_kernel(method: Any, rhs, t, y, params: dict) -> bool:
     """Whether a block's attempts compile as one kernel (`simkit._codegen.one_kernel`):
-    for explicit methods whose vmapped rhs uses only operations that kernel takes
-    (`fits_one_kernel`). Lorenz as in `benchmarks/ensemble.py`: 1.3x the solves per second
-    of XLA's thunks, the same bits; van der Pol with Rodas4 ran 0.8x (its LU), so implicit
-    methods keep the thunks."""
-    if method.implicit:
+    for the methods that gain (``blocks_in_one_kernel``: the explicit ones and
+    `simkit.AutoSwitch`, whose explicit phase is most members' steps) when the vmapped rhs
+    uses only operations that kernel takes (`fits_one_kernel`; others keep XLA's thunks).
+    Measured as one kernel (the module's docstring): 1.0-1.27x, and van der Pol with Rodas4
+    0.91x (one A/B in `/tmp`, not kept), so the Rosenbrock, Radau and BDF kernels keep the
+    thunks. A stiff phase above
+    `simkit.kernels.linalg.SMALL_SYSTEM` states calls LAPACK, which such a kernel cannot
+    hold."""
+    if not getattr(method, "blocks_in_one_kernel", False) or (method.implicit and y.shape[-1] > SMALL_SYSTEM):
         return False
     jaxpr = jax.make_jaxpr(jax.vmap(rhs, in_axes=(None, 0, 0)))(t, y, params)
     return fits_one_kernel(jaxpr)
