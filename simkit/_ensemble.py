@@ -38,6 +38,7 @@ from .ensemble_solution import EnsembleSolution
 from .errors import InputError, InputTypeError, ParameterError, ShapeError
 from .model import ODEModel
 from .parallel.mesh import MEMBER_AXIS, gather, member_mesh, place
+from .params import refuse_traced
 
 MAX_BATCHES = 20  # host-level batches when a progress bar is wanted
 DEFAULT_CHUNK = 256  # members per vmapped chunk: measured cache-friendly on CPU (notes)
@@ -231,7 +232,8 @@ def ensemble(
     ------
     InputError, ShapeError, ParameterError, InputTypeError
         Bad inputs, as in `simkit.solve` (also batched values whose member counts differ),
-        before compiling.
+        before compiling; `InputTypeError` too under ``jax.jit``/``grad``/``vmap`` (an
+        ensemble is not differentiable: ``jax.vmap`` of `simkit.solve` is).
 
     Examples
     --------
@@ -243,6 +245,8 @@ def ensemble(
     """
     if not isinstance(model, ODEModel):
         raise InputTypeError(f"ensemble() expects an ODEModel, got {type(model).__name__}")
+    refuse_traced("simkit.ensemble", "to differentiate or transform many solves, use jax.vmap of simkit.solve",
+                  t_span, params, y0)
     balance, refill = check_flag("balance", balance), check_flag("refill", refill)
     members, p_b, y0_b = _member_arrays(model, params, y0)
     if members == 0:

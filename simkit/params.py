@@ -21,6 +21,15 @@ def is_traced(*trees: Any) -> bool:
     return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(trees))
 
 
+def refuse_traced(what: str, instead: str, *trees: Any) -> None:
+    """`InputTypeError` when any leaf of ``trees`` is a JAX tracer: ``what`` (an entry point
+    that picks devices and returns host arrays, e.g. ``"simkit.ensemble"``) runs outside
+    ``jax.jit``/``jax.grad``/``jax.vmap``; ``instead`` names what to transform."""
+    if is_traced(*trees):
+        raise InputTypeError(f"{what} cannot run under jax.jit, jax.grad or jax.vmap (it places its work on "
+                             f"devices and returns host arrays): {instead}")
+
+
 _HOST = (int, float, complex, np.ndarray, np.generic)
 
 

@@ -596,3 +596,15 @@ def test_ensemble_devices_and_an_empty_free_list():
     data = Dataset(times=np.linspace(0.0, 1.0, 4), values=np.ones((4, 3)), observed=("x", "y", "z"))
     with pytest.raises(ValueError, match="free is empty: nothing to fit"):
         simkit.fit(LORENZ, data, free=[])
+
+
+def test_ensemble_and_stencil_integrate_refuse_traced_inputs():
+    # both place work on devices and return host arrays: under jax.grad they failed with
+    # JAX's conversion errors; now an error that names what to transform instead
+    decay = simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * y, params={"k": 1.0}, y0=[1.0], state_names=("u",))
+    with pytest.raises(simkit.InputTypeError, match="jax.vmap of simkit.solve"):
+        jax.grad(lambda k: simkit.ensemble(decay, (0.0, 1.0), params={"k": k}, saveat=2).ys.sum())(jnp.ones(3))
+    heat = simkit.models.get("heat_1d")
+    name = next(iter(heat.params))
+    with pytest.raises(simkit.InputTypeError, match="stencil.rollout"):
+        jax.grad(lambda v: simkit.stencil.integrate(heat, dt=1e-4, steps=2, params={name: v}).us.sum())(1.0)

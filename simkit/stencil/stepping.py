@@ -26,6 +26,7 @@ import numpy as np
 
 from .. import _config
 from .._prepare import check_flag, check_number, merge_params
+from ..params import refuse_traced
 from ..errors import InputError, InputTypeError, ShapeError, SolveError
 from ..status import Status
 from .components import MAX_COMPONENTS, Components, split_rhs
@@ -820,7 +821,8 @@ def integrate(
     ------
     InputTypeError
         `model` is not a `PDEModel`, `stepper` not a stepper, or `steps`/`save_every`/`t0`
-        not a number.
+        not a number; or a traced input (under ``jax.jit``/``grad``/``vmap``: differentiate
+        `rollout` instead).
     InputError
         `steps` is not a positive multiple of `save_every`; `dt` not positive and finite;
         `u0` of the wrong shape or not finite; an IMEX stepper for a model without a
@@ -841,6 +843,8 @@ def integrate(
     ((3, 1, 128), [0.0, 0.0005, 0.001], 'RK4')
     """
     check_flag("throw", throw)
+    refuse_traced("simkit.stencil.integrate", "to differentiate or transform a run, use simkit.stencil.rollout",
+                  params, u0, t0, dt if not callable(dt) else None)
     program, u_init, params_j, dt_arg = prepare(model, dt=dt, steps=steps, save_every=save_every,
                                                 stepper=stepper, params=params, u0=u0, t0=t0,
                                                 diagnostics=diagnostics, check_stability=check_stability)
