@@ -72,6 +72,16 @@ def _active(tangent) -> bool:
     return not isinstance(tangent, SymbolicZero) and getattr(tangent, "dtype", None) != jax.dtypes.float0
 
 
+def _as_real(x):
+    """A complex array as its real and imaginary parts (a leading axis of 2); others as they are."""
+    return jnp.stack([jnp.real(x), jnp.imag(x)]) if jnp.iscomplexobj(x) else x
+
+
+def _from_real(v, like):
+    """`_as_real`'s inverse, to the dtype of ``like``."""
+    return (v[0] + 1j * v[1]).astype(jnp.result_type(like)) if jnp.iscomplexobj(like) else v
+
+
 def _kernel_solve_jvp(program, primals, tangents):
     t0, t1, y0, params, save_ts, rtol, atol, dt0, max_step = primals
     leaves, treedef = jax.tree_util.tree_flatten((t0, t1, y0, params))
@@ -81,8 +91,12 @@ def _kernel_solve_jvp(program, primals, tangents):
     # only the directions the caller perturbs: a fit of 2 rates on a 24-state model pushes
     # 2 directions through the loop, not 2 + 24 + 2 (inputs not differentiated arrive as
     # symbolic zeros)
-    x, unravel = ravel_pytree([leaves[i] for i in active])
-    dx, _ = ravel_pytree([dleaves[i] for i in active])
+    # a complex input (y0) is two real ones: its real and imaginary parts, each a direction
+    x, unravel_real = ravel_pytree([_as_real(leaves[i]) for i in active])
+    dx, _ = ravel_pytree([_as_real(dleaves[i]) for i in active])
+
+    def unravel(xx):
+        return [_from_real(v, leaves[i]) for i, v in zip(active, unravel_real(xx))]
 
     # the saved step times move with t0 (and the last with t1, or with an event's time):
     # differentiated through the loop like the states
