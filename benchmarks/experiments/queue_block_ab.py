@@ -39,6 +39,66 @@ from stencil import machine  # noqa: E402  (benchmarks/stencil.py)
 VARIANTS = {"blocks": kernel_queue.ends_only, "every attempt": lambda program: False}
 
 
+def compare(workloads: dict, variants: dict, install, rounds: int, calls: int) -> dict:
+    """Each workload ``(model, member values, ensemble kwargs)`` under each of two
+    ``variants`` (name -> what ``install`` puts in place), swapped between ``rounds``, each
+    round compiling its program again (``jax.clear_caches``) and timing ``calls`` calls:
+    solves per second (the median over rounds of each round's fastest call), the median of
+    the paired ratios (second over first variant's time), the first call, and whether the
+    two gave the same values, steps and counters."""
+    first_name, second_name = variants
+    rows = {}
+    for name, (model, values, kw) in workloads.items():
+        members = len(next(iter(values.values())))
+        best = {v: [] for v in variants}
+        first = {v: [] for v in variants}
+        results = {}
+        for r in range(rounds):
+            for v in (list(variants) if r % 2 == 0 else list(variants)[::-1]):
+                install(variants[v])
+                jax.clear_caches()
+                start = time.perf_counter()
+                results[v] = simkit.ensemble(model, params=values, **kw)
+                first[v].append(time.perf_counter() - start)
+                times = []
+                for _ in range(calls):
+                    start = time.perf_counter()
+                    jax.block_until_ready(simkit.ensemble(model, params=values, **kw).ys)
+                    times.append(time.perf_counter() - start)
+                best[v].append(min(times))
+        x, y = results[first_name], results[second_name]
+        rows[name] = row = {
+            "members": members,
+            "solves_per_s": {v: members / statistics.median(t) for v, t in best.items()},
+            "paired_speed_up": statistics.median(e / b for b, e in zip(best[first_name], best[second_name])),
+            "first_call_s": {v: statistics.median(t) for v, t in first.items()},
+            "best_call_s": best,
+            "same_values": bool(np.array_equal(x.ys, y.ys)),
+            "max_abs_difference": float(np.max(np.abs(x.ys - y.ys))),
+            "same_steps_and_counters": all(np.array_equal(x.stats[k], y.stats[k]) for k in x.stats),
+        }
+        print(f"{name}: " + ", ".join(f"{v} {s:,.0f} solves/s" for v, s in row["solves_per_s"].items())
+              + f"; {first_name} / {second_name} {row['paired_speed_up']:.2f}x (median of paired rounds); "
+              f"same values {row['same_values']}, same steps and counters {row['same_steps_and_counters']}",
+              flush=True)
+    return rows
+
+
+def record(script: str, workloads: dict, variants: dict, attr: str, a: argparse.Namespace, before: dict) -> None:
+    """`compare` with the variants put in place as ``kernel_queue.<attr>`` (the first one
+    restored after), and the JSON record written to ``a.out``."""
+    try:
+        rows = compare(workloads, variants, lambda choice: setattr(kernel_queue, attr, choice), a.rounds, a.calls)
+    finally:
+        setattr(kernel_queue, attr, next(iter(variants.values())))
+    out = {"command": f"python benchmarks/experiments/{os.path.basename(script)} " + " ".join(sys.argv[1:]),
+           "machine": before, "load_average_after": list(os.getloadavg()), "block": kernel_queue.BLOCK,
+           "rounds": a.rounds, "calls": a.calls, "rows": rows}
+    if a.out:
+        with open(a.out, "w") as fh:
+            json.dump(out, fh, indent=1)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=6)
@@ -53,45 +113,7 @@ def main() -> None:
         "van_der_pol": (models.get("van_der_pol"), {"mu": np.exp(rng.uniform(np.log(0.1), np.log(100.0), 2500))},
                         dict(t_span=(0.0, 20.0), saveat=2, rtol=1e-6, atol=1e-6, solver=simkit.Rodas4())),
     }
-    rows = {}
-    try:
-        for name, (model, values, kw) in workloads.items():
-            members = len(next(iter(values.values())))
-            best = {v: [] for v in VARIANTS}
-            results = {}
-            for r in range(a.rounds):
-                for v in (list(VARIANTS) if r % 2 == 0 else list(VARIANTS)[::-1]):
-                    kernel_queue.ends_only = VARIANTS[v]
-                    jax.clear_caches()
-                    results[v] = simkit.ensemble(model, params=values, **kw)
-                    times = []
-                    for _ in range(a.calls):
-                        start = time.perf_counter()
-                        jax.block_until_ready(simkit.ensemble(model, params=values, **kw).ys)
-                        times.append(time.perf_counter() - start)
-                    best[v].append(min(times))
-            x, y = results["blocks"], results["every attempt"]
-            rows[name] = {
-                "members": members,
-                "solves_per_s": {v: members / statistics.median(t) for v, t in best.items()},
-                "paired_speed_up": statistics.median(e / b for b, e in zip(best["blocks"], best["every attempt"])),
-                "best_call_s": best,
-                "same_values": bool(np.array_equal(x.ys, y.ys)),
-                "max_abs_difference": float(np.max(np.abs(x.ys - y.ys))),
-                "same_steps_and_counters": all(np.array_equal(x.stats[k], y.stats[k]) for k in x.stats),
-            }
-            row = rows[name]
-            print(f"{name}: " + ", ".join(f"{v} {s:,.0f} solves/s" for v, s in row["solves_per_s"].items())
-                  + f"; blocks / every attempt {row['paired_speed_up']:.2f}x (median of paired rounds); "
-                  f"same values {row['same_values']}, same steps and counters {row['same_steps_and_counters']}")
-    finally:
-        kernel_queue.ends_only = VARIANTS["blocks"]
-    record = {"command": "python benchmarks/experiments/queue_block_ab.py " + " ".join(sys.argv[1:]),
-              "machine": before, "load_average_after": list(os.getloadavg()), "block": kernel_queue.BLOCK,
-              "rounds": a.rounds, "calls": a.calls, "rows": rows}
-    if a.out:
-        with open(a.out, "w") as fh:
-            json.dump(record, fh, indent=1)
+    record(__file__, workloads, VARIANTS, "ends_only", a, before)
 
 
 if __name__ == "__main__":

@@ -20,22 +20,19 @@ first call (compile and run), and whether the two gave the same values, steps an
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import statistics
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 os.environ.setdefault("SIMKIT_COMPILATION_CACHE", "0")
 
-import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 import simkit  # noqa: E402
 from simkit import models  # noqa: E402
 from simkit.engines import kernel_queue  # noqa: E402
+from queue_block_ab import record  # noqa: E402  (the same A/B harness)
 from stencil import machine  # noqa: E402  (benchmarks/stencil.py)
 
 VARIANTS = {"one kernel": kernel_queue.block_in_one_kernel, "thunks": lambda *args: False}
@@ -64,49 +61,7 @@ def main() -> None:
                                    {"mu": np.exp(rng.uniform(np.log(0.1), np.log(100.0), 2500))},
                                    dict(t_span=(0.0, 20.0), saveat=2, rtol=1e-6, atol=1e-6, solver=simkit.AutoSwitch())),
     }
-    rows = {}
-    try:
-        for name, (model, values, kw) in workloads.items():
-            members = len(next(iter(values.values())))
-            best = {v: [] for v in VARIANTS}
-            first = {v: [] for v in VARIANTS}
-            results = {}
-            for r in range(a.rounds):
-                for v in (list(VARIANTS) if r % 2 == 0 else list(VARIANTS)[::-1]):
-                    kernel_queue.block_in_one_kernel = VARIANTS[v]
-                    jax.clear_caches()
-                    start = time.perf_counter()
-                    results[v] = simkit.ensemble(model, params=values, **kw)
-                    first[v].append(time.perf_counter() - start)
-                    times = []
-                    for _ in range(a.calls):
-                        start = time.perf_counter()
-                        jax.block_until_ready(simkit.ensemble(model, params=values, **kw).ys)
-                        times.append(time.perf_counter() - start)
-                    best[v].append(min(times))
-            x, y = results["one kernel"], results["thunks"]
-            rows[name] = {
-                "members": members,
-                "solves_per_s": {v: members / statistics.median(t) for v, t in best.items()},
-                "paired_speed_up": statistics.median(e / b for b, e in zip(best["one kernel"], best["thunks"])),
-                "first_call_s": {v: statistics.median(t) for v, t in first.items()},
-                "best_call_s": best,
-                "same_values": bool(np.array_equal(x.ys, y.ys)),
-                "max_abs_difference": float(np.max(np.abs(x.ys - y.ys))),
-                "same_steps_and_counters": all(np.array_equal(x.stats[k], y.stats[k]) for k in x.stats),
-            }
-            row = rows[name]
-            print(f"{name}: " + ", ".join(f"{v} {s:,.0f} solves/s" for v, s in row["solves_per_s"].items())
-                  + f"; one kernel / thunks {row['paired_speed_up']:.2f}x (median of paired rounds); "
-                  f"same values {row['same_values']}, same steps and counters {row['same_steps_and_counters']}")
-    finally:
-        kernel_queue.block_in_one_kernel = VARIANTS["one kernel"]
-    record = {"command": "python benchmarks/experiments/queue_one_kernel_ab.py " + " ".join(sys.argv[1:]),
-              "machine": before, "load_average_after": list(os.getloadavg()), "block": kernel_queue.BLOCK,
-              "rounds": a.rounds, "calls": a.calls, "rows": rows}
-    if a.out:
-        with open(a.out, "w") as fh:
-            json.dump(record, fh, indent=1)
+    record(__file__, workloads, VARIANTS, "block_in_one_kernel", a, before)
 
 
 if __name__ == "__main__":
