@@ -16,10 +16,16 @@ WEAK = 1e-6  # relative singular value below which a direction counts as unident
 
 
 def inverse(matrix: np.ndarray) -> np.ndarray:
-    """Pseudo-inverse of a symmetric matrix; NaN where it has non-finite entries."""
+    """Pseudo-inverse of a symmetric matrix, scaled to a unit diagonal first (``D^-1/2 M
+    D^-1/2``, then back) so that parameters of different magnitudes (a rate of 1e-3 beside a
+    source of 1e3: ``J^T J``'s diagonal spans 1e12) do not fall under the cutoff for
+    singular directions; NaN where it has non-finite entries."""
     if not np.all(np.isfinite(matrix)):
         return np.full_like(matrix, np.nan)
-    return np.linalg.pinv(matrix, rcond=1e-12, hermitian=True)
+    diag = np.sqrt(np.abs(np.diag(matrix)))
+    d = np.where(diag > 0, 1.0 / np.where(diag > 0, diag, 1.0), 1.0)
+    scale = np.outer(d, d)
+    return scale * np.linalg.pinv(matrix * scale, rcond=1e-12, hermitian=True)
 
 
 def uncertainty(problem: Any, theta: np.ndarray, confidence: float,
