@@ -211,7 +211,8 @@ class Robin(AbstractBoundaryCondition):
     Parameters
     ----------
     alpha : float
-        Weight of ``u`` (default 1).
+        Weight of ``u`` (default 1). A number fixed in the compiled program (it sets the
+        ghosts' weights): a new `alpha` or `beta` compiles anew, a new `value` does not.
     beta : float
         Weight of the outward normal derivative (length units; default 1).
     value : float or array_like
@@ -229,8 +230,10 @@ class Robin(AbstractBoundaryCondition):
     [0.333333, 1.0, 2.0, 3.0, 1.0]
     """
 
-    alpha: float = 1.0
-    beta: float = 1.0
+    # static: they set the ghosts' weights (NumPy, at trace time); a compiled rollout takes
+    # the walls as arguments, and traced weights failed there
+    alpha: float = eqx.field(default=1.0, static=True, converter=float)
+    beta: float = eqx.field(default=1.0, static=True, converter=float)
     value: Any = 0.0
 
     def __check_init__(self) -> None:

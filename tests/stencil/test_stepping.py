@@ -316,3 +316,16 @@ def test_compact_and_two_buffer_forms_agree(stepper, monkeypatch):
     monkeypatch.setattr(stepping, "LARGE_FIELD", 1)
     jax.clear_caches()  # the compiled rollout does not key on the module constant
     np.testing.assert_allclose(run(), compact, rtol=1e-14, atol=1e-15)
+
+
+def test_robin_walls_in_a_compiled_rollout():
+    # integrate passes the walls into its compiled program as arguments: Robin's alpha and
+    # beta, which set the ghost weights with NumPy, were traced there and the run failed.
+    # Against the same model by the method of lines (simkit.solve) at tight tolerance
+    grid = sk.Grid(16)
+    model = sk.PDEModel(rhs=lambda t, u, p, s: p["D"] * sk.laplacian(s.pad(u), s.spacing), grid=grid,
+                        bcs=sk.Robin(1.0, 0.5, 0.2), params={"D": 0.1}, u0=np.ones((1, 16)), name="robin_heat")
+    run = sk.integrate(model, dt=1e-4, steps=20)
+    mol = simkit.solve(model, (0.0, 2e-3), saveat=2, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(run.us[-1], model.fields(mol.ys)[-1], atol=1e-10)
+    assert sk.Robin(1, 2, 0.0).alpha == 1.0  # static numbers (a new value compiles anew)
