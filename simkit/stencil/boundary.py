@@ -320,19 +320,48 @@ def ghost_weights(alpha: float, beta: float, dx: float, width: int) -> np.ndarra
     return ghosts @ np.linalg.inv(matrix)
 
 
+def _extrapolation_weights(points: int, width: int) -> np.ndarray:
+    """Lagrange weights ``(width, points)``: the polynomial through values at cell centres
+    ``0 .. points - 1`` evaluated at ``-1, -2, ... -width`` (the ghost centres beyond 0)."""
+    x = np.arange(points, dtype=float)
+    weights = np.ones((width, points))
+    for k in range(width):
+        for j in range(points):
+            others = np.delete(x, j)
+            weights[k, j] = np.prod((-(k + 1) - others) / (x[j] - others))
+    return weights
+
+
+def _extrapolated(value: Any, axis: int, width: int) -> Any:
+    """``value`` continued by ``width`` points on both ends of ``axis``, each side by the
+    polynomial through its ``2 width`` nearest values (the degree of the ghosts themselves;
+    fewer where the axis is shorter): a wall value that varies along the face meets the
+    corner ghosts as a smooth field would (extending it by its edge value put O(1) errors
+    there, which the biharmonic's mixed term divides by h^4)."""
+    n = value.shape[axis]
+    weights = jnp.asarray(_extrapolation_weights(min(2 * width, n), width), value.dtype)
+    q = weights.shape[1]
+
+    def side(near):  # near: the q values nearest the end, nearest first -> ghosts, nearest first
+        return jnp.moveaxis(jnp.tensordot(weights, jnp.moveaxis(near, axis, 0), axes=(1, 0)), 0, axis)
+
+    low = side(lax.slice_in_dim(value, 0, q, axis=axis))
+    high = side(lax.rev(lax.slice_in_dim(value, n - q, n, axis=axis), (axis,)))
+    return jnp.concatenate([lax.rev(low, (axis,)), value, high], axis=axis)
+
+
 def face_value(value: Any, axis: int, lead: int, width: int, cut: Mapping[int, slice] | None) -> Any:
     """A wall's array value (the face's shape: the other grid axes' interior points, as
     `check_face_values` requires) laid out as the block it meets: along each grid axis
     padded before ``axis`` (``cut``: array axis -> the block's range in padded coordinates,
-    ghost layers included) extended by its edge values into the ghost layers and cut to
-    the block's range, and the wall's own axis inserted."""
+    ghost layers included) continued into the ghost layers (`_extrapolated`) and cut to the
+    block's range, and the wall's own axis inserted."""
     nd = value.ndim + 1
     dims = [b for b in range(nd) if b != axis - lead]  # the grid axis of each of the value's axes
     for i, b in enumerate(dims):
         if cut is not None and lead + b in cut:
-            widths = [(width, width) if j == i else (0, 0) for j in range(value.ndim)]
             sl = cut[lead + b]
-            value = lax.slice_in_dim(jnp.pad(value, widths, mode="edge"), sl.start, sl.stop, axis=i)
+            value = lax.slice_in_dim(_extrapolated(value, i, width), sl.start, sl.stop, axis=i)
     value = jnp.expand_dims(value, axis - lead)
     return value.reshape((1,) * lead + value.shape)  # the leading (component) axes: explicit ranks
 

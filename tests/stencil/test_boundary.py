@@ -97,8 +97,9 @@ def test_windows_are_blocks_of_the_padded_array(width):
 def test_wall_values_of_the_face_shape_hold_on_every_axis(width):
     """An array value (the face's shape) once held only on the first grid axis: on the others
     every ghost took its first entry, silently. Here the condition each wall's ghosts encode,
-    on a 3-D field with two components, the corner ghosts included (the value continued by its
-    edge into the ghost layers of the axes padded before)."""
+    on a 3-D field with two components, the corner ghosts included (the value continued into the
+    ghost layers of the axes padded before, by the polynomial of the ghosts' degree: for
+    width 1, linear)."""
     rng = np.random.default_rng(0)
     shape = (6, 7, 8)
     u = rng.random((2,) + shape)
@@ -110,8 +111,12 @@ def test_wall_values_of_the_face_shape_hold_on_every_axis(width):
     w = width
 
     def edge_padded(face, axis):  # the face over the padded extent of the axes padded before
-        pads = [(w, w) if b < axis else (0, 0) for b in range(3) if b != axis]
-        return np.pad(face, pads, mode="edge")
+        for i, b in enumerate(b for b in range(3) if b != axis):  # width 1: linear continuation
+            if b < axis:
+                first, last = np.take(face, [0], i), np.take(face, [-1], i)
+                before, after = 2 * first - np.take(face, [1], i), 2 * last - np.take(face, [-2], i)
+                face = np.concatenate([before, face, after], axis=i)
+        return face
 
     def side(axis, index):  # the padded array at one index of axis, interior along later axes
         sl = [slice(None)] * 4
@@ -150,3 +155,18 @@ def test_wall_values_of_another_shape_are_refused():
                         params={}, u0=np.zeros((1, 16, 12)))
     with pytest.raises(ShapeError, match=r"pad: the lower wall of grid axis 0 has a Dirichlet value of shape \(3,\)"):
         sk.pad(jnp.zeros(6), sk.Dirichlet(np.array([1.0, 5.0, 9.0])), 2, (0.125,))
+
+
+def test_corner_ghosts_of_varying_wall_values_are_those_of_a_smooth_field():
+    # u = x^2 y^2 on [0.5, 1.5]^2 with walls holding its values or slopes (arrays along the
+    # face): the biharmonic (13 points, the corner ghosts included) is 8 everywhere. With the
+    # wall value continued by its edge into the corner ghosts the four corner cells were off
+    # by 7.5e4 at n = 12, growing as h^-3
+    f = lambda x, y: x**2 * y**2  # noqa: E731
+    grid = sk.Grid((12, 12), 0.5, 1.5)
+    c = grid.coordinates(0)
+    # Neumann on the lower y wall: du/dn (outward, -y) = -2 x^2 y at y = 0.5
+    bcs = [(sk.Dirichlet(f(0.5, c)), sk.Dirichlet(f(1.5, c))), (sk.Neumann(-(c**2)), sk.Dirichlet(f(c, 1.5)))]
+    x, y = grid.meshgrid()
+    value = np.asarray(sk.biharmonic(sk.pad(jnp.asarray(f(x, y)), bcs, 2, grid.spacing), grid.spacing))
+    np.testing.assert_allclose(value, 8.0, atol=1e-6)
