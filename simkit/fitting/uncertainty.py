@@ -49,7 +49,9 @@ def uncertainty(problem: Any, theta: np.ndarray, confidence: float,
         m = r.shape[0]
         dof = max(m - p, 1)
         weighted = all(d.sigma is not None for d in problem.datasets)
-        s2 = 1.0 if weighted else float(r @ r) / dof
+        # no more points than parameters: the residuals estimate no variance (SciPy's
+        # curve_fit: an infinite covariance)
+        s2 = 1.0 if weighted else float(r @ r) / (m - p) if m > p else np.inf
         cov = s2 * inverse(jac.T @ jac)
         hess = cov_h = None  # on demand: FitResult.cov_hessian
         quantile = scipy_stats.t.ppf(0.5 + confidence / 2, dof) if not weighted else scipy_stats.norm.ppf(0.5 + confidence / 2)
@@ -62,24 +64,37 @@ def uncertainty(problem: Any, theta: np.ndarray, confidence: float,
         scale = np.where(theta == 0, 1.0, np.abs(theta))
         sensitivity = hess * np.outer(scale, scale)
         out.update(dof=None, n_points=int(sum(d.n_points for d in problem.datasets)))
-    stderr = np.sqrt(np.clip(np.diag(cov), 0, None))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        scale = np.outer(stderr, stderr)
-        corr = np.where(scale > 0, cov / np.where(scale > 0, scale, 1.0), np.nan)  # NaN where undefined
     hints = []
+    if problem.loss.residual_form and not weighted and m <= p:
+        hints.append(f"{m} data point(s) for {p} parameter(s): no residual variance to estimate the "
+                     "uncertainties from (standard errors undefined)")
     if hess is not None and np.all(np.isfinite(hess)) and np.linalg.eigvalsh(hess)[0] <= 0:
         hints.append("the Hessian of the negative log-likelihood is not positive definite here: not a strict "
                      "minimum, so standard errors and correlations are not meaningful")
     if not np.all(np.isfinite(sensitivity)):
         hints.append("the curvature at the optimum is not finite: no uncertainties")
         sensitivity = np.zeros_like(sensitivity)
-    _, singular, vt = np.linalg.svd(sensitivity, full_matrices=False)
+    _, singular, vt = np.linalg.svd(sensitivity, full_matrices=True)  # vt: all p directions
+    singular = np.concatenate([singular, np.zeros(p - singular.shape[0])])  # fewer rows than p: zeros
     relative = singular / singular[0] if singular[0] > 0 else singular
+    undefined = np.zeros(p, bool)
     for value, vector in zip(relative, vt):
         if value < WEAK:
             involved = [names[i] for i in np.argsort(-np.abs(vector))[:3] if abs(vector[i]) > 0.2]
+            undefined |= np.abs(vector) > 0.2
             hints.append(f"near-zero singular value {value:.1e}: {', '.join(involved)} are not separately "
-                         "identifiable from these data")
+                         "identifiable from these data (their standard errors are undefined)")
+    # a parameter along a direction the data do not determine has no standard error: the
+    # pseudo-inverse drops that direction and would report a small, finite one
+    cov = np.array(cov, dtype=float)
+    cov[undefined, :] = np.nan
+    cov[:, undefined] = np.nan
+    cov[undefined, undefined] = np.inf
+    with np.errstate(invalid="ignore"):
+        stderr = np.sqrt(np.clip(np.diag(cov), 0, None))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scale = np.outer(stderr, stderr)
+        corr = np.where(np.isfinite(scale) & (scale > 0), cov / np.where(scale > 0, scale, 1.0), np.nan)
     out.update(cov=cov, cov_hessian=cov_h, stderr=stderr, corr=corr,
                intervals=np.stack([theta - quantile * stderr, theta + quantile * stderr], axis=1),
                singular_values=relative, hints=hints, hessian=hess, quantile=float(quantile))

@@ -188,6 +188,42 @@ def test_identifiability_hint_names_the_confounded_parameters():
                           observed=("y",))
     result = simkit.fit(model, data, free=["a", "b"])
     assert result.hints and "a" in result.hints[0] and "b" in result.hints[0]
+    # only a * b is determined: neither has a standard error (the pseudo-inverse dropped the
+    # undetermined direction and reported 1 % for each)
+    assert result.stderr == {"a": np.inf, "b": np.inf} and result.intervals["a"] == (-np.inf, np.inf)
+    assert "undefined" in result.message and np.isnan(result.corr[0, 1])
+    # as many points as parameters: no residual variance, no standard errors (SciPy's curve_fit: inf)
+    two = simkit.fit(model, simkit.Dataset(times[1:3], data.values[1:3], observed=("y",)), free=["b"],
+                     initial_state="fit")
+    assert two.stderr == {"b": np.inf, "y0:y": np.inf} and "2 data point(s) for 2 parameter(s)" in two.hints[0]
+
+
+def test_least_squares_is_free_of_the_data_scale():
+    # decay data of size 1e-6: J^T r ~ 1e-12 was under the absolute gradient tolerance, and
+    # Levenberg-Marquardt reported "converged" at its start (k = 1.5 against 0.7); its test is
+    # now MINPACK's cosine. The same fit as at scale 1, against SciPy's least_squares
+    from scipy.optimize import least_squares
+
+    rng = np.random.default_rng(3)
+    t = np.linspace(0.2, 4.0, 12)
+    y = 2e-6 * np.exp(-0.7 * t) * (1 + 0.01 * rng.standard_normal(t.size))
+    model = simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * y, params={"k": 1.5}, y0=[2e-6], state_names=("u",),
+                            name="small_decay")
+    result = simkit.fit(model, simkit.Dataset(t, y[:, None], observed=("u",), t0=0.0), free=["k"], atol=1e-20)
+    ref = least_squares(lambda k: 2e-6 * np.exp(-k[0] * t) - y, [1.5], xtol=1e-15, ftol=1e-15, gtol=1e-15)
+    assert result.converged and result.iterations > 0
+    np.testing.assert_allclose(result.estimates["k"], ref.x[0], rtol=1e-5)  # the solves: rtol 1e-8
+
+
+def test_datasets_with_and_without_sigma_are_refused():
+    times = np.linspace(0.5, 4, 8)
+    model = simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * y, params={"k": 1.0}, y0=[1.0], state_names=("u",),
+                            name="decay")
+    values = np.exp(-0.7 * times)[:, None]
+    weighted = simkit.Dataset(times, values, observed=("u",), sigma=0.01, name="weighted")
+    plain = simkit.Dataset(times, values, observed=("u",), name="plain")
+    with pytest.raises(simkit.InputError, match=r"\['weighted'\] give sigma and \['plain'\] do not"):
+        simkit.fit(model, [weighted, plain])
 
 
 def test_experiments_share_parameters_and_missing_values_are_masked():
