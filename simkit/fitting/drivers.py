@@ -532,8 +532,10 @@ class LevenbergMarquardt(_JaxoptDriver):
     Gauss-Newton model of the cost predicts no decrease above ``ftol`` times the cost
     (``0.5 g^T (J^T J)^+ g <= ftol F``, MINPACK's relative-reduction test, scale-free: it
     stops once the optimum is reached to the accuracy the solves allow), or Madsen-Nielsen's
-    tests, a step below ``xtol (|x| + xtol)`` or a gradient below ``gtol`` (largest
-    component). The default optimiser of `simkit.fit` for residual losses.
+    tests, a step below ``xtol (|x| + xtol)`` or a gradient below ``gtol`` (MINPACK's form:
+    the largest cosine between the residuals and a Jacobian column, ``|J_j^T r| / (|J_j|
+    |r|)``, free of the data's scale). The default optimiser of `simkit.fit` for residual
+    losses.
 
     Parameters
     ----------
@@ -542,7 +544,7 @@ class LevenbergMarquardt(_JaxoptDriver):
     xtol : float
         Relative step tolerance (default 1e-12).
     gtol : float
-        Gradient tolerance, largest component (default 1e-10).
+        Gradient tolerance, on the largest residual-column cosine (default 1e-10).
     ftol : float
         Relative predicted-reduction tolerance (default 1e-10).
 
@@ -580,7 +582,14 @@ class LevenbergMarquardt(_JaxoptDriver):
         small_gain = predicted <= self.ftol * inner.value
         step_bound = self.xtol * (jnp.linalg.norm(x) + self.xtol)
         small_step = (inner.iter_num > 0) & (jnp.linalg.norm(inner.delta) <= step_bound)
-        small_gradient = jnp.max(jnp.abs(g)) <= self.gtol
+        # MINPACK's gtol: the cosine between the residuals and each Jacobian column, free of
+        # the data's and the parameters' scales (the gradient itself, J^T r, is ~1e-12 for
+        # data of 1e-6: a fit "converged" at its start)
+        r_norm = jnp.linalg.norm(inner.residual)
+        col_norms = jnp.sqrt(jnp.clip(jnp.diag(inner.jtj), 0.0, None))
+        denom = col_norms * r_norm
+        cosine = jnp.where(denom > 0, jnp.abs(g) / jnp.where(denom > 0, denom, 1.0), 0.0)
+        small_gradient = jnp.max(cosine) <= self.gtol
         return small_gain | small_step | small_gradient
 
 
