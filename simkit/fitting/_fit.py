@@ -154,7 +154,8 @@ def fit(
         An unknown name in `free`, `initial` or `bounds`.
     InputError, ShapeError, InputTypeError
         Data that do not match the model (unknown observed states, times before the
-        model's start), bad bounds or options, before compiling.
+        model's start), datasets with and without sigma in one least-squares fit, bad
+        bounds or options, before compiling.
 
     Examples
     --------
@@ -202,6 +203,13 @@ def fit(
     limits = {name: int(value) for name, value in limits.items()}
     for d in datasets:
         loss.check(d.values)
+    with_sigma = [d.name for d in datasets if d.sigma is not None]
+    if loss.residual_form and with_sigma and len(with_sigma) < len(datasets):
+        # weighted residuals (in units of sigma, whose variance is 1) and unweighted ones (in
+        # the data's units, of a variance to estimate) do not share one variance
+        raise InputError(f"datasets {with_sigma} give sigma and "
+                         f"{[d.name for d in datasets if d.sigma is None]} do not: give sigma for every dataset "
+                         "(absolute standard deviations) or for none (one noise variance, estimated)")
     if int(starts) < 1:
         raise InputError(f"starts must be at least 1, got {starts}")
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.floating, np.integer)) \

@@ -172,7 +172,7 @@ class Dataset:
         columns : dict
             ``{CSV column: model state it observes}``.
         sigma : dict, optional
-            ``{CSV column of standard deviations: state}``.
+            ``{CSV column of standard deviations: state}``, one for every value column.
         time_offset : float, str or datetime, optional
             Subtracted from numeric times (default: the first time, so the data start at
             t = 0); for dates, the date of t = 0 (a ``datetime`` or an ISO string; default:
@@ -198,7 +198,8 @@ class Dataset:
             The file is not UTF-8, has no header or no data, lacks a named column or repeats
             one, has a row longer than the header, a cell that is not a number, a missing
             or non-increasing time, a date that does not parse, a `time_offset` of the
-            wrong kind, an unknown `time_unit`, or sigma columns for unobserved states; and
+            wrong kind, an unknown `time_unit`, sigma columns for unobserved states or for
+            some value columns only; and
             `Dataset`'s own checks.
         OSError
             The file cannot be opened.
@@ -279,7 +280,11 @@ class Dataset:
             if unknown:
                 raise InputError(f"{where}: sigma columns for {unknown}, which no value column observes "
                                  f"(observed: {list(columns.values())})")
-            sig = np.stack([by_state.get(state, np.ones_like(times)) for state in columns.values()], axis=1)
+            bare = [col for col, state in columns.items() if state not in by_state]
+            if bare:  # a sigma of 1 in the data's units would weight them arbitrarily
+                raise InputError(f"{where}: sigma columns for some observed states but not for {bare}: give a "
+                                 "sigma column for every value column, or none")
+            sig = np.stack([by_state[state] for state in columns.values()], axis=1)
         kwargs.setdefault("name", os.path.basename(where))
         return cls(times=times, values=values, observed=tuple(columns.values()), names=tuple(columns), sigma=sig,
                    **kwargs)

@@ -103,3 +103,10 @@ def test_fitting_modules_import_one_way():
     for name in sorted(modules):
         visit(name)
     assert "result" not in graph["uncertainty"] and "_fit" not in graph["result"] | graph["uncertainty"]
+
+
+def test_sigma_columns_for_some_value_columns_only_are_refused(tmp_path):
+    # the value column without one got sigma = 1 in its data's units, weighting it at random
+    path = write(tmp_path, "day,A,sA,B\n0,1,0.1,5\n1,2,0.1,6\n")
+    with pytest.raises(simkit.InputError, match=r"not for \['B'\]"):
+        simkit.Dataset.from_csv(path, time="day", columns={"A": "x", "B": "y"}, sigma={"sA": "x"})
