@@ -173,8 +173,11 @@ def ensemble(
 ) -> EnsembleSolution:
     """Solve ``model`` for many members at once.
 
-    The arguments are those of `simkit.solve`, except that `params` values and `y0` may
-    carry a leading member axis; unbatched values are shared by all members. A member's
+    The arguments are those of `simkit.solve` listed below (not ``dense``, ``max_step``,
+    ``dt0`` or ``throw``: failed members are reported, never raised), except that `params`
+    values and `y0` may carry a leading member axis; unbatched values are shared by all
+    members. Events stop members (`EnsembleSolution.t_final`); their crossing records are
+    `simkit.solve`'s alone. A member's
     result equals its own `simkit.solve` to rounding (batched code is vectorised and rounds
     differently in the last bits; on chaotic models that grows along the trajectory like
     any perturbation).

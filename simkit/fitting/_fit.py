@@ -100,7 +100,9 @@ def fit(
         ``{name: (low, high)}`` or ``"positive"`` (every free parameter > 0).
     initial_state : {"fixed", "fit"}
         ``"fixed"`` (the model's ``y0``, or each dataset's) or ``"fit"`` (estimate every
-        initial state, named ``"y0:<state>"``, at the data's first time).
+        initial state, named ``"y0:<state>"``, at the data's first time: one initial state
+        shared by all datasets, so experiments that start from different states need
+        ``"fixed"`` with each dataset's ``y0``).
     loss : AbstractLoss, optional
         `LeastSquares()` (default), `LogNormal()`, `GaussianNLL()`, `Poisson()`,
         `NegativeBinomial()`.
