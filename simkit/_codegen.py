@@ -119,7 +119,7 @@ _ONE_KERNEL_PRIMITIVES = frozenset("""
     expand_dims expm1 floor gather ge gt imag integer_pow iota is_finite jit le lgamma log log1p
     logistic lt max min mul ne neg nextafter not optimization_barrier or pad pjit pow real
     reduce_and reduce_max reduce_min reduce_or reduce_precision reduce_prod reduce_sum rem
-    remat reshape rev round rsqrt scan select_n shift_left shift_right_arithmetic
+    remat remat2 reshape rev round rsqrt scan select_n shift_left shift_right_arithmetic
     shift_right_logical sign sin sinh slice split sqrt square squeeze stack stop_gradient sub tan tanh
     transpose while xor
 """.split())
