@@ -13,6 +13,7 @@ import numpy as np
 from .program import hessian, jacobian
 
 WEAK = 1e-6  # relative singular value below which a direction counts as unidentifiable
+BOUND_COSINE = 1e-3  # residual-column cosine above which a converged parameter is held by a bound
 
 
 def inverse(matrix: np.ndarray) -> np.ndarray:
@@ -65,6 +66,18 @@ def uncertainty(problem: Any, theta: np.ndarray, confidence: float,
         sensitivity = hess * np.outer(scale, scale)
         out.update(dof=None, n_points=int(sum(d.n_points for d in problem.datasets)))
     hints = []
+    if problem.loss.residual_form:
+        # a bound that holds a parameter: there the cost still falls outwards (the cosine
+        # between the residuals and its Jacobian column is not ~0, as at an interior optimum)
+        g = jac.T @ r
+        denom = np.linalg.norm(jac, axis=0) * np.linalg.norm(r)
+        cosine = np.where(denom > 0, np.abs(g) / np.where(denom > 0, denom, 1.0), 0.0)
+        for i in np.flatnonzero(cosine > BOUND_COSINE):
+            side, bound = ("lower", problem.space.lower[i]) if g[i] > 0 else ("upper", problem.space.upper[i])
+            # and it has come close to that bound (a thousandth of the start's distance)
+            if np.isfinite(bound) and abs(theta[i] - bound) <= 1e-3 * abs(problem.space.x0[i] - bound):
+                hints.append(f"{names[i]} = {theta[i]:.6g} is held at its {side} bound {bound:g}: the data "
+                             "pull it beyond, and its standard error and interval describe the bound, not the data")
     if problem.loss.residual_form and not weighted and m <= p:
         hints.append(f"{m} data point(s) for {p} parameter(s): no residual variance to estimate the "
                      "uncertainties from (standard errors undefined)")

@@ -327,3 +327,17 @@ def test_standard_errors_of_parameters_of_very_different_magnitudes():
     stderr = np.sqrt(np.diag(s2 * np.linalg.inv(ref.jac.T @ ref.jac)))
     np.testing.assert_allclose([fit.estimates["a"], fit.estimates["b"]], ref.x, rtol=1e-6)
     np.testing.assert_allclose([fit.stderr["a"], fit.stderr["b"]], stderr, rtol=1e-4)
+
+
+def test_a_bound_that_holds_a_parameter_is_reported():
+    # the data say k = 0.7; bounds (1, 5) hold it at 1: a "converged" fit with a standard
+    # error and an interval that describe the bound, which the hints now say
+    t = np.linspace(0.2, 4.0, 15)
+    model = simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * y, params={"k": 2.0}, y0=[2.0], state_names=("u",),
+                            name="decay")
+    data = simkit.Dataset(t, 2.0 * np.exp(-0.7 * t)[:, None], observed=("u",), t0=0.0)
+    held = simkit.fit(model, data, bounds={"k": (1.0, 5.0)})
+    assert abs(held.estimates["k"] - 1.0) < 1e-3
+    assert any("k = 1" in h and "lower bound 1" in h for h in held.hints), held.hints
+    free = simkit.fit(model, data, bounds={"k": (0.1, 5.0)})  # inside: no such hint
+    assert abs(free.estimates["k"] - 0.7) < 1e-6 and not any("bound" in h for h in free.hints)
