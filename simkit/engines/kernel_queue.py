@@ -42,9 +42,9 @@ the last bits (the same steps and counters): their blocks and their per-attempt 
 differently.
 
 A member takes the same steps, with the same arithmetic, as it would in its own
-`simkit.solve` (to the last bits, which differ between programs). In an ensemble, every member's result is the same bits whatever its lane,
-the number of lanes or the device count, because the lane counts are multiples of the
-CPU's vector width.
+`simkit.solve` (to the last bits, which differ between programs). In an ensemble, every
+member's result is the same bits whatever its lane, the number of lanes or the device
+count, because the lane counts are multiples of the CPU's vector width.
 """
 
 from __future__ import annotations
@@ -80,10 +80,9 @@ def block_in_one_kernel(method: Any, rhs, t, y, params: dict) -> bool:
     `simkit.AutoSwitch`, whose explicit phase is most members' steps) when the vmapped rhs
     uses only operations that kernel takes (`fits_one_kernel`; others keep XLA's thunks).
     Measured as one kernel (the module's docstring): 1.0-1.27x, and van der Pol with Rodas4
-    0.91x (one A/B in `/tmp`, not kept), so the Rosenbrock, Radau and BDF kernels keep the
-    thunks. A stiff phase above
-    `simkit.kernels.linalg.SMALL_SYSTEM` states calls LAPACK, which such a kernel cannot
-    hold."""
+    0.91x (one A/B, not committed), so the Rosenbrock, Radau and BDF kernels keep the
+    thunks. A stiff phase above `simkit.kernels.linalg.SMALL_SYSTEM` states calls LAPACK,
+    which such a kernel cannot hold."""
     if not getattr(method, "blocks_in_one_kernel", False) or (method.implicit and y.shape[-1] > SMALL_SYSTEM):
         return False
     jaxpr = jax.make_jaxpr(jax.vmap(rhs, in_axes=(None, 0, 0)))(t, y, params)
