@@ -79,9 +79,9 @@ def block_in_one_kernel(method: Any, rhs, t, y, params: dict) -> bool:
     for the methods that gain (``blocks_in_one_kernel``: the explicit ones and
     `simkit.AutoSwitch`, whose explicit phase is most members' steps) when the vmapped rhs
     uses only operations that kernel takes (`fits_one_kernel`; others keep XLA's thunks).
-    Measured as one kernel (the module's docstring): 1.0-1.27x, and van der Pol with Rodas4
-    0.91x (one A/B, not committed), so the Rosenbrock, Radau and BDF kernels keep the
-    thunks. A stiff phase above `simkit.kernels.linalg.SMALL_SYSTEM` states calls LAPACK,
+    Measured as one kernel (the module's docstring): 1.0-1.27x; van der Pol with Rodas4
+    0.91-1.10x (two A/Bs, not committed; its LU's column write, a scatter, costs there), so
+    the Rosenbrock, Radau and BDF kernels keep the thunks. A stiff phase above `simkit.kernels.linalg.SMALL_SYSTEM` states calls LAPACK,
     which such a kernel cannot hold."""
     if not getattr(method, "blocks_in_one_kernel", False) or (method.implicit and y.shape[-1] > SMALL_SYSTEM):
         return False
