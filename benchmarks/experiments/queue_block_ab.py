@@ -84,9 +84,16 @@ def compare(workloads: dict, variants: dict, install, rounds: int, calls: int) -
     return rows
 
 
-def record(script: str, workloads: dict, variants: dict, attr: str, a: argparse.Namespace, before: dict) -> None:
-    """`compare` with the variants put in place as ``kernel_queue.<attr>`` (the first one
-    restored after), and the JSON record written to ``a.out``."""
+def record(script: str, workloads: dict, variants: dict, attr: str) -> None:
+    """The command line (``--rounds``, ``--calls``, ``--out``), then `compare` with the
+    variants put in place as ``kernel_queue.<attr>`` (the first one restored after), and the
+    JSON record written to ``--out``."""
+    ap = argparse.ArgumentParser(description=sys.modules["__main__"].__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("--calls", type=int, default=4)
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args()
+    before = machine()
     try:
         rows = compare(workloads, variants, lambda choice: setattr(kernel_queue, attr, choice), a.rounds, a.calls)
     finally:
@@ -100,12 +107,6 @@ def record(script: str, workloads: dict, variants: dict, attr: str, a: argparse.
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=6)
-    ap.add_argument("--calls", type=int, default=4)
-    ap.add_argument("--out", default=None)
-    a = ap.parse_args()
-    before = machine()
     rng = np.random.default_rng(0)
     workloads = {
         "lorenz": (models.get("lorenz"), {"rho": rng.uniform(10.0, 50.0, 10000)},
@@ -113,7 +114,7 @@ def main() -> None:
         "van_der_pol": (models.get("van_der_pol"), {"mu": np.exp(rng.uniform(np.log(0.1), np.log(100.0), 2500))},
                         dict(t_span=(0.0, 20.0), saveat=2, rtol=1e-6, atol=1e-6, solver=simkit.Rodas4())),
     }
-    record(__file__, workloads, VARIANTS, "ends_only", a, before)
+    record(__file__, workloads, VARIANTS, "ends_only")
 
 
 if __name__ == "__main__":

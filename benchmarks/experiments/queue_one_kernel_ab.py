@@ -19,7 +19,6 @@ first call (compile and run), and whether the two gave the same values, steps an
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -33,18 +32,11 @@ import simkit  # noqa: E402
 from simkit import models  # noqa: E402
 from simkit.engines import kernel_queue  # noqa: E402
 from queue_block_ab import record  # noqa: E402  (the same A/B harness)
-from stencil import machine  # noqa: E402  (benchmarks/stencil.py)
 
 VARIANTS = {"one kernel": kernel_queue.block_in_one_kernel, "thunks": lambda *args: False}
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=6)
-    ap.add_argument("--calls", type=int, default=4)
-    ap.add_argument("--out", default=None)
-    a = ap.parse_args()
-    before = machine()
     rng = np.random.default_rng(0)
     lorenz = (models.get("lorenz"), {"rho": rng.uniform(10.0, 50.0, 10000)},
               dict(t_span=(0.0, 10.0), saveat=2, rtol=1e-6, atol=1e-6))
@@ -61,7 +53,7 @@ def main() -> None:
                                    {"mu": np.exp(rng.uniform(np.log(0.1), np.log(100.0), 2500))},
                                    dict(t_span=(0.0, 20.0), saveat=2, rtol=1e-6, atol=1e-6, solver=simkit.AutoSwitch())),
     }
-    record(__file__, workloads, VARIANTS, "block_in_one_kernel", a, before)
+    record(__file__, workloads, VARIANTS, "block_in_one_kernel")
 
 
 if __name__ == "__main__":
