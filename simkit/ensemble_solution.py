@@ -165,33 +165,33 @@ class EnsembleSolution(io.Saveable):
         >>> ens.times.tolist()
         [0.0, 0.25, 0.5, 0.75, 1.0]
         """
-        self._check_common_times("times")
-        return self._largest_times()
+        return self._common_times("times")
 
-    def _largest_times(self) -> np.ndarray:
+    def _times(self) -> tuple[np.ndarray, bool]:
+        """The largest time each save index reached (``inf`` where none did), and whether
+        the members that reached it all share it (not so with ``saveat="steps"``: each
+        member saves its own steps)."""
         ts = np.asarray(self.ts)
         finite = np.isfinite(ts)
         largest = np.max(np.where(finite, ts, -np.inf), axis=0, initial=-np.inf)
-        return np.where(finite.any(axis=0), largest, np.inf)
+        largest = np.where(finite.any(axis=0), largest, np.inf)
+        return largest, bool(np.all(~finite | (ts == largest)))
 
-    def _common_times(self) -> bool:
-        """Whether the members that reached each save index share its time (not so with
-        ``saveat="steps"``: each member saves its own steps)."""
-        ts = np.asarray(self.ts)
-        return bool(np.all(~np.isfinite(ts) | (ts == self._largest_times())))
-
-    def _check_common_times(self, what: str) -> None:
-        if not self._common_times():
+    def _common_times(self, what: str) -> np.ndarray:
+        """`times`, or an `InputError` naming ``what`` where the members' times differ."""
+        times, common = self._times()
+        if not common:
             raise InputError(f"EnsembleSolution.{what}: the members of {self.model_name!r} saved at times of "
                              "their own (saveat='steps'), so a save index is not one time across members; "
                              "use ens.ts per member, or solve with common save times (saveat=n or an array)")
+        return times
 
     def __getitem__(self, name: str) -> Any:
         """One state for every member, shape (member, time)."""
         return self.ys[..., state_column(self.state_names, name, f"ensemble of {self.model_name!r}")]
 
     def _valid(self, what: str) -> np.ma.MaskedArray:
-        self._check_common_times(what)
+        self._common_times(what)
         ys = np.asarray(self.ys)
         reached = np.isfinite(np.asarray(self.ts)) & self.ok[:, None]
         return np.ma.masked_array(ys, mask=np.broadcast_to(~reached[..., None], ys.shape))
@@ -310,8 +310,7 @@ class EnsembleSolution(io.Saveable):
 
         xr = io.require_xarray("EnsembleSolution.to_xarray()")
         ys, ts, status = np.asarray(self.ys), np.asarray(self.ts), np.asarray(self.status)
-        times = self._largest_times()
-        common = self._common_times()
+        times, common = self._times()
         tdim = "t" if common else "step"  # saveat="steps": each member's own times, by step
         members = np.arange(self.n_members)
         params = {k: np.asarray(v) for k, v in self.params.items()}
