@@ -527,6 +527,14 @@ class _JaxoptDriver(AbstractDriver):
         return state[1].iter_num + 1
 
 
+def residual_cosines(gradient: Any, jtj: Any, residual_norm: Any) -> Any:
+    """MINPACK's gradient measure: for each parameter the cosine between the residuals and
+    its Jacobian column, ``|J_j^T r| / (|J_j| |r|)`` (0 where either is 0), from the gradient
+    ``J^T r``, ``J^T J`` and ``|r|``: free of the data's and the parameters' scales."""
+    denom = jnp.sqrt(jnp.clip(jnp.diag(jtj), 0.0, None)) * residual_norm
+    return jnp.where(denom > 0, jnp.abs(gradient) / jnp.where(denom > 0, denom, 1.0), 0.0)
+
+
 class LevenbergMarquardt(_JaxoptDriver):
     """jaxopt's Levenberg-Marquardt on residuals (Jacobian by forward mode). Converged: the
     Gauss-Newton model of the cost predicts no decrease above ``ftol`` times the cost
@@ -582,14 +590,9 @@ class LevenbergMarquardt(_JaxoptDriver):
         small_gain = predicted <= self.ftol * inner.value
         step_bound = self.xtol * (jnp.linalg.norm(x) + self.xtol)
         small_step = (inner.iter_num > 0) & (jnp.linalg.norm(inner.delta) <= step_bound)
-        # MINPACK's gtol: the cosine between the residuals and each Jacobian column, free of
-        # the data's and the parameters' scales (the gradient itself, J^T r, is ~1e-12 for
-        # data of 1e-6: a fit "converged" at its start)
-        r_norm = jnp.linalg.norm(inner.residual)
-        col_norms = jnp.sqrt(jnp.clip(jnp.diag(inner.jtj), 0.0, None))
-        denom = col_norms * r_norm
-        cosine = jnp.where(denom > 0, jnp.abs(g) / jnp.where(denom > 0, denom, 1.0), 0.0)
-        small_gradient = jnp.max(cosine) <= self.gtol
+        # MINPACK's gtol, scale-free (the gradient itself, J^T r, is ~1e-12 for data of
+        # 1e-6: a fit "converged" at its start)
+        small_gradient = jnp.max(residual_cosines(g, inner.jtj, jnp.linalg.norm(inner.residual))) <= self.gtol
         return small_gain | small_step | small_gradient
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
+from .drivers import residual_cosines
 from .program import hessian, jacobian
 
 WEAK = 1e-6  # relative singular value below which a direction counts as unidentifiable
@@ -53,7 +54,8 @@ def uncertainty(problem: Any, theta: np.ndarray, confidence: float,
         # no more points than parameters: the residuals estimate no variance (SciPy's
         # curve_fit: an infinite covariance)
         s2 = 1.0 if weighted else float(r @ r) / (m - p) if m > p else np.inf
-        cov = s2 * inverse(jac.T @ jac)
+        jtj = jac.T @ jac
+        cov = s2 * inverse(jtj)
         hess = cov_h = None  # on demand: FitResult.cov_hessian
         quantile = scipy_stats.t.ppf(0.5 + confidence / 2, dof) if not weighted else scipy_stats.norm.ppf(0.5 + confidence / 2)
         sensitivity = jac * np.where(theta == 0, 1.0, np.abs(theta))
@@ -70,8 +72,7 @@ def uncertainty(problem: Any, theta: np.ndarray, confidence: float,
         # a bound that holds a parameter: there the cost still falls outwards (the cosine
         # between the residuals and its Jacobian column is not ~0, as at an interior optimum)
         g = jac.T @ r
-        denom = np.linalg.norm(jac, axis=0) * np.linalg.norm(r)
-        cosine = np.where(denom > 0, np.abs(g) / np.where(denom > 0, denom, 1.0), 0.0)
+        cosine = np.asarray(residual_cosines(g, jtj, np.linalg.norm(r)))
         for i in np.flatnonzero(cosine > BOUND_COSINE):
             side, bound = ("lower", problem.space.lower[i]) if g[i] > 0 else ("upper", problem.space.upper[i])
             # and it has come close to that bound (a thousandth of the start's distance)
