@@ -36,6 +36,13 @@ class AbstractLoss(eqx.Module):
     nuisance : str or None
         Name of an extra estimated parameter (its log is optimised, passed as ``extra``),
         or ``None`` (a class variable).
+    data_power : int
+        The power of the data's unit in which the loss is expressed when the data have no
+        ``sigma`` (`LeastSquares`: 2, a sum of squares in data units; default 0: a
+        likelihood, or unit-free). The scalar optimisers (`BFGS`, `LBFGS`, `LBFGSB`), whose
+        tolerances are absolute, then minimise the loss divided by the data's root mean
+        square to this power: the same estimate, and a stop that does not depend on the
+        data's scale (data of size 1e-6 otherwise "converge" at the start). A class variable.
 
     Examples
     --------
@@ -50,6 +57,7 @@ class AbstractLoss(eqx.Module):
 
     residual_form: ClassVar[bool] = False
     nuisance: ClassVar[str | None] = None
+    data_power: ClassVar[int] = 0
 
     def residuals(self, mu, y, sigma):
         """Residuals ``r``, whose cost is ``0.5 * sum(r**2)`` (residual losses only).
@@ -159,6 +167,7 @@ class LeastSquares(AbstractLoss):
     """
 
     residual_form = True
+    data_power = 2
 
     def residuals(self, mu, y, sigma):
         return (mu - y) / sigma

@@ -127,7 +127,9 @@ def _objective(program: FitProgram, optimizer: AbstractDriver, arrays: dict, to_
     """The function of the optimiser's variables that it works on: residuals or the cost."""
     if optimizer.residual:
         return lambda z: residuals(program, arrays, to_theta(z))
-    return lambda z: cost(program, arrays, to_theta(z))
+    # scalar optimisers' tolerances are absolute: the cost in units of the data's scale
+    # (`AbstractLoss.data_power`; 1 for likelihoods and with sigma)
+    return lambda z: cost(program, arrays, to_theta(z)) / arrays["cost_scale"]
 
 
 @codegen_jit(_suits_classic, static_argnames=("program", "optimizer"))
@@ -219,6 +221,18 @@ def _runs_kernels(model: ODEModel, ode_solver: Any) -> bool:
     return isinstance(chosen, AbstractKernel)
 
 
+def _cost_scale(loss: AbstractLoss, datasets: Sequence[Dataset]) -> float:
+    """What the scalar optimisers divide the cost by (`AbstractLoss.data_power`): the
+    observed values' root mean square (over every dataset) to the loss's power of the data
+    unit, when the data have no sigma; else 1 (a likelihood, chi-square or unit-free loss).
+    One number for all datasets: the estimate does not change."""
+    if loss.data_power == 0 or any(d.sigma is not None for d in datasets):
+        return 1.0
+    given = np.concatenate([np.asarray(d.values)[d.mask] for d in datasets])
+    rms = float(np.sqrt(np.mean(given ** 2))) if given.size else 0.0
+    return rms ** loss.data_power if np.isfinite(rms) and rms > 0 else 1.0
+
+
 class Problem:
     """A fitting problem: its `FitProgram` (static), its data as arrays (traced), and the
     pure functions of the natural parameter vector ``theta`` built on them."""
@@ -249,6 +263,7 @@ class Problem:
             "params": {k: jnp.asarray(v, dtype) for k, v in model.params.items()},
             "y0": jnp.asarray(model.y0, dtype),
             "rtol": jnp.asarray(rtol, dtype), "atol": jnp.asarray(atol, dtype),
+            "cost_scale": jnp.asarray(_cost_scale(loss, self.datasets), dtype),
         }
         self._flat_mask = np.concatenate([d.mask.reshape(-1) for d in self.datasets])
 
