@@ -102,9 +102,12 @@ def stepper(method: Any, rhs, t0, t1, params, rtol, atol, max_step, *, max_steps
         t, y = c["t"], c["y"]
         h = jnp.minimum(c["h"], max_step)
         remaining = jnp.abs(t1 - t)
-        last = h >= remaining * (1 - 4 * eps)
         h = jnp.minimum(h, remaining)
         hs = direction * h
+        # the last step: within 4 ulps of the span left, or one whose end t + hs rounds to
+        # t1 (rounding is relative to |t|, not to the span left: a step of max_step = span / k
+        # lands there, and was reported as "max_steps reached" at t1)
+        last = (h >= remaining * (1 - 4 * eps)) | (direction * (t1 - (t + hs)) <= 0)
         y_new, err_norm, dense, f_new, work = method.attempt(rhs, t, y, c["f"], hs, params, rtol, atol, c["ctrl"],
                                                              **kw)
         if f_new is None:

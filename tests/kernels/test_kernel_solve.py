@@ -181,3 +181,22 @@ def test_no_false_step_size_underflow_on_a_long_span():
     # Hairer & Wanner / the IVP test set's reference solution at t = 1e11
     reference = np.array([0.2083340149701e-07, 0.8333360770334e-13, 0.9999999791665])
     np.testing.assert_allclose(np.asarray(sol.ys[-1]), reference, rtol=1e-6)
+
+
+def _decay_rhs(t, y, p):
+    return -y
+
+
+@pytest.mark.parametrize("solver", [simkit.Tsit5(), simkit.Rodas5P(), simkit.BDF()], ids=lambda s: type(s).__name__)
+def test_a_step_that_reaches_t1_by_rounding_is_the_last(solver):
+    """With max_step = span / 79, the 79th step's end t + h rounds to t1 while h is 10 ulps
+    short of the span left (the test of the last step was relative to that span only): the
+    solve stopped at t1 as "max_steps reached", and saveat="steps" recorded t1 twice."""
+    decay = simkit.ODEModel(rhs=_decay_rhs, params={}, y0=[1.0], state_names=("u",), name="decay")
+    sol = simkit.solve(decay, (0.0, 2.5), saveat=3, max_step=2.5 / 79, solver=solver)  # raised before
+    assert int(sol.status) == 0 and float(sol.t_final) == 2.5
+    np.testing.assert_allclose(np.asarray(sol.ys[-1, 0]), np.exp(-2.5), rtol=1e-5)  # rtol 1e-6
+    steps = simkit.solve(decay, (0.0, 2.5), saveat="steps", max_step=2.5 / 79, solver=solver)
+    ts = np.asarray(steps.ts)
+    assert ts[-1] == 2.5 and np.all(np.diff(ts) > 0), ts[-3:]
+    assert len(ts) == int(steps.stats["num_accepted_steps"]) + 1
