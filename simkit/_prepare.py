@@ -185,6 +185,20 @@ def time_span(model: Any, t_span: Any, *, allow_infinite_end: bool = False) -> t
     return t0, t1
 
 
+def check_span_precision(t0: float, t1: float, dtype: Any) -> None:
+    """Refuse a span that the working precision cannot hold: ends that round (in ``dtype``)
+    to a span more than 1e-3 of itself away (in float32, (1e6, 1e6 + 1e-3) became an empty
+    span, solved in 0 steps; (1e6, 1e6 + 0.1) one of 0.125)."""
+    a, b = (float(np.asarray(t, dtype)) for t in (t0, t1))
+    if abs(abs(b - a) - abs(t1 - t0)) > 1e-3 * abs(t1 - t0):
+        name = jnp.dtype(dtype).name
+        hint = " (float64: SIMKIT_ENABLE_X64=1)" if name == "float32" else ""
+        raise InputError(f"t_span ({t0!r}, {t1!r}): in {name} its ends round to {a!r} and {b!r}, a span of "
+                         f"{abs(b - a):.6g} instead of {abs(t1 - t0):.6g} (times near {max(abs(t0), abs(t1)):.3g} "
+                         f"are resolved to {_eps(dtype) * max(abs(t0), abs(t1)):.2g}): measure time from t0, "
+                         f"e.g. t_span (0, {t1 - t0:.6g}), or use a wider float{hint}")
+
+
 def check_save_times(ts: Any, t0: Any, t1: Any) -> None:
     """Given save times: finite, inside ``[t0, t1]``, ordered from t0 towards t1 (host values)."""
     c, c0, c1 = concrete(ts), concrete(t0), concrete(t1)
@@ -367,6 +381,8 @@ def prepare(
         span = float(abs(c1 - c0))
     if sv.kind == "linspace" and span is not None and not math.isfinite(span):
         raise InputError("t1 = inf needs explicit save times (saveat=[...]) or saveat='steps'")
+    if span is not None and 0 < span < 1e3 * eps * max(abs(float(c0)), abs(float(c1))):
+        check_span_precision(float(c0), float(c1), dtype)
     if sv.kind == "ts":
         check_save_times(sv.ts, t0, t1)
     if max_step is not None and not (isinstance(max_step, float) and max_step == math.inf):  # inf: SciPy's "no limit"
@@ -413,6 +429,12 @@ def prepare(
                                  save=sv.kind, n_save=sv.count or 0, dense=sv.dense, events=events_t,
                                  max_steps=max_steps, diffusion=model.diffusion)
     save_ts = as_float(sv.ts, dtype) if sv.kind == "ts" else np.zeros((0,), dtype)
+    if sv.kind == "ts" and isinstance(save_ts, np.ndarray) and c0 is not None and c1 is not None:
+        # times within `check_save_times`' rounding slack outside the span are its ends (a
+        # time just past t1 was saved as inf by the kernels, and diffrax's own range check
+        # made every saved time and state inf, with status SUCCESS)
+        lo, hi = np.asarray(min(c0, c1), save_ts.dtype), np.asarray(max(c0, c1), save_ts.dtype)
+        save_ts = np.clip(save_ts, lo, hi)
     direction = 1.0
     if c0 is not None and c1 is not None and c1 < c0:
         direction = -1.0

@@ -215,6 +215,18 @@ def _trim(sol: Solution) -> Solution:
     return dataclasses.replace(sol, ts=sol.ts[keep], ys=sol.ys[keep])
 
 
+def _rhs_finite_ahead(model: ODEModel, sol: Solution, t1: Any) -> bool:
+    """Whether the rhs is finite at the state reached and slightly past its time (where a
+    failed solve's last attempts evaluated it): a NaN there made steps shrink until
+    max_steps, which read like stiffness. A diagnostic on the failure path only."""
+    try:
+        y, t = np.asarray(sol.y_final), float(np.asarray(sol.t_final).real)
+        ahead = [t + f * (float(t1) - t) for f in (0.0, 1e-12, 1e-9, 1e-6)]
+        return all(bool(np.all(np.isfinite(np.asarray(model.rhs(s, y, sol.params))))) for s in ahead)
+    except Exception:  # noqa: BLE001 - a diagnostic: an rhs that cannot run here says nothing
+        return True
+
+
 def _failure_message(model: ODEModel, sol: Solution, t0: Any, t1: Any, solver: Any, code: int) -> str:
     t_end = float(sol.t_final)
     steps = int(sol.stats["num_accepted_steps"])
@@ -228,12 +240,20 @@ def _failure_message(model: ODEModel, sol: Solution, t0: Any, t1: Any, solver: A
         f" The state reached max|y| = {size:.3g}: the solution may blow up there."
         if not np.isfinite(size) or size > 1e10 else ""
     )
+    span = abs(float(t1) - float(t0))
+    nonfinite_ahead = (f" The rhs is not finite just past t = {t_end:.6g} (NaN or inf at the state reached): "
+                       "check it there." if code in (Status.MAX_STEPS, Status.STEP_SIZE_UNDERFLOW)
+                       and not _rhs_finite_ahead(model, sol, t1) else "")
+    resolution = float(np.finfo(np.asarray(sol.t_final).dtype).eps) * abs(t_end)
+    coarse_time = (f" Times near t = {t_end:.3g} are resolved to {resolution:.2g} in "
+                   f"{np.asarray(sol.t_final).dtype} ({resolution / span:.2g} of the span): a step below about "
+                   f"{10 * resolution:.2g} cannot move t; measure time from t0 or use a wider float."
+                   if resolution > 1e-9 * span else "")
     if code == Status.MAX_STEPS:
         mean_dt = abs(t_end - float(t0)) / max(steps, 1)
-        span = abs(float(t1) - float(t0))
-        msg += f" The mean accepted step was {mean_dt:.3g} for a span of {span:.3g}." + blow_up
+        msg += f" The mean accepted step was {mean_dt:.3g} for a span of {span:.3g}." + blow_up + nonfinite_ahead
         implicit = is_implicit(solver) or getattr(solver, "stiff", False)
-        if not implicit and mean_dt < 1e-4 * span:
+        if not implicit and mean_dt < 1e-4 * span and not nonfinite_ahead:
             msg += (
                 " The step size collapsed, as it does for a stiff problem solved with an "
                 "explicit method: try solver=simkit.Rodas5P() or diffrax.Kvaerno5() (or "
@@ -241,7 +261,7 @@ def _failure_message(model: ODEModel, sol: Solution, t0: Any, t1: Any, solver: A
             )
         msg += " Raising max_steps allows more steps."
     elif code == Status.STEP_SIZE_UNDERFLOW:
-        msg += blow_up or " Check for a singularity of the model near that time."
+        msg += blow_up or nonfinite_ahead or coarse_time or " Check for a singularity of the model near that time."
     elif code == Status.NONFINITE:
         msg += " Check the parameters and initial state, or whether the solution blows up."
     elif code == Status.NONLINEAR_FAILURE:
