@@ -70,6 +70,11 @@ def test_complex_state(solver):
     exact = np.exp(2j * np.asarray(sol.ts))[:, None] * np.array([1.0, 0.5j])
     assert np.iscomplexobj(np.asarray(sol.ys))
     np.testing.assert_allclose(np.asarray(sol.ys), exact, rtol=1e-8, atol=1e-8)
+    # dense output: complex values (diffrax's, solved on (re, im), gave both parts stacked)
+    dense = simkit.solve(spin, (0.0, 3.0), saveat=4, solver=solver, rtol=1e-10, atol=1e-12, dense=True)
+    t = np.array([0.77, 2.1])
+    np.testing.assert_allclose(np.asarray(dense.evaluate(t)), np.exp(2j * t)[:, None] * np.array([1.0, 0.5j]),
+                               rtol=1e-8, atol=1e-8)
     with pytest.raises(TypeError, match="complex states"):
         simkit.solve(spin, (0.0, 3.0), solver=simkit.Rodas4())
 
@@ -90,6 +95,17 @@ def test_save_times_checked_in_solve_and_ensemble():
     for bad, match in (([0.0, 30.0], "lie in t_span"), ([0.0, 2.0, 1.0], "ordered"), ([np.nan], "finite")):
         with pytest.raises(ValueError, match=match):
             simkit.ensemble(LORENZ, (0.0, 20.0), params={"rho": rhos}, saveat=bad)
+
+
+@pytest.mark.parametrize("engine", ENGINES + [diffrax.Kvaerno5()], ids=lambda s: type(s).__module__[:6] + type(s).__name__)
+def test_save_times_just_outside_the_span_are_its_ends(engine):
+    """Times within the rounding slack (1e-12 of the span) outside [t0, t1] are accepted as
+    t0 and t1: diffrax made every saved time and state inf (status SUCCESS), the kernels the
+    one time past t1."""
+    for ts, ends in (([0.0, 0.5, 2.0 * (1 + 5e-13)], [0.0, 0.5, 2.0]), ([-1e-13, 0.5, 2.0], [0.0, 0.5, 2.0])):
+        sol = simkit.solve(DECAY, saveat=np.array(ts), solver=engine, rtol=1e-10, atol=1e-12)
+        np.testing.assert_array_equal(np.asarray(sol.ts), ends)
+        np.testing.assert_allclose(np.asarray(sol.ys[:, 0]), np.exp(-np.array(ends)), rtol=1e-6)
 
 
 def test_ensemble_degenerate_inputs():

@@ -7,7 +7,9 @@ Each is one cached ``jax.jit`` program taking a static program (`KernelProgram`,
 
 import dataclasses
 import functools
+from typing import Any
 
+import equinox as eqx
 import jax.numpy as jnp
 
 from .kernel_engine import run_kernel as run_kernel
@@ -21,9 +23,28 @@ def run(program, args) -> EngineResult:
     engine, call_args = entry(program, args)
     out = engine(*call_args)
     if call_args[0] is not program:  # the complex diffrax solve ran on (re, im): back to complex
+        dense = None if out.interpolation is None else ComplexInterpolation(out.interpolation)
         return out._replace(ys=_to_complex(out.ys), y_final=_to_complex(out.y_final),
-                            event_ys=_to_complex(out.event_ys))
+                            event_ys=_to_complex(out.event_ys), interpolation=dense)
     return out
+
+
+class ComplexInterpolation(eqx.Module):
+    """The dense output of a complex diffrax solve, which ran on (re, im): complex values
+    again (``evaluate`` gave the stacked real and imaginary parts, twice the states)."""
+
+    inner: Any
+
+    @property
+    def t0(self) -> Any:
+        return self.inner.t0
+
+    @property
+    def t1(self) -> Any:
+        return self.inner.t1
+
+    def evaluate(self, t: Any) -> Any:
+        return _to_complex(self.inner.evaluate(t))
 
 
 def entry(program, args) -> tuple:
