@@ -45,7 +45,10 @@ DEFAULT_CHUNK = 256  # members per vmapped chunk: measured cache-friendly on CPU
 VECTOR_WIDTH = 8  # chunks are a multiple of the CPU's vector width (8 doubles, AVX-512): a
 # member's result is then the same bits whatever the chunk size or device count. Lanes that
 # fall into XLA's scalar remainder loop round differently (measured: 1e-11 apart after
-# t = 5 on Lorenz, 1e-7 after t = 10).
+# t = 5 on Lorenz, 1e-7 after t = 10). Exactly two vectors' worth is avoided too: XLA:CPU's
+# code for 16 lanes rounded lanes 8-11 of every 16 differently from 8, 24, 32, ... 128 lanes
+# (measured: 2e-8 apart after t = 10 on Lorenz, saving at the ends on refilled lanes and in
+# lockstep chunks; a probe found it), so a chunk of 16 runs on 24 lanes.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -256,6 +259,9 @@ def ensemble(
         raise ShapeError("ensemble(): the member axis is empty (0 members)")
     plan = prepare(model, t_span, y0=y0_b, params=p_b, saveat=saveat, solver=solver, rtol=rtol, atol=atol,
                    max_steps=max_steps, events=events, key=key, batched=True)
+    if plan.saveat.dense:  # an EnsembleSolution keeps no interpolant (it was dropped in silence)
+        raise InputError("ensemble(): dense output (SaveAt(dense=True)) is not kept per member: save at the "
+                         "times you need (saveat=[...]), or call simkit.solve(..., dense=True) for one member")
     check_rhs(model, y0_b[0], {k: v[0] for k, v in p_b.items()}, _config.float_dtype())
     dtype = _config.float_dtype()
     if isinstance(devices, jax.Device):
@@ -275,6 +281,8 @@ def ensemble(
     fits = max(1, int(memory_budget) // member_bytes)
     chunk = int(chunk_size or min(DEFAULT_CHUNK, per_device, fits))
     chunk = VECTOR_WIDTH * math.ceil(chunk / VECTOR_WIDTH)
+    if chunk == 2 * VECTOR_WIDTH:  # rounds half a vector differently (VECTOR_WIDTH's note)
+        chunk += VECTOR_WIDTH
     chunks_per_device = math.ceil(per_device / chunk)
     batched = _progress.active(progress) and chunks_per_device > 1
     # host-level batches of `per_batch` chunks per device (<= 20 batches; padding < 1 batch)

@@ -277,6 +277,8 @@ CASES = [
     pytest.param(ens(y0=np.ones((4, 3))), ValueError, r"member counts disagree.*'y0': 4", id="ensemble-counts"),
     pytest.param(ens(params={"rho": np.ones(3), "beta": np.ones(2)}), ValueError,
                  r"member counts disagree.*parameter 'beta'", id="ensemble-counts-params"),
+    pytest.param(ens(saveat=simkit.SaveAt(ts=5, dense=True)), ValueError,
+                 r"ensemble\(\): dense output \(SaveAt\(dense=True\)\) is not kept per member", id="ensemble-dense"),
     pytest.param(ens(chunk_size=0), ValueError, r"chunk_size must be at least 1, got 0", id="ensemble-chunk-0"),
     # -- switches: a bool, not a value read by its truth ("no" would read as True) -----------
     pytest.param(ens(refill="no"), TypeError, r"refill must be True or False, got 'no'", id="ensemble-refill-str"),
