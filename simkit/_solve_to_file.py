@@ -126,6 +126,7 @@ def solve_to_file(
         max_step=float(args.max_step), dt0=float(args.dt0), dtype=str(args.y0.dtype))
     out = checkpoint.FrameFile(path, fingerprint, resume=resume)
     if out.complete:
+        out.raise_if_failed(throw)
         return out.path
     piece_args = args._replace(save_ts=np.zeros((0,), save_ts.dtype))  # each piece gets its own times
     template = jax.eval_shape(kernel_state0.default, program, piece_args)  # shapes only: either program

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from . import io
-from .errors import InputError
+from .errors import InputError, SolveError
 
 __all__ = ["FrameFile", "digest", "params_digest", "restart_path"]
 
@@ -225,6 +225,7 @@ class FrameFile:
         self.restart: dict[str, np.ndarray] | None = None
         self.frames = 0  # frames committed (followed by a restart state)
         self.complete = False
+        self.attrs: dict[str, Any] = {}  # a complete file's global attributes (its outcome)
         if resume:
             self._find_restart()
         if self.restart is None and not self.complete:
@@ -249,6 +250,26 @@ class FrameFile:
             if attrs.get(COMPLETE_ATTR) == 1 and FINGERPRINT_ATTR in attrs:
                 self._check(json.loads(attrs[FINGERPRINT_ATTR]), self.path)
                 self.complete = True
+                self.attrs = attrs
+
+    def raise_if_failed(self, throw: bool = True) -> None:
+        """For a complete file (`complete`) whose run failed (``status_code`` not 0): raise
+        `SolveError` when ``throw``. A finished run is not recomputed, and one that failed
+        would fail again the same way: a rerun must not return its truncated frames as if
+        they were the run's.
+
+        Raises
+        ------
+        SolveError
+            The run failed (the message gives where and why, as stored in the file).
+        """
+        code = int(self.attrs.get("status_code", 0))
+        if throw and self.complete and code != 0:
+            where = self.attrs.get("t_final")
+            where = f" at t = {where:.6g}" if isinstance(where, (int, float)) else ""
+            raise SolveError(f"{self.path!r} holds this run, which failed{where}: {self.attrs.get('status', '?')}. "
+                             "The states saved up to then are in it (resume=False runs it again; a new "
+                             "setting, e.g. a larger max_steps, starts a new file anyway)")
 
     def _check(self, found: Mapping[str, Any], where: str) -> None:
         keys = sorted(set(found) | set(self.fingerprint))

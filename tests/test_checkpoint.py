@@ -194,6 +194,10 @@ def test_nonfinite_field_stops_the_run_and_keeps_the_frames(tmp_path):
     ds = simkit.load(path)
     assert ds.attrs["checkpoint_complete"] == 1 and ds.attrs["status_code"] == int(simkit.Status.NONFINITE)
     assert 0 < ds.sizes["t"] < 41 and np.all(np.isfinite(ds["u"].values[0]))
+    # the same call again: the finished, failed run fails again (it returned the truncated file)
+    with pytest.raises(SolveError, match=r"blow\.nc' holds this run, which failed: .*non-finite"):
+        simkit.stencil.integrate_to_file(path, HEAT, dt=0.1, steps=400, save_every=10, chunk=4,
+                                         stepper=simkit.stencil.ForwardEuler(), check_stability=False)
 
 
 def test_failed_solve_keeps_the_states_reached(tmp_path):
@@ -205,6 +209,10 @@ def test_failed_solve_keeps_the_states_reached(tmp_path):
     ref = simkit.solve(ROBERTSON, saveat=ROBERTSON_TS)
     n = ds.sizes["t"]
     assert 0 < n < len(ROBERTSON_TS) and np.array_equal(ds["y1"].values, ref.ys[:n, 0])
+    # the same call again is not recomputed, and fails again (it returned the truncated file)
+    with pytest.raises(SolveError, match=r"rob\.nc' holds this run, which failed at t = .*max_steps reached"):
+        simkit.solve_to_file(path, ROBERTSON, saveat=ROBERTSON_TS, chunk=7, max_steps=60)
+    assert simkit.solve_to_file(path, ROBERTSON, saveat=ROBERTSON_TS, chunk=7, max_steps=60, throw=False) == path
 
 
 def test_bad_arguments_are_named(tmp_path):

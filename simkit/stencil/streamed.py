@@ -120,6 +120,7 @@ def integrate_to_file(
     run_chunk = _chunk_runner(model, mesh)
     out = checkpoint.FrameFile(path, fingerprint, resume=resume)
     if out.complete:
+        out.raise_if_failed(throw)
         return out.path
     if out.restart is not None:
         u, t = jnp.asarray(out.restart["u"]), jnp.asarray(out.restart["t"])
