@@ -276,8 +276,12 @@ class Solution(io.Saveable):
             each has a ``long_name`` and, where the model's ``units`` say, ``units``
             (`simkit.io.units_for`). Global attributes: the provenance of
             `simkit.io.provenance` (model, source, units, parameters, solver, rtol, atol,
-            status, ``y0``, versions, date), ``state_names`` and the solver ``stats``
-            (JSON strings).
+            status, ``y0``, versions, date), ``state_names``, the solver ``stats`` (JSON
+            strings), ``t_final`` and ``y_final`` (where the solve stopped: a terminal
+            event's state is saved nowhere else). A solve with events also has
+            ``event_t`` (``(event, crossing)``, NaN beyond each event's count),
+            ``event_y`` (``(event, crossing, state)``) and ``event_count`` (``(event,)``):
+            `t_events` and `y_events`, padded.
 
         Raises
         ------
@@ -313,8 +317,28 @@ class Solution(io.Saveable):
             parameters=self.params, solver=self.solver_name, rtol=self.rtol, atol=self.atol,
             status=self.message, status_code=status, y0=self.y0,
             extra={"state_names": list(self.state_names), "stats": self.stats,
-                   "t_final": float(np.asarray(self.t_final).real)})
+                   "t_final": float(np.asarray(self.t_final).real), "y_final": _attr_array(self.y_final)})
+        if self.event_ts is not None and np.shape(self.event_ts)[0] > 0:
+            data.update(self._event_variables())
+            coords["state"] = ("state", list(self.state_names))
         return xr.Dataset(data, coords=coords, attrs=attrs)
+
+    def _event_variables(self) -> dict[str, Any]:
+        """`to_xarray`'s event records: every recorded crossing, NaN-padded to the most
+        crossings of any event."""
+        counts = self._recorded()
+        width = max(counts, default=0)
+        n_ev, n = len(counts), len(self.state_names)
+        ys = np.asarray(self.event_ys)
+        t = np.full((n_ev, width), np.nan)
+        y = np.full((n_ev, width, n), np.nan, dtype=np.result_type(ys.dtype, np.float64))
+        for i, k in enumerate(counts):
+            t[i, :k] = np.asarray(self.event_ts)[i, :k]
+            y[i, :k] = ys[i, :k]
+        return {"event_t": (("event", "crossing"), t, {"long_name": "time of each recorded event crossing"}),
+                "event_y": (("event", "crossing", "state"), y, {"long_name": "state at each recorded crossing"}),
+                "event_count": (("event",), np.asarray(counts, np.int32),
+                                {"long_name": "crossings recorded per event"})}
 
     def plot(self, ax: Any = None, *, states: list[str] | None = None, **kwargs: Any) -> Any:
         """Plot states against time.
@@ -358,6 +382,14 @@ class Solution(io.Saveable):
             f"Solution(model={self.model_name!r}, solver={self.solver_name}, "
             f"n_save={n}, states={list(self.state_names)}, status={self.message!r})"
         )
+
+
+def _attr_array(value: Any) -> Any:
+    """A state as an attribute: a real vector as it is, else (complex) its JSON form."""
+    from . import io
+
+    a = np.asarray(value)
+    return a if a.dtype.kind in "iuf" and a.ndim == 1 else io.to_jsonable(a)
 
 
 @eqx.filter_jit

@@ -59,6 +59,24 @@ def test_solution_round_trip(tmp_path):
                                                                  history=ds.attrs["history"]))
 
 
+def test_event_records_and_the_final_state_round_trip(tmp_path):
+    """A falling ball recording h = 5 and stopped at h = 0: the crossings and the state where
+    the solve stopped (its impact velocity, saved nowhere else) were not written."""
+    ball = simkit.ODEModel(rhs=lambda t, y, p: jnp.stack([y[1], -p["g"] + 0 * y[0]]), params={"g": 9.81},
+                           y0=[10.0, 0.0], state_names=("h", "v"), name="ball")
+    events = [simkit.Event(lambda t, y, p: y[0] - 5.0, terminal=0), simkit.Event(lambda t, y, p: y[0], terminal=1)]
+    sol = simkit.solve(ball, (0.0, 3.0), saveat=7, events=events, rtol=1e-10, atol=1e-12)
+    ds = simkit.load(sol.save(tmp_path / "ball.nc"))
+    np.testing.assert_allclose(ds["event_t"].values[:, 0], np.sqrt([2 * 5 / 9.81, 2 * 10 / 9.81]), rtol=1e-12)
+    np.testing.assert_array_equal(ds["event_count"].values, [1, 1])
+    np.testing.assert_array_equal(ds["event_y"].values[:, 0], np.stack([y[0] for y in sol.y_events]))
+    assert list(ds["state"].values) == ["h", "v"]
+    attrs = decode_attrs(ds.attrs)
+    np.testing.assert_array_equal(attrs["y_final"], np.asarray(sol.y_final))
+    np.testing.assert_allclose(attrs["y_final"][1], -np.sqrt(2 * 9.81 * 10), rtol=1e-10)  # the impact velocity
+    assert attrs["t_final"] == float(sol.t_final)
+
+
 def test_ensemble_round_trip_keeps_tolerances_and_y0(tmp_path):
     y0 = np.array([[1.0, 0.0], [0.5, 0.1], [0.0, 1.0], [2.0, -1.0]])
     ens = simkit.ensemble(SPRING, (0.0, 1.0), params={"stiffness": np.array([1.0, 2.0, 3.0, 4.0])}, y0=y0,
