@@ -121,8 +121,10 @@ def _run_members(program: EnsembleProgram, args, params, y0, keys):
 
     def one(p, y, k):
         out = engines.run(program.engine, args._replace(params=p, y0=y, key=k if args.key is not None else None))
+        events = (dict(event_ts=out.event_ts, event_ys=out.event_ys, event_counts=out.event_counts)
+                  if program.engine.events else {})
         return dict(ts=out.ts, ys=out.ys, status=out.status, stats=out.stats,
-                    t_final=out.t_final, y_final=out.y_final)
+                    t_final=out.t_final, y_final=out.y_final, **events)
 
     count = y0.shape[0]
     chunks = count // program.chunk
@@ -337,6 +339,7 @@ def ensemble(
         y_final=out["y_final"], state_names=model.state_names, model_name=model.name,
         solver_name=solver_name, rtol=np.asarray(plan.args.rtol), atol=np.asarray(plan.args.atol),
         model_source=model.source, model_units=model.units,
+        event_ts=out.get("event_ts"), event_ys=out.get("event_ys"), event_counts=out.get("event_counts"),
     )
 
 

@@ -17,7 +17,8 @@ from .status import Status, describe
 
 @functools.partial(
     jax.tree_util.register_dataclass,
-    data_fields=["ts", "ys", "status", "stats", "params", "y0", "t_final", "y_final", "rtol", "atol"],
+    data_fields=["ts", "ys", "status", "stats", "params", "y0", "t_final", "y_final", "rtol", "atol",
+                 "event_ts", "event_ys", "event_counts"],
     meta_fields=["state_names", "model_name", "solver_name", "model_source", "model_units"],
 )
 @dataclasses.dataclass(frozen=True)
@@ -55,6 +56,10 @@ class EnsembleSolution(io.Saveable):
         The tolerances of every member.
     model_source, model_units : str
         The model's citation and units.
+    event_ts, event_ys, event_counts : numpy.ndarray or None
+        With ``events=``: every member's fixed-size event records (as `simkit.Solution`'s),
+        ``(member, event, capacity)``, ``(member, event, capacity, state)`` and
+        ``(member, event)``; `t_events` and `y_events` give them as SciPy does.
 
     Examples
     --------
@@ -80,6 +85,41 @@ class EnsembleSolution(io.Saveable):
     atol: Any = None
     model_source: str = ""
     model_units: Any = ""
+    event_ts: Any = None
+    event_ys: Any = None
+    event_counts: Any = None
+
+    @property
+    def t_events(self) -> list:
+        """Times of every recorded event crossing, per member: a list (member) of lists
+        (event, in the order of ``events=``) of ``(crossings,)`` arrays (SciPy's
+        ``t_events`` for each member); an empty list without events.
+
+        Examples
+        --------
+        >>> import jax.numpy as jnp, numpy as np, simkit
+        >>> spring = simkit.ODEModel(rhs=lambda t, y, p: jnp.stack([y[1], -p["w"] ** 2 * y[0]]),
+        ...                          params={"w": 1.0}, y0=[1.0, 0.0], state_names=("x", "v"))
+        >>> ens = simkit.ensemble(spring, (0.0, 10.0), params={"w": np.array([1.0, 2.0])},
+        ...                       events=simkit.Event(lambda t, y, p: y[0], terminal=0))
+        >>> [len(member[0]) for member in ens.t_events]  # zeros of cos(w t) up to t = 10
+        [3, 6]
+        """
+        return self._events(self.event_ts)
+
+    @property
+    def y_events(self) -> list:
+        """States at every recorded event crossing, per member: a list (member) of lists
+        (event) of ``(crossings, state)`` arrays; an empty list without events."""
+        return self._events(self.event_ys)
+
+    def _events(self, records: Any) -> list:
+        from .solution import recorded
+
+        if self.event_ts is None:
+            return []
+        return [[np.asarray(records)[m, i, :k] for i, k in enumerate(recorded(self.event_ts[m], self.event_counts[m]))]
+                for m in range(self.n_members)]
 
     @property
     def n_members(self) -> int:
@@ -285,7 +325,9 @@ class EnsembleSolution(io.Saveable):
             ``(member, ...)``;
             the solver counters as ``stats_<name>`` ``(member,)``; ``t_final``
             ``(member,)``; ``member_t`` ``(member, t)`` where members' save times differ
-            (an event stopped some). Global attributes: the provenance of
+            (an event stopped some); with events, ``event_t`` ``(member, event,
+            crossing)``, ``event_y`` ``(member, event, crossing, state)`` and
+            ``event_count`` ``(member, event)`` (NaN beyond each count). Global attributes: the provenance of
             `simkit.io.provenance` (model, source, units, the parameters shared by every
             member, solver, rtol, atol, status, versions, date), ``varied_parameters``,
             ``state_names`` and ``n_failed``.
@@ -333,6 +375,10 @@ class EnsembleSolution(io.Saveable):
         if common and not np.array_equal(ts, np.broadcast_to(times, ts.shape)):
             data["member_t"] = (("member", "t"), ts, io.variable_attrs(
                 "save times of each member (inf after it stopped)", io.units_for(self.model_units, "t")))
+        if self.event_ts is not None and np.shape(self.event_ts)[1] > 0:
+            from .solution import event_variables
+
+            data.update(event_variables(self.event_ts, self.event_ys, self.event_counts, prefix=("member",)))
         io.check_names(self.state_names, [n for n in data if n not in self.state_names] + list(member_params)
                        + ["member", "t", "state"] + ([] if common else ["step"]), "states")
         time_coords = ({"t": ("t", times, io.variable_attrs("time", io.units_for(self.model_units, "t"), axis="T"))}

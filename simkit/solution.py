@@ -144,9 +144,7 @@ class Solution(io.Saveable):
 
     def _recorded(self) -> list[int]:
         """Crossings kept per event (at most its ``max_records``: rows beyond are ``inf``)."""
-        ts = np.asarray(self.event_ts)
-        counts = np.minimum(np.asarray(self.event_counts), ts.shape[-1])
-        return [int(np.sum(np.isfinite(ts[i, : counts[i]]))) for i in range(len(counts))]
+        return recorded(self.event_ts, self.event_counts)
 
     @property
     def y_events(self) -> list:
@@ -324,21 +322,8 @@ class Solution(io.Saveable):
         return xr.Dataset(data, coords=coords, attrs=attrs)
 
     def _event_variables(self) -> dict[str, Any]:
-        """`to_xarray`'s event records: every recorded crossing, NaN-padded to the most
-        crossings of any event."""
-        counts = self._recorded()
-        width = max(counts, default=0)
-        n_ev, n = len(counts), len(self.state_names)
-        ys = np.asarray(self.event_ys)
-        t = np.full((n_ev, width), np.nan)
-        y = np.full((n_ev, width, n), np.nan, dtype=np.result_type(ys.dtype, np.float64))
-        for i, k in enumerate(counts):
-            t[i, :k] = np.asarray(self.event_ts)[i, :k]
-            y[i, :k] = ys[i, :k]
-        return {"event_t": (("event", "crossing"), t, {"long_name": "time of each recorded event crossing"}),
-                "event_y": (("event", "crossing", "state"), y, {"long_name": "state at each recorded crossing"}),
-                "event_count": (("event",), np.asarray(counts, np.int32),
-                                {"long_name": "crossings recorded per event"})}
+        """`to_xarray`'s event records (`event_variables`)."""
+        return event_variables(self.event_ts, self.event_ys, self.event_counts)
 
     def plot(self, ax: Any = None, *, states: list[str] | None = None, **kwargs: Any) -> Any:
         """Plot states against time.
@@ -382,6 +367,42 @@ class Solution(io.Saveable):
             f"Solution(model={self.model_name!r}, solver={self.solver_name}, "
             f"n_save={n}, states={list(self.state_names)}, status={self.message!r})"
         )
+
+
+def recorded(event_ts: Any, event_counts: Any) -> list[int]:
+    """Crossings kept per event of one solve (at most its ``max_records``: the fixed-size
+    records ``event_ts``, ``(event, capacity)``, are ``inf`` beyond)."""
+    ts = np.asarray(event_ts)
+    counts = np.minimum(np.asarray(event_counts), ts.shape[-1])
+    return [int(np.sum(np.isfinite(ts[i, : counts[i]]))) for i in range(len(counts))]
+
+
+def event_variables(event_ts: Any, event_ys: Any, event_counts: Any, prefix: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Event records as xarray variables: ``event_t`` ``(*prefix, event, crossing)``,
+    ``event_y`` ``(*prefix, event, crossing, state)`` (NaN beyond each event's count, the
+    crossing axis as long as the most crossings recorded) and ``event_count``
+    ``(*prefix, event)``. ``prefix``: leading axes of the records (``("member",)`` for an
+    ensemble's), each record one solve's."""
+    ts, ys = np.asarray(event_ts), np.asarray(event_ys)
+    lead = ts.shape[: len(prefix)]
+    flat_ts = ts.reshape((-1,) + ts.shape[len(prefix):])
+    flat_ys = ys.reshape((-1,) + ys.shape[len(prefix):])
+    flat_counts = np.asarray(event_counts).reshape((-1,) + np.shape(event_counts)[len(prefix):])
+    counts = np.array([recorded(t, c) for t, c in zip(flat_ts, flat_counts)], np.int32).reshape(
+        flat_ts.shape[:1] + flat_ts.shape[1:2])
+    width = int(counts.max(initial=0))
+    t = np.full(flat_ts.shape[:2] + (width,), np.nan)
+    y = np.full(flat_ys.shape[:2] + (width,) + flat_ys.shape[3:], np.nan, dtype=np.result_type(ys.dtype, np.float64))
+    for m, i in np.ndindex(counts.shape):
+        k = counts[m, i]
+        t[m, i, :k], y[m, i, :k] = flat_ts[m, i, :k], flat_ys[m, i, :k]
+    dims = tuple(prefix) + ("event",)
+    return {"event_t": (dims + ("crossing",), t.reshape(lead + t.shape[1:]),
+                        {"long_name": "time of each recorded event crossing"}),
+            "event_y": (dims + ("crossing", "state"), y.reshape(lead + y.shape[1:]),
+                        {"long_name": "state at each recorded crossing"}),
+            "event_count": (dims, counts.reshape(lead + counts.shape[1:]),
+                            {"long_name": "crossings recorded per event"})}
 
 
 def _attr_array(value: Any) -> Any:

@@ -103,7 +103,8 @@ def _entry_points():
     import simkit
 
     return [simkit.solve, simkit.ensemble, simkit.fit, simkit.Solution.evaluate, simkit.Solution.to_xarray,
-            simkit.Solution.save, simkit.SaveAt, simkit.Event, simkit.models.get, simkit.load]
+            simkit.Solution.save, simkit.SaveAt, simkit.Event, simkit.models.get, simkit.load,
+            simkit.EnsembleSolution.t_events.fget]
 
 
 def test_docstring_examples_run(tmp_path, monkeypatch):

@@ -252,3 +252,26 @@ def test_blocks_compile_as_one_kernel_where_the_rhs_allows():
     kw = dict(params={"rho": rhos}, saveat=2, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(simkit.ensemble(other, (0.0, 1.0), **kw).ys,
                                simkit.ensemble(lorenz, (0.0, 1.0), **kw).ys, rtol=1e-12, atol=1e-12)
+
+
+def _spring_rhs(t, y, p):
+    return jnp.stack([y[1], -p["w"] ** 2 * y[0]])
+
+
+def test_event_records_of_every_member():
+    """Each member's crossings (SciPy's t_events and y_events per member), in the result
+    and its file (they were dropped: only t_final was kept)."""
+    spring = simkit.ODEModel(rhs=_spring_rhs, params={"w": 1.0}, y0=[1.0, 0.0], state_names=("x", "v"),
+                             name="spring")
+    ws = np.array([1.0, 2.0, 3.0])
+    ens = simkit.ensemble(spring, (0.0, 10.0), params={"w": ws},
+                          events=simkit.Event(lambda t, y, p: y[0], terminal=0), **TIGHT)
+    for m, w in enumerate(ws):
+        zeros = (np.pi / 2 + np.pi * np.arange(10)) / w  # x = cos(w t)
+        np.testing.assert_allclose(ens.t_events[m][0], zeros[zeros < 10.0], atol=1e-9)
+        np.testing.assert_allclose(ens.y_events[m][0][:, 1], -w * np.sin(w * zeros[zeros < 10.0]), atol=1e-8)
+    ds = ens.to_xarray()
+    assert ds["event_t"].dims == ("member", "event", "crossing")
+    assert ds["event_count"].values.tolist() == [[3], [6], [10]]
+    np.testing.assert_array_equal(ds["event_t"].values[1, 0, :6], ens.t_events[1][0])
+    assert np.isnan(ds["event_t"].values[0, 0, 3:]).all()
