@@ -29,7 +29,7 @@ CONVENTIONS = "CF-1.10"
 NETCDF_SUFFIXES = (".nc", ".nc4", ".netcdf")
 ZARR_SUFFIX = ".zarr"
 JSON_ATTRS = ("parameters", "state_names", "stats", "hints", "model_units", "varied_parameters",
-              "component_names", "diagnostic_names", "limits")
+              "component_names", "diagnostic_names", "limits", "y0", "y_final")
 """Global attributes written as JSON strings (decode them with `decode_attrs`)."""
 
 
@@ -115,8 +115,9 @@ def to_jsonable(value: Any) -> Any:
 
 def encode_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
     """Attributes NetCDF can store: ``None`` dropped, bools as 0/1, strings and real numbers
-    as they are, 1-D real arrays as arrays, everything else (dicts, lists, nested arrays) as
-    a JSON string.
+    as they are, 1-D real arrays of two or more values as arrays, everything else (dicts,
+    lists, nested arrays, an array of one value, which NetCDF would give back as a number)
+    as a JSON string.
 
     Parameters
     ----------
@@ -143,7 +144,7 @@ def encode_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
             out[name] = value
         elif isinstance(value, (int, float, np.integer, np.floating)):
             out[name] = value.item() if isinstance(value, np.generic) else value
-        elif isinstance(value, np.ndarray) and value.ndim == 1 and value.dtype.kind in "iuf" and value.size:
+        elif isinstance(value, np.ndarray) and value.ndim == 1 and value.dtype.kind in "iuf" and value.size > 1:
             out[name] = value
         else:
             out[name] = json.dumps(to_jsonable(value))

@@ -54,6 +54,10 @@ def test_solution_round_trip(tmp_path):
     assert attrs["status"] == "success" and attrs["status_code"] == 0
     assert attrs["stats"]["num_steps"] == int(sol.stats["num_steps"])
     np.testing.assert_array_equal(attrs["y0"], [1.0, 0.0])
+    np.testing.assert_array_equal(attrs["y_final"], np.asarray(sol.y_final))
+    # one state: its y0 and y_final come back as vectors (NetCDF gave a one-value array back as a number)
+    one = decode_attrs(simkit.load(simkit.solve(LOGISTIC, (0.0, 1.0), saveat=3).save(tmp_path / "n.nc")).attrs)
+    assert one["y0"] == [0.5] and len(one["y_final"]) == 1
     xr = pytest.importorskip("xarray")
     xr.testing.assert_identical(ds, sol.to_xarray().assign_attrs(date_created=ds.attrs["date_created"],
                                                                  history=ds.attrs["history"]))
