@@ -267,7 +267,7 @@ def integrate(
     dtype = u_init.dtype
     us, ts, diags, bad = run(u_dev, params_j, model.bcs, jnp.asarray(t0, dtype), dt_arg)
     return finish(model, program, gather(us), np.asarray(ts), {k: np.asarray(v) for k, v in diags.items()},
-                  int(bad), dt, throw)
+                  int(bad), dt, throw, params=params_j)
 
 
 @_config.simkit_call()

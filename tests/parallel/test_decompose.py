@@ -52,6 +52,9 @@ def test_every_library_model_decomposed_matches_one_device(name):
         bound = 1e-9 if isinstance(stepper, sk.IMEXEuler) else 1e-13
         assert np.abs(out.us - base.us).max() <= bound * scale, (name, shape)
         np.testing.assert_array_equal(out.ts, base.ts)
+        # the parameter values travel with the result and its file (they were dropped)
+        assert out.params.keys() == base.params.keys() and all(
+            np.array_equal(out.params[k], base.params[k]) for k in base.params), name
 
 
 def test_pmap_equals_shard_map_and_rejects_2d_meshes():
