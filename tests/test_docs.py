@@ -104,7 +104,7 @@ def _entry_points():
 
     return [simkit.solve, simkit.ensemble, simkit.fit, simkit.Solution.evaluate, simkit.Solution.to_xarray,
             simkit.Solution.save, simkit.SaveAt, simkit.Event, simkit.models.get, simkit.load,
-            simkit.EnsembleSolution.t_events.fget]
+            simkit.EnsembleSolution.t_events.fget, simkit.stencil.ritz_values]
 
 
 def test_docstring_examples_run(tmp_path, monkeypatch):

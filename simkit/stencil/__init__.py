@@ -34,6 +34,7 @@ from .stepping import ForwardEuler as ForwardEuler
 from .stepping import IMEXEuler as IMEXEuler
 from .stepping import integrate as integrate
 from .stepping import rollout as rollout
+from .stepping import ritz_values as ritz_values
 from .stepping import spectral_radius as spectral_radius
 from .streamed import integrate_to_file as integrate_to_file
 
@@ -42,5 +43,6 @@ __all__ = [
     "FieldSolution", "ForwardEuler", "Grid", "IMEXEuler", "Neumann", "PDEModel", "Padded", "Periodic",
     "RK4", "Robin", "Rusanov", "SSPRK3", "Space", "SpectralPreconditioner", "Stencil", "advection", "biharmonic", "derivative",
     "divergence", "flux_divergence", "gradient", "integrate", "integrate_to_file", "laplacian", "pad", "rollout",
+    "ritz_values",
     "spectral_radius",
 ]

@@ -58,6 +58,12 @@ class AbstractStepper(eqx.Module):
     needs_linear : bool
         True for IMEX methods, which take the model's ``linear`` part implicitly (default
         False).
+    amplification : tuple of float or None
+        Coefficients ``c_j`` of the method's stability polynomial ``R(z) = sum c_j z^j``
+        (of its explicit part for IMEX methods): `integrate`'s stability check then
+        requires ``|R(dt lambda)| <= 1`` at estimates of the rhs Jacobian's eigenvalues
+        (`ritz_values`), whatever their direction in the complex plane. ``None`` (the
+        default): the check compares ``dt`` with the limits above over the spectral radius.
 
     Examples
     --------
@@ -69,6 +75,7 @@ class AbstractStepper(eqx.Module):
     ...     order = 2
     ...     stability_limit = 2.0  # |1 + z + z^2/2| = 1 at z = -2
     ...     imaginary_limit = 0.0
+    ...     amplification = (1.0, 1.0, 0.5)  # R(z) = 1 + z + z^2/2
     ...     def step(self, rhs, linear, t, u, dt, space):
     ...         k1 = rhs(t, u)
     ...         return u + dt / 2 * (k1 + rhs(t + dt, u + dt * k1))
@@ -82,6 +89,7 @@ class AbstractStepper(eqx.Module):
     stability_limit: ClassVar[float]
     imaginary_limit: ClassVar[float]
     needs_linear: ClassVar[bool] = False
+    amplification: ClassVar[tuple[float, ...] | None] = None
 
     @abc.abstractmethod
     def step(self, rhs: Callable, linear: Callable | None, t: Any, u: Any, dt: Any, space: Space) -> Any:
@@ -149,6 +157,7 @@ class ForwardEuler(AbstractStepper):
     order = 1
     stability_limit = 2.0
     imaginary_limit = 0.0
+    amplification = (1.0, 1.0)
 
     def step(self, rhs, linear, t, u, dt, space):
         return u + dt * rhs(t, u)
@@ -185,6 +194,7 @@ class SSPRK3(AbstractStepper):
     order = 3
     stability_limit = 2.5127453266183286  # |1 + z + z^2/2 + z^3/6| = 1 on the real axis
     imaginary_limit = 3**0.5
+    amplification = (1.0, 1.0, 1 / 2, 1 / 6)
 
     def step(self, rhs, linear, t, u, dt, space):
         # Shu-Osher form. A large field: each stage written to its own buffer (see
@@ -231,6 +241,7 @@ class RK4(AbstractStepper):
     order = 4
     stability_limit = 2.785293563405282
     imaginary_limit = 2 * 2**0.5
+    amplification = (1.0, 1.0, 1 / 2, 1 / 6, 1 / 24)
 
     def step(self, rhs, linear, t, u, dt, space):
         # A large field: each k written to its own buffer (see `in_own_buffer`), one pass
@@ -301,6 +312,7 @@ class IMEXEuler(AbstractStepper):
     order = 1
     stability_limit = 2.0
     imaginary_limit = 0.0
+    amplification = (1.0, 1.0)  # of the explicit part
     needs_linear = True
 
     def step(self, rhs, linear, t, u, dt, space):
@@ -415,6 +427,103 @@ def _power_iteration(rhs, linear, grid, iterations, bcs, u, params, t):
     # norm = |J^2 a|; cosine = the angle's cosine between a and J^2 a, the sign of the Rayleigh
     # quotient of J^2: lambda^2 < 0 for an oscillatory spectrum
     return jnp.sqrt(norm), cosine
+
+
+RITZ_VECTORS = 32  # Krylov vectors of `ritz_values` (fewer for fields whose basis would pass RITZ_BYTES)
+RITZ_BYTES = 256 * 2**20
+
+
+def ritz_values(model: PDEModel, params: Mapping[str, Any], u: Any, *, explicit_only: bool = False,
+                t: float = 0.0) -> np.ndarray:
+    """Estimates of the rhs Jacobian's outer eigenvalues at ``u``: the Ritz values of
+    `RITZ_VECTORS` Arnoldi steps (Jacobian-vector products, no matrix built) from a fixed
+    random start, so deterministic. They approach the eigenvalues of largest magnitude and
+    those at the extremes of the spectrum in each direction of the complex plane (the ones
+    an explicit stepper's stability is decided by), from inside; eigenvalues of small
+    magnitude near the imaginary axis are not resolved (forward Euler on advection-diffusion
+    is limited by those too: ``dt <= 2 D / c^2``). Fewer vectors for fields whose basis
+    would take more than `RITZ_BYTES` (at least 8).
+
+    Parameters
+    ----------
+    model : PDEModel
+        The model.
+    params : dict
+        All of the model's parameters by name.
+    u : array_like
+        The field to linearise at, shape ``(components,) + grid.shape``.
+    explicit_only : bool
+        For ``rhs - linear``, the part an IMEX stepper takes explicitly (default False).
+    t : float
+        Time at which the rhs is linearised (default 0).
+
+    Returns
+    -------
+    numpy.ndarray
+        Complex Ritz values, in inverse time units, shape ``(m,)``.
+
+    Examples
+    --------
+    The periodic central advection ``-c u_x`` (``c = 1``, ``dx = 1/64``) has eigenvalues
+    ``-i c sin(k dx) / dx``, on the imaginary axis up to 64:
+
+    >>> import numpy as np
+    >>> from simkit import stencil as sk
+    >>> grid = sk.Grid((64,), 0.0, 1.0)
+    >>> adv = sk.PDEModel(rhs=lambda t, u, p, s: -p["c"] * sk.gradient(s.pad(u), s.spacing)[0],
+    ...                   params={"c": 1.0}, grid=grid, bcs=sk.Periodic(),
+    ...                   u0=np.sin(2 * np.pi * grid.coordinates())[None])
+    >>> theta = sk.ritz_values(adv, adv.params, adv.u0)
+    >>> bool(np.abs(theta.real).max() < 1e-8 * np.abs(theta).max()), bool(63 < np.abs(theta).max() <= 64.01)
+    (True, True)
+    """
+    dtype = _config.float_dtype()
+    u = jnp.asarray(u, dtype)
+    m = int(min(RITZ_VECTORS, u.size, max(8, RITZ_BYTES // max(u.size * u.dtype.itemsize, 1) - 1)))
+    h = _arnoldi(model.rhs, model.linear if explicit_only else None, model.grid, m, model.bcs, u,
+                 {k: jnp.asarray(v, dtype) for k, v in params.items()}, jnp.asarray(t, dtype))
+    h = np.asarray(h, np.float64)[:m, :m]
+    return np.linalg.eigvals(h) if np.all(np.isfinite(h)) else np.full(m, np.nan + 0j)
+
+
+@functools.partial(jax.jit, static_argnames=("rhs", "linear", "grid", "m"))
+def _arnoldi(rhs, linear, grid, m, bcs, u, params, t):
+    """`ritz_values`' compiled part: the ``(m + 1, m)`` Hessenberg matrix of ``m`` Arnoldi
+    steps (Gram-Schmidt twice per step, whole-basis products)."""
+    space = Space(grid, bcs)
+
+    def f(v):
+        out = rhs(t, v, params, space)
+        if linear is not None:
+            out = out - linear(t, v, params, space)
+        return out
+
+    jvp = jax.linearize(f, u)[1]
+    v0 = jax.random.normal(jax.random.key(0), u.shape, u.dtype)
+    basis = jnp.zeros((m + 1,) + u.shape, u.dtype).at[0].set(v0 / jnp.sqrt(jnp.sum(v0 * v0)))
+    axes = tuple(range(1, u.ndim + 1))
+
+    def body(j, carry):
+        basis, h = carry
+        w = jvp(basis[j])
+        known = (jnp.arange(m + 1) <= j).astype(u.dtype)
+        coeffs = jnp.zeros((m + 1,), u.dtype)
+        for _ in range(2):  # classical Gram-Schmidt, twice
+            c = jnp.sum(basis * w[None], axis=axes) * known
+            w = w - jnp.tensordot(c, basis, axes=1)
+            coeffs = coeffs + c
+        norm = jnp.sqrt(jnp.sum(w * w))
+        h = h.at[:, j].set(coeffs.at[j + 1].set(norm))
+        return basis.at[j + 1].set(w / jnp.where(norm == 0, 1.0, norm)), h
+
+    _, h = jax.lax.fori_loop(0, m, body, (basis, jnp.zeros((m + 1, m), u.dtype)))
+    return h
+
+
+def amplification(stepper: AbstractStepper, dt: float, eigenvalues: np.ndarray) -> np.ndarray:
+    """``|R(dt lambda)|`` for each of ``eigenvalues``: the growth per step of the stepper's
+    stability polynomial (`AbstractStepper.amplification`) on those modes."""
+    return np.abs(np.polynomial.polynomial.polyval(dt * np.asarray(eigenvalues), stepper.amplification))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -712,7 +821,9 @@ def prepare(model: PDEModel, *, dt: float | Callable, steps: int, save_every: in
         rule_dt = float(dt(jnp.asarray(u_init), params_j, model.space))
         if not (np.isfinite(rule_dt) and rule_dt > 0):
             raise InputError(f"the dt rule gave {rule_dt:g} at u0: it must give a positive, finite step")
-    if check_stability:
+    if check_stability and stepper.amplification is not None:
+        check_amplification(model, stepper, params_j, u_init, rule_dt if adaptive else float(dt), adaptive, t0)
+    elif check_stability:
         first_dt = rule_dt if adaptive else float(dt)
         rho, oscillatory = spectral_radius(model, params_j, u_init, explicit_only=stepper.needs_linear, t=t0)
         limit = stepper.imaginary_limit if oscillatory else stepper.stability_limit
@@ -728,6 +839,44 @@ def prepare(model: PDEModel, *, dt: float | Callable, steps: int, save_every: in
                 + " (check_stability=False skips this check)")
     dt_arg = jnp.asarray(0.0 if adaptive else dt, dtype)
     return program, u_init, params_j, dt_arg
+
+
+GROWTH_TOLERANCE = 1e-9  # |R(dt lambda)| - 1 allowed by the check (rounding)
+STABILITY_MARGIN = 1.03  # the Ritz values approach the eigenvalues from inside (up to 2 % low measured)
+
+
+def check_amplification(model: PDEModel, stepper: AbstractStepper, params: Mapping[str, Any], u: Any, dt: float,
+                        adaptive: bool, t0: Any) -> None:
+    """`integrate`'s stability check for a stepper with a stability polynomial: refuse a
+    ``dt`` for which ``|R(dt lambda)| > 1`` at the rhs Jacobian's estimated outer
+    eigenvalues (`ritz_values`, scaled by `STABILITY_MARGIN`). The stable bound it reports
+    is the largest step with no growth there (bisection)."""
+    theta = ritz_values(model, params, u, explicit_only=stepper.needs_linear, t=t0) * STABILITY_MARGIN
+    if not np.all(np.isfinite(theta)):
+        raise InputError(f"the rhs of {model.name!r} has a non-finite Jacobian at u0: its stability cannot be "
+                         "checked (check_stability=False skips this check)")
+    # modes that grow (a reaction's instability: real part above 1e-3 of the magnitude) grow
+    # in the model too and are left out; a Ritz value a little right of the imaginary axis
+    # (a wave operator, not normal in the Euclidean inner product, gives such values) is
+    # taken on it
+    theta = theta[theta.real <= 1e-3 * np.abs(theta)]
+    theta = np.minimum(theta.real, 0.0) + 1j * theta.imag
+    growth = amplification(stepper, dt, theta)
+    if growth.max(initial=0.0) <= 1.0 + GROWTH_TOLERANCE:
+        return
+    lo, hi = 0.0, dt
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if amplification(stepper, mid, theta).max() <= 1.0 + GROWTH_TOLERANCE else (lo, mid)
+    big, growth = theta[np.argmax(growth)], growth.max()
+    raise InputError(
+        f"dt = {dt:g}{' (the rule at u0)' if adaptive else ''} is above the stable bound {lo:.4g} for "
+        f"{type(stepper).__name__} on {model.name!r}: its amplification per step reaches {growth:.6g} > 1 at the "
+        f"estimated eigenvalue {big / STABILITY_MARGIN:.4g} of the {'explicit part of the ' if stepper.needs_linear else ''}"
+        f"rhs at u0 (Ritz values; the bound keeps a {100 * (STABILITY_MARGIN - 1):.0f} % margin); reduce dt"
+        + ("" if stepper.needs_linear or model.linear is None else
+           ", or use IMEXEuler() to take the linear part implicitly")
+        + " (check_stability=False skips this check)")
 
 
 def finish(model: PDEModel, program: RolloutProgram, us: Any, ts: Any, diags: dict, bad: int,
@@ -802,9 +951,10 @@ def integrate(
         ``{name: fn(u, space) -> scalar}`` saved at every save point (use
         ``space.sum``/``space.integral`` so they stay global on a device mesh).
     check_stability : bool
-        Before compiling the rollout, estimate the spectral radius of the (explicit part
-        of the) rhs at ``u0`` (`spectral_radius`) and refuse a ``dt`` above the stepper's
-        stable bound (default True).
+        Before compiling the rollout, estimate the outer eigenvalues of the Jacobian of the
+        (explicit part of the) rhs at ``u0`` (`ritz_values`) and refuse a ``dt`` at which
+        the stepper's stability polynomial grows there (`check_amplification`; a stepper
+        without one: ``dt`` above its limit over `spectral_radius`) (default True).
     throw : bool
         Raise `SolveError` when the field becomes non-finite (default). With
         ``throw=False`` the result's ``status`` says so and the fields after that point are
