@@ -580,6 +580,20 @@ class LevenbergMarquardt(_JaxoptDriver):
                                             stop_criterion="madsen-nielsen", materialize_jac=True,
                                             solver="cholesky", implicit_diff=False)
 
+    def step(self, fn, state, lower, upper):
+        # jaxopt evaluates the trial point whether or not it is taken and blends the two
+        # outcomes by multiplying with 0 and 1: a trial point where the solve fails (an
+        # infinite residual, a NaN Jacobian) made the kept state NaN (0 * inf), so the fit
+        # ended as "every start failed" from a good start (du/dt = r u^2 beyond its blow-up
+        # time) instead of backing off. Such a step is taken here as a rejected one: the
+        # state kept, the damping raised as jaxopt raises it.
+        x, inner = state
+        new_x, new = super().step(fn, state, lower, upper)
+        ok = jnp.all(jnp.isfinite(new_x)) & jnp.isfinite(new.value) & jnp.all(jnp.isfinite(new.jtj))
+        rejected = inner._replace(iter_num=new.iter_num, damping_factor=inner.damping_factor * inner.increase_factor,
+                                  increase_factor=2.0 * inner.increase_factor, delta=new.delta)  # the trial step
+        return jax.tree_util.tree_map(lambda a, b: jnp.where(ok, a, b), (new_x, new), (x, rejected))
+
     def residuals_and_jacobian(self, state):
         return state[1].residual, state[1].jac  # both at state[0]: jaxopt updates them together
 

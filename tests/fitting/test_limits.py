@@ -105,3 +105,23 @@ def test_counts_recover_the_truth(flu):
     assert result.converged and result.names[-1] == "dispersion"
     for name, value in truth.items():
         assert abs(result.estimates[name] - value) < 3 * result.stderr[name], (name, result.estimates, result.stderr)
+
+
+def _blow_up(t, y, p):
+    return p["r"] * y**2
+
+
+def test_levenberg_marquardt_backs_off_from_a_failed_solve():
+    """u' = r u^2 blows up at t = 1/r: from r = 0.1 (data: r = 0.3 on [0, 2]) a first step
+    in log r lands beyond r = 0.5, where the solve fails. jaxopt blends the trial point's
+    infinite residuals into its state by multiplying with 0 (NaN): the fit ended as "every
+    start failed (non-finite cost)"; such a step is now a rejected one. SciPy's answer."""
+    from scipy.optimize import least_squares
+
+    t = np.linspace(0.0, 2.0, 15)
+    y = 1 / (1 - 0.3 * t) + np.random.default_rng(6).normal(0, 0.02, t.size)
+    model = simkit.ODEModel(rhs=_blow_up, params={"r": 0.2}, y0=[1.0], state_names=("u",), name="blow_up")
+    result = simkit.fit(model, simkit.Dataset(t, y, observed=("u",)), initial={"r": 0.1}, bounds="positive")
+    ref = least_squares(lambda r: 1 / (1 - r[0] * t) - y, [0.1], xtol=1e-15, ftol=1e-15, gtol=1e-15).x[0]
+    assert result.converged
+    np.testing.assert_allclose(result.estimates["r"], ref, rtol=1e-6)
