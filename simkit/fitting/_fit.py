@@ -212,6 +212,10 @@ def fit(
         raise InputError(f"datasets {with_sigma} give sigma and "
                          f"{[d.name for d in datasets if d.sigma is None]} do not: give sigma for every dataset "
                          "(absolute standard deviations) or for none (one noise variance, estimated)")
+    if with_sigma and not loss.uses_sigma:
+        raise InputError(f"datasets {with_sigma} give sigma, which {type(loss).__name__} does not use (it was "
+                         "ignored): use LeastSquares() for known standard deviations (weighted least squares), "
+                         "or drop sigma")
     if int(starts) < 1:
         raise InputError(f"starts must be at least 1, got {starts}")
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.floating, np.integer)) \

@@ -36,6 +36,11 @@ class AbstractLoss(eqx.Module):
     nuisance : str or None
         Name of an extra estimated parameter (its log is optimised, passed as ``extra``),
         or ``None`` (a class variable).
+    uses_sigma : bool
+        The loss reads the datasets' ``sigma`` (default True); `simkit.fit` refuses data
+        with sigma for a loss that does not (`GaussianNLL` estimates its one noise scale,
+        `Poisson` and `NegativeBinomial` have their own variance): they were ignored in
+        silence. A class variable.
     data_power : int
         The power of the data's unit in which the loss is expressed when the data have no
         ``sigma`` (`LeastSquares`: 2, a sum of squares in data units; default 0: a
@@ -58,6 +63,7 @@ class AbstractLoss(eqx.Module):
     residual_form: ClassVar[bool] = False
     nuisance: ClassVar[str | None] = None
     data_power: ClassVar[int] = 0
+    uses_sigma: ClassVar[bool] = True
 
     def residuals(self, mu, y, sigma):
         """Residuals ``r``, whose cost is ``0.5 * sum(r**2)`` (residual losses only).
@@ -226,6 +232,7 @@ class GaussianNLL(AbstractLoss):
     """
 
     nuisance = "noise"
+    uses_sigma = False
 
     def nll(self, mu, y, sigma, mask, extra):
         s = jnp.exp(extra)
@@ -247,6 +254,8 @@ class Poisson(AbstractLoss):
     >>> round(Poisson().nll(mu, y, 1.0, mask, None).item(), 6)
     3.090457
     """
+
+    uses_sigma = False
 
     def nll(self, mu, y, sigma, mask, extra):
         mu = jnp.maximum(mu, TINY)
@@ -278,6 +287,7 @@ class NegativeBinomial(AbstractLoss):
     """
 
     nuisance = "dispersion"
+    uses_sigma = False
 
     def nll(self, mu, y, sigma, mask, extra):
         k = jnp.exp(extra)

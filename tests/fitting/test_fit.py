@@ -240,6 +240,18 @@ def test_scalar_optimisers_are_free_of_the_data_scale(optimizer):
         np.testing.assert_allclose(result.estimates["k"], ref, rtol=1e-5, err_msg=f"scale {scale}")
 
 
+def test_sigma_is_refused_by_losses_that_do_not_read_it():
+    # GaussianNLL estimates one noise scale: the datasets' sigma was ignored in silence
+    times = np.linspace(0.5, 4, 8)
+    model = simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * y, params={"k": 1.0}, y0=[50.0], state_names=("u",),
+                            name="decay")
+    data = simkit.Dataset(times, np.round(50 * np.exp(-0.7 * times))[:, None], observed=("u",), sigma=1.0,
+                          name="weighted")
+    for loss in (simkit.GaussianNLL(), simkit.NegativeBinomial()):
+        with pytest.raises(simkit.InputError, match=rf"\['weighted'\] give sigma, which {type(loss).__name__} does"):
+            simkit.fit(model, data, loss=loss)
+
+
 def test_datasets_with_and_without_sigma_are_refused():
     times = np.linspace(0.5, 4, 8)
     model = simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * y, params={"k": 1.0}, y0=[1.0], state_names=("u",),
