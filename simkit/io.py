@@ -29,7 +29,7 @@ CONVENTIONS = "CF-1.10"
 NETCDF_SUFFIXES = (".nc", ".nc4", ".netcdf")
 ZARR_SUFFIX = ".zarr"
 JSON_ATTRS = ("parameters", "state_names", "stats", "hints", "model_units", "varied_parameters",
-              "component_names", "diagnostic_names", "limits", "y0", "y_final")
+              "component_names", "diagnostic_names", "limits", "y0", "y_final", "dataset_overrides")
 """Global attributes written as JSON strings (decode them with `decode_attrs`)."""
 
 

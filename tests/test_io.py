@@ -150,6 +150,13 @@ def test_fit_round_trip_and_multi_start_progress(tmp_path, capsys):
     assert attrs["cost"] == result.cost and attrs["loss"] == "LeastSquares"
     assert attrs["optimizer"] == "LevenbergMarquardt" and attrs["status"] == result.message
     assert attrs["limits"]["max_iterations"] == 30 and attrs["rtol"] == 1e-8
+    # a fitted initial state and a dataset's own parameter value are what the file says (it
+    # gave the model's y0 and K, which this fit did not use)
+    own = simkit.Dataset(times, data.values, observed=("N",), params={"K": 12.0}, name="own K")
+    fitted_y0 = simkit.fit(LOGISTIC, own, free=["r"], initial_state="fit", max_iterations=30)
+    attrs = decode_attrs(simkit.load(fitted_y0.save(tmp_path / "y0.nc")).attrs)
+    assert attrs["y0"] == [fitted_y0.estimates["y0:N"]]
+    assert attrs["dataset_overrides"] == {"own K": {"params": {"K": 12.0}, "y0": {}}}
 
 
 def test_units_are_read_from_the_model():

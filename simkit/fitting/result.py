@@ -398,8 +398,10 @@ class FitResult(io.Saveable):
             ``start_cost``, ``start_status`` ``(start,)``; ``residuals`` ``(residual,)`` for
             residual losses. Global attributes: the provenance of `simkit.io.provenance`
             (model, source, units, the fitted model's parameters, the ODE solver, rtol, atol,
-            status, y0, versions, date), ``loss``, ``optimizer``, ``cost``, ``iterations``,
-            ``evaluations``, ``confidence``, ``n_points``, ``limits`` and ``hints``.
+            status, the fitted model's y0, versions, date), ``loss``, ``optimizer``, ``cost``,
+            ``iterations``, ``evaluations``, ``confidence``, ``n_points``, ``limits``,
+            ``hints`` and ``dataset_overrides`` (the parameters and initial states datasets
+            fixed for themselves, by dataset name, where any did).
 
         Raises
         ------
@@ -450,17 +452,26 @@ class FitResult(io.Saveable):
                   "start": ("start", np.arange(len(self.start_costs)), io.variable_attrs("start index"))}
         fitted = {k: v for k, v in model.params.items()}
         fitted.update({n: self.estimates[n] for n in names if n in fitted})
+        # the initial state fitted (initial_state="fit"), and what each dataset fixed for
+        # itself (the model's values, written alone, read as if they had been used)
+        y0 = np.array(model.y0, dtype=float)
+        for n in names:
+            if n.startswith("y0:"):
+                y0[model.state_names.index(n[3:])] = self.estimates[n]
+        overrides = {d.name: {"params": dict(d.params or {}), "y0": dict(d.y0 or {})} for d in problem.datasets
+                     if d.params or d.y0}
         ode_solver = problem.program.ode_solver
         attrs = io.provenance(
             "FitResult", model_name=model.name, model_source=model.source, model_units=model.units,
             parameters=fitted, solver="default" if ode_solver is None else repr(ode_solver),
             rtol=problem.arrays["rtol"], atol=problem.arrays["atol"], status=self.message,
-            status_code=int(self.status), y0=np.asarray(model.y0),
+            status_code=int(self.status), y0=y0,
             extra={"loss": self.loss_name, "optimizer": self.optimizer_name, "cost": float(self.cost),
                    "iterations": self.iterations, "evaluations": self.evaluations,
                    "confidence": float(self.confidence), "n_points": int(self.n_points), "limits": self.limits,
                    "hints": list(self.hints), "state_names": list(model.state_names),
-                   "datasets": ", ".join(d.name for d in problem.datasets)})
+                   "datasets": ", ".join(d.name for d in problem.datasets),
+                   **({"dataset_overrides": overrides} if overrides else {})})
         return xr.Dataset(data, coords=coords, attrs=attrs)
 
     # plots -----------------------------------------------------------------------------------
