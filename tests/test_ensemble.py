@@ -224,8 +224,8 @@ def test_members_saving_their_own_steps_have_no_common_times():
 
 
 def test_blocks_compile_as_one_kernel_where_the_rhs_allows():
-    # explicit methods step their blocks of attempts in one XLA:CPU kernel (the same bits as
-    # XLA's thunks: test_members_saving_at_the_ends_step_in_blocks); an rhs with an
+    # the kernels step their blocks of attempts in one XLA:CPU kernel (explicit ones: the same
+    # bits as XLA's thunks, test_members_saving_at_the_ends_step_in_blocks); an rhs with an
     # operation that kernel cannot hold (a scatter, a dot) keeps the thunks, and runs
     from jax import lax
 
@@ -237,7 +237,11 @@ def test_blocks_compile_as_one_kernel_where_the_rhs_allows():
     params = {k: np.full(8, v) for k, v in lorenz.params.items()}
     y = np.ones((8, 3))
     assert kernel_queue.block_in_one_kernel(method, lorenz.rhs, 0.0, y, params)
-    assert not kernel_queue.block_in_one_kernel(simkit.Rodas5P().method(), lorenz.rhs, 0.0, y, params)
+    assert kernel_queue.block_in_one_kernel(simkit.Rodas5P().method(), lorenz.rhs, 0.0, y, params)
+    # a stiff method above 8 states calls LAPACK (a custom call): thunks
+    big = {"k": np.ones(8)}
+    assert not kernel_queue.block_in_one_kernel(simkit.Rodas5P().method(), lambda t, y, p: -p["k"] * y, 0.0,
+                                                np.ones((8, 9)), big)
     assert not fits_one_kernel(jax.make_jaxpr(lambda x: x.at[0].set(1.0))(np.ones(3)))
     assert not fits_one_kernel(jax.make_jaxpr(lambda x: lax.cond(x[0] > 0, lambda: x @ x, lambda: 0.0))(np.ones(3)))
 

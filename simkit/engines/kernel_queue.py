@@ -32,12 +32,13 @@ loop, van der Pol 1.04-1.06x (`benchmarks/experiments/queue_block_ab.py`: one pr
 two swapped between rounds; two runs). Denser save times would keep lanes waiting at every
 save (1,000 saves: 4.5x slower), so they keep the loop above.
 
-With an explicit method or AutoSwitch, a block's loop is compiled as one kernel
-(`block_in_one_kernel`, `simkit._codegen.one_kernel`) instead of XLA:CPU's sequence of about
-30 thunks per attempt (`benchmarks/experiments/queue_one_kernel_ab.py`, two runs: Lorenz
-with Tsit5 1.15x both times, DOPRI5 1.00-1.26x, DOP853 1.06-1.09x, AutoSwitch 1.08-1.12x;
-van der Pol with Tsit5 1.22-1.23x, AutoSwitch 1.18-1.27x). The same bits as the thunks
-with Tsit5 and DOPRI5; DOP853's and AutoSwitch's stiff phase's values differ from them in
+A block's loop is compiled as one kernel (`block_in_one_kernel`, `simkit._codegen.
+one_kernel`) instead of XLA:CPU's sequence of about 30 thunks per attempt
+(`benchmarks/experiments/queue_one_kernel_ab.py`, two runs: Lorenz with Tsit5 1.15x both
+times, DOPRI5 1.00-1.26x, DOP853 1.06-1.09x, AutoSwitch 1.08-1.12x; van der Pol with Tsit5
+1.22-1.23x, AutoSwitch 1.18-1.27x; the stiff kernels up to 8 states since session 24,
+`queue_stiff_one_kernel_ab.py`: van der Pol 1.05-1.23x, Robertson 0.96x in the committed run). The same bits as the
+thunks with Tsit5 and DOPRI5; DOP853's and the stiff kernels' values differ from them in
 the last bits (the same steps and counters): their blocks and their per-attempt loop round
 differently.
 
@@ -56,7 +57,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .._codegen import fits_one_kernel, one_kernel
-from ..kernels.linalg import SMALL_SYSTEM
+from ..kernels.linalg import SMALL_SYSTEM, lu_columns_by_select
 from ..kernels.loop import RUNNING, initial_state, loop_stats, stepper
 from ..save_times import save_grid
 from ..status import Status
@@ -76,14 +77,16 @@ def ends_only(program: KernelProgram) -> bool:
 
 def block_in_one_kernel(method: Any, rhs, t, y, params: dict) -> bool:
     """Whether a block's attempts compile as one kernel (`simkit._codegen.one_kernel`):
-    for the methods that gain (``blocks_in_one_kernel``: the explicit ones and
-    `simkit.AutoSwitch`, whose explicit phase is most members' steps) when the vmapped rhs
-    uses only operations that kernel takes (`fits_one_kernel`; others keep XLA's thunks).
-    Measured as one kernel (the module's docstring): 1.0-1.27x; van der Pol with Rodas4
-    0.91-1.10x (two A/Bs, not committed; its LU's column write, a scatter, costs there), so
-    the Rosenbrock, Radau and BDF kernels keep the thunks. A stiff phase above `simkit.kernels.linalg.SMALL_SYSTEM` states calls LAPACK,
-    which such a kernel cannot hold."""
-    if not getattr(method, "blocks_in_one_kernel", False) or (method.implicit and y.shape[-1] > SMALL_SYSTEM):
+    when the vmapped rhs uses only operations that kernel takes (`fits_one_kernel`; others
+    keep XLA's thunks), for every method up to `simkit.kernels.linalg.SMALL_SYSTEM` states
+    (a stiff method above calls LAPACK, which such a kernel cannot hold). Measured as one
+    kernel (the module's docstring): explicit methods and AutoSwitch 1.0-1.27x; the stiff
+    kernels on van der Pol, with the LU's columns written by selects inside the kernel
+    (`simkit.kernels.linalg.lu_columns_by_select`), in the committed A/B Rodas4 1.05x,
+    Rodas5P 1.13x, Radau IIA 1.17x, BDF 1.23x (three runs: 0.92-1.32x, BDF 1.11x and more
+    in each), Robertson with Rodas5P 0.96x (0.96-1.04x), and a faster first call in all
+    but the last (compiling and running: 3.2-4.5 s against 3.4-5.3 s)."""
+    if method.implicit and y.shape[-1] > SMALL_SYSTEM:
         return False
     jaxpr = jax.make_jaxpr(jax.vmap(rhs, in_axes=(None, 0, 0)))(t, y, params)
     return fits_one_kernel(jaxpr)
@@ -244,7 +247,11 @@ def run_queue(program: KernelProgram, args, params: dict, y0: jax.Array, lanes: 
         def steps(c, p, k):
             return lax.fori_loop(0, BLOCK, lambda _, c: jax.vmap(lane_step)(c, p, k)[0], c)
 
-        c = (one_kernel if whole else lambda f, *a: f(*a))(steps, s["c"], s["p"], s["k"])
+        if whole:
+            with lu_columns_by_select():  # a stiff phase's LU, inside the kernel
+                c = one_kernel(steps, s["c"], s["p"], s["k"])
+        else:
+            c = steps(s["c"], s["p"], s["k"])
         s = pass_t1(save_rest(s | dict(c=c)))
         return lax.cond(refill_due(s), lambda s: save_rest(refill(s)), lambda s: s, s)
 

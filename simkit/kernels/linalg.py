@@ -41,6 +41,9 @@ factors through `factor`/`solve`.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+
 import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
@@ -103,13 +106,33 @@ def lapack_lu_solve(lu, piv, b):
                                    lambda _, r: _lapack_lu_solve_t(lu, piv, r))
 
 
+_COLUMNS_BY_SELECT = contextvars.ContextVar("simkit_lu_columns_by_select", default=False)
+
+
+@contextlib.contextmanager
+def lu_columns_by_select():
+    """While tracing in this context, `lu_factor` writes each column of L with a select over
+    the whole matrix instead of a column update (a scatter): the same values, bit for bit.
+    Inside one XLA:CPU kernel (`simkit._codegen.one_kernel`: an ensemble's block of stiff
+    steps) the select is faster (a van der Pol ensemble with Rodas4: 1.27x in session 23's
+    A/B, select against scatter); in XLA's thunks (a single solve) the scatter is (Robertson
+    with Rodas5P 1.35x slower with selects)."""
+    token = _COLUMNS_BY_SELECT.set(True)
+    try:
+        yield
+    finally:
+        _COLUMNS_BY_SELECT.reset(token)
+
+
 def lu_factor(a):
     """``(lu, perm)`` of a square matrix with partial pivoting: ``a[perm] = L @ U``,
     L unit lower triangular (below the diagonal of ``lu``), U upper triangular. Straight-line
-    code: a Python loop over the static size, masked whole-matrix updates per column."""
+    code: a Python loop over the static size, masked whole-matrix updates per column (the
+    column of L by a scatter, or a select in `lu_columns_by_select`)."""
     n = a.shape[-1]
     idx = jnp.arange(n)
     perm = idx
+    by_select = _COLUMNS_BY_SELECT.get()
     for k in range(n):
         column = jnp.where(idx >= k, jnp.abs(a[:, k]), -1.0)
         p = jnp.argmax(column)
@@ -117,7 +140,11 @@ def lu_factor(a):
         a, perm = a[swap, :], perm[swap]
         factors = jnp.where(idx > k, a[:, k] / a[k, k], 0.0)
         a = a - factors[:, None] * jnp.where(idx > k, a[k, :], 0.0)[None, :]
-        a = a.at[:, k].set(jnp.where(idx > k, factors, a[:, k]))
+        column_k = jnp.where(idx > k, factors, a[:, k])
+        if by_select:
+            a = jnp.where((idx == k)[None, :], column_k[:, None], a)
+        else:
+            a = a.at[:, k].set(column_k)
     return a, perm
 
 

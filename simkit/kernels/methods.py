@@ -112,7 +112,6 @@ class ExplicitRK(_HairerPI, _RecomputeDense):
 
     implicit = False
     fsal = True
-    blocks_in_one_kernel = True  # `simkit.engines.kernel_queue.block_in_one_kernel`
 
     def __init__(self, tableau: ExplicitTableau):
         self.tableau = tableau
@@ -152,7 +151,6 @@ class DOP853Method(_HairerPI, _RecomputeDense):
 
     implicit = False
     fsal = False  # f(t+h, y1) is one more evaluation after the 12 stages
-    blocks_in_one_kernel = True
     beta = 0.0
     fac_min, fac_max = 1.0 / 3.0, 6.0
 

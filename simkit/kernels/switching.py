@@ -93,7 +93,6 @@ class AutoSwitchMethod:
     """The loop's method interface over an explicit pair and a Rosenbrock method."""
 
     implicit = True
-    blocks_in_one_kernel = True  # its explicit phase gains (`kernel_queue.block_in_one_kernel`)
     fsal = False
 
     def __init__(self, explicit: ExplicitRK, stiff: Rosenbrock):
