@@ -82,9 +82,17 @@ def uncertainty(problem: Any, theta: np.ndarray, confidence: float,
     if problem.loss.residual_form and not weighted and m <= p:
         hints.append(f"{m} data point(s) for {p} parameter(s): no residual variance to estimate the "
                      "uncertainties from (standard errors undefined)")
+    not_minimum = np.zeros(p, bool)
     if hess is not None and np.all(np.isfinite(hess)) and np.linalg.eigvalsh(hess)[0] <= 0:
         hints.append("the Hessian of the negative log-likelihood is not positive definite here: not a strict "
                      "minimum, so standard errors and correlations are not meaningful")
+        # the parameters along its directions of no or negative curvature have no standard
+        # error (the pseudo-inverse gave them negative variances, shown as 0: a zero-width
+        # interval at an iteration limit)
+        values, vectors = np.linalg.eigh(sensitivity)
+        for value, vector in zip(values, vectors.T):
+            if value <= 0:
+                not_minimum |= np.abs(vector) > 0.2
     if not np.all(np.isfinite(sensitivity)):
         hints.append("the curvature at the optimum is not finite: no uncertainties")
         sensitivity = np.zeros_like(sensitivity)
@@ -100,12 +108,14 @@ def uncertainty(problem: Any, theta: np.ndarray, confidence: float,
                          "identifiable from these data (their standard errors are undefined)")
     # a parameter along a direction the data do not determine has no standard error: the
     # pseudo-inverse drops that direction and would report a small, finite one
+    undefined |= not_minimum
     cov = np.array(cov, dtype=float)
     cov[undefined, :] = np.nan
     cov[:, undefined] = np.nan
     cov[undefined, undefined] = np.inf
     with np.errstate(invalid="ignore"):
-        stderr = np.sqrt(np.clip(np.diag(cov), 0, None))
+        variance = np.diag(cov)
+        stderr = np.where(variance >= 0, np.sqrt(np.abs(variance)), np.nan)  # a negative one: undefined
     with np.errstate(invalid="ignore", divide="ignore"):
         scale = np.outer(stderr, stderr)
         corr = np.where(np.isfinite(scale) & (scale > 0), cov / np.where(scale > 0, scale, 1.0), np.nan)

@@ -125,3 +125,23 @@ def test_levenberg_marquardt_backs_off_from_a_failed_solve():
     ref = least_squares(lambda r: 1 / (1 - r[0] * t) - y, [0.1], xtol=1e-15, ftol=1e-15, gtol=1e-15).x[0]
     assert result.converged
     np.testing.assert_allclose(result.estimates["r"], ref, rtol=1e-6)
+
+
+def _logistic(t, y, p):
+    return p["r"] * y * (1 - y / p["K"])
+
+
+def test_no_standard_error_where_the_curvature_is_not_positive():
+    """L-BFGS-B's unscaled first step takes this likelihood fit to r = 4e3, noise = 1.8e3,
+    where the Hessian is not positive definite: the pseudo-inverse gave the noise a
+    negative variance, shown as a standard error of 0 (a zero-width interval)."""
+    t = np.linspace(0, 10, 25)
+    clean = 50.0 * 2.0 * np.exp(0.9 * t) / (50.0 + 2.0 * (np.exp(0.9 * t) - 1))
+    y = clean + np.random.default_rng(1).normal(0, 2.0, t.size)
+    model = simkit.ODEModel(rhs=_logistic, params={"r": 0.5, "K": 40.0}, y0=[2.0], state_names=("N",),
+                            name="logistic")
+    result = simkit.fit(model, simkit.Dataset(t, y, observed=("N",)), loss=simkit.GaussianNLL(),
+                        optimizer=simkit.fitting.LBFGSB(), bounds="positive", max_iterations=1)
+    assert any("not positive definite" in h for h in result.hints)
+    assert result.stderr["noise"] == np.inf and result.intervals["noise"] == (-np.inf, np.inf)
+    assert all(s > 0 for s in result.stderr.values())
