@@ -332,6 +332,9 @@ def ensemble(
             bar.update(int(np.count_nonzero(order[positions] < members)))  # padding excluded
     inverse = np.argsort(order[np.concatenate(slots)])
     out = jax.tree_util.tree_map(lambda *a: np.concatenate(a)[inverse][:members], *outs)
+    if plan.saveat.count is None:  # every step saved: max_steps + 1 columns, inf past each member's last
+        used = int(np.max(np.sum(np.isfinite(out["ts"]), axis=1), initial=1))
+        out["ts"], out["ys"] = out["ts"][:, :used], out["ys"][:, :used]
     solver_name = plan.solver_name
     return EnsembleSolution(
         ts=out["ts"], ys=out["ys"], status=out["status"], stats=out["stats"],

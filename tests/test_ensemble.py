@@ -219,6 +219,8 @@ def test_members_saving_their_own_steps_have_no_common_times():
     ts = np.asarray(ens.ts)
     np.testing.assert_array_equal(ds["t"].values, ts)
     reached = np.isfinite(ts)
+    # as many columns as the member with most steps needs (max_steps + 1 = 100,001 were kept)
+    assert ts.shape[1] == reached.sum(axis=1).max() == int(ens.stats["num_accepted_steps"].max()) + 1
     np.testing.assert_allclose(ds["u"].values[reached], np.exp(-(np.array([[1.0], [10.0]]) * ts)[reached]),
                                rtol=1e-8, atol=1e-10)  # TIGHT
 
