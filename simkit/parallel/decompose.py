@@ -136,16 +136,17 @@ def _compiled(program: Any, mesh: Mesh, transform: str) -> Callable:
     block = local_grid(program.grid, mesh.devices.shape)
     shard_program = program.with_grid(block)
 
-    def per_shard(u0, params, bcs, t0, dt):
-        return rollout_body(shard_program, sharded_space(block, bcs, axes, program.grid), u0, params, t0, dt)
+    def per_shard(u0, params, bcs, t0, dt, n0):
+        return rollout_body(shard_program, sharded_space(block, bcs, axes, program.grid), u0, params, t0, dt, n0)
 
     ndim = program.grid.ndim
     if transform == "shard_map":
         spec = field_spec(ndim)
         rep = PartitionSpec()
-        f = jax.shard_map(per_shard, mesh=mesh, in_specs=(spec, rep, rep, rep, rep),
+        f = jax.shard_map(per_shard, mesh=mesh, in_specs=(spec, rep, rep, rep, rep, rep),
                           out_specs=(field_spec(ndim, leading=2), rep, rep, rep), check_vma=False)
-        return jax.jit(f)
+        jitted = jax.jit(f)
+        return lambda u0, params, bcs, t0, dt, n0=0: jitted(u0, params, bcs, t0, dt, jnp.asarray(n0, jnp.int32))
     split = [a for a, (_, size) in enumerate(axes) if size > 1]
     if len(split) > 1:
         raise InputError(f"transform='pmap' runs 1-D decompositions only (nested pmap is broken in "
@@ -153,13 +154,13 @@ def _compiled(program: Any, mesh: Mesh, transform: str) -> Callable:
     axis = split[0] if split else 0
     name, size = axes[axis]
     devices = list(mesh.devices.reshape(-1))
-    mapped = jax.pmap(per_shard, axis_name=name, in_axes=(0, None, None, None, None), devices=devices)
+    mapped = jax.pmap(per_shard, axis_name=name, in_axes=(0, None, None, None, None, None), devices=devices)
 
-    def run(u0, params, bcs, t0, dt):
+    def run(u0, params, bcs, t0, dt, n0=0):
         # (c, ..., n, ...) -> (shards, c, ..., n / shards, ...) along the split grid axis
         a = 1 + axis
         blocks = jnp.stack(jnp.split(u0, size, axis=a))
-        us, ts, diags, bad = mapped(blocks, params, bcs, t0, dt)
+        us, ts, diags, bad = mapped(blocks, params, bcs, t0, dt, jnp.asarray(n0, jnp.int32))
         us = jnp.concatenate(list(us), axis=a + 1)
         return us, ts[0], jax.tree_util.tree_map(lambda d: d[0], diags), bad[0]
 

@@ -624,13 +624,18 @@ def components_apart(program: RolloutProgram, u0: Any) -> bool:
             and type(program.stepper) in (ForwardEuler, SSPRK3, RK4, IMEXEuler))
 
 
-def rollout_body(program: RolloutProgram, space: Space, u0, params, t0, dt):
+def rollout_body(program: RolloutProgram, space: Space, u0, params, t0, dt, n0=0):
     """The rollout as a pure function of its inputs: ``(us, ts, diagnostics, bad)``.
 
     Runs as is on one device (under ``jit``) and per shard on a device mesh, where `space`
     exchanges halos and reduces globally. ``bad`` is the first save block after which the
     field was non-finite anywhere (``-1``: never). Between saves the components may be
-    carried apart (`components_apart`, decided on the field ``u0`` of this device)."""
+    carried apart (`components_apart`, decided on the field ``u0`` of this device).
+
+    With a fixed ``dt`` the time of step ``n`` is ``t0 + (n0 + n) dt``, rounded once (``n0``:
+    the steps taken before, by earlier pieces of one run: their times are the whole run's);
+    accumulated step by step it drifted (400 ulp after 20,000 steps; ``100.29999999999858``
+    for 1,000 steps of 0.1). A rule's steps (``program.dt_rule``) add up (``n0`` unused)."""
     apart = components_apart(program, u0)
 
     def rhs(t, u):
@@ -648,39 +653,46 @@ def rollout_body(program: RolloutProgram, space: Space, u0, params, t0, dt):
     def step_size(u):
         return dt if program.dt_rule is None else program.dt_rule(u, params, space)
 
+    fixed = program.dt_rule is None
+
+    def clock(c):  # the time of the loop's clock `c`: a step count (fixed dt) or the time itself
+        return t0 + c * dt if fixed else c
+
     def block(carry, k):
-        u, t, bad, us = carry
+        u, c, bad, us = carry
 
         def one(state):
-            u, t = state
+            u, c = state
+            if fixed:
+                return program.stepper.step(step_rhs, step_linear, clock(c), u, dt, space), c + 1
             h = step_size(u)
-            u_new = program.stepper.step(step_rhs, step_linear, t, u, h, space)
-            if program.dt_rule is None:
-                return u_new, t + h
+            u_new = program.stepper.step(step_rhs, step_linear, c, u, h, space)
             # a rule's step that is not positive and finite: the field and the time become
             # NaN, reported as a non-finite field at this save block (`finish` says why)
             ok = jnp.isfinite(h) & (h > 0)
-            return jax.tree_util.tree_map(lambda a: jnp.where(ok, a, jnp.nan), u_new), jnp.where(ok, t + h, jnp.nan)
+            return jax.tree_util.tree_map(lambda a: jnp.where(ok, a, jnp.nan), u_new), jnp.where(ok, c + h, jnp.nan)
 
-        u, t = repeat_in_two_buffers(one, program.save_every, (u, t))
+        u, c = repeat_in_two_buffers(one, program.save_every, (u, c))
+        t = clock(c)
         field = stacked(u)
         nonfinite = jnp.sum(space.sum(jnp.where(jnp.isfinite(field), 0.0, 1.0)))  # global count
         bad = jnp.where((bad < 0) & (nonfinite > 0), k, bad)
-        return (u, t, bad, jax.lax.dynamic_update_index_in_dim(us, field, k + 1, 0)), (t, diagnostics(field))
+        return (u, c, bad, jax.lax.dynamic_update_index_in_dim(us, field, k + 1, 0)), (t, diagnostics(field))
 
     # the saved fields are written in place into one buffer carried through the loop (the
     # scan's stacked outputs and then a concatenate with u0 held the trajectory twice)
     us = jnp.zeros((program.n_saves + 1,) + u0.shape, u0.dtype).at[0].set(u0)
     start = Components.of(u0) if apart else u0
-    (_, _, bad, us), (ts, diags) = jax.lax.scan(block, (start, t0, jnp.asarray(-1), us), jnp.arange(program.n_saves))
-    ts = jnp.concatenate([jnp.reshape(t0, (1,)), ts])
+    c0 = jnp.asarray(n0, jnp.result_type(t0)) if fixed else t0
+    (_, _, bad, us), (ts, diags) = jax.lax.scan(block, (start, c0, jnp.asarray(-1), us), jnp.arange(program.n_saves))
+    ts = jnp.concatenate([jnp.reshape(clock(c0), (1,)), ts])
     diags = jax.tree_util.tree_map(lambda first, rest: jnp.concatenate([first[None], rest]), diagnostics(u0), diags)
     return us, ts, diags, bad
 
 
 @functools.partial(jax.jit, static_argnames=("program",))
-def _rollout(program: RolloutProgram, u0, params, bcs, t0, dt):
-    return rollout_body(program, Space(program.grid, bcs), u0, params, t0, dt)
+def _rollout(program: RolloutProgram, u0, params, bcs, t0, dt, n0=0):
+    return rollout_body(program, Space(program.grid, bcs), u0, params, t0, dt, n0)
 
 
 def build_program(model: PDEModel, *, dt: float | Callable, steps: int, save_every: int | None,

@@ -135,7 +135,11 @@ def integrate_to_file(
         while done < n_saves and bad < 0:
             size = min(chunk, n_saves - done)
             part = dataclasses.replace(program, n_saves=size)
-            us, ts, diags, part_bad = run_chunk(part, u, params_j, t, dt_arg)
+            # fixed steps: the run's t0 and the steps taken before (each time is t0 + n dt,
+            # as in `integrate`); a dt rule's steps go on from the time reached
+            fixed = program.dt_rule is None
+            start = (jnp.asarray(t0, u_init.dtype), done * program.save_every) if fixed else (t, 0)
+            us, ts, diags, part_bad = run_chunk(part, u, params_j, start[0], dt_arg, start[1])
             first = 0 if done == 0 else 1  # a later chunk's first frame is the last one written
             part_bad = int(part_bad)
             if part_bad >= 0:
@@ -158,18 +162,19 @@ def integrate_to_file(
 
 
 def _chunk_runner(model: PDEModel, mesh: Any) -> Callable:
-    """``run(program, u, params, t, dt) -> (us, ts, diagnostics, bad)`` for one chunk: the
-    single-device rollout, or the decomposed one on ``mesh`` (frames gathered to the host)."""
+    """``run(program, u, params, t, dt, n0) -> (us, ts, diagnostics, bad)`` for one chunk (``n0``:
+    the steps before it, `rollout_body`): the single-device rollout, or the decomposed one on
+    ``mesh`` (frames gathered to the host)."""
     if mesh is None:
-        return lambda part, u, params, t, dt: _rollout(part, u, params, model.bcs, t, dt)
+        return lambda part, u, params, t, dt, n0: _rollout(part, u, params, model.bcs, t, dt, jnp.asarray(n0, jnp.int32))
     from ..parallel.decompose import _compiled, check_mesh
     from ..parallel.mesh import field_spec, gather, place
 
     check_mesh(model, mesh)
 
-    def run(part, u, params, t, dt):
+    def run(part, u, params, t, dt, n0):
         us, ts, diags, bad = _compiled(part, mesh, "shard_map")(
-            place(u, mesh, field_spec(model.grid.ndim)), params, model.bcs, t, dt)
+            place(u, mesh, field_spec(model.grid.ndim)), params, model.bcs, t, dt, n0)
         return gather(us), ts, diags, bad
 
     return run
