@@ -248,7 +248,7 @@ def _failure_message(model: ODEModel, sol: Solution, t0: Any, t1: Any, solver: A
     coarse_time = (f" Times near t = {t_end:.3g} are resolved to {resolution:.2g} in "
                    f"{np.asarray(sol.t_final).dtype} ({resolution / span:.2g} of the span): a step below about "
                    f"{10 * resolution:.2g} cannot move t; measure time from t0 or use a wider float."
-                   if resolution > 1e-9 * span else "")
+                   if span > 0 and resolution > 1e-9 * span else "")
     if code == Status.MAX_STEPS:
         mean_dt = abs(t_end - float(t0)) / max(steps, 1)
         msg += f" The mean accepted step was {mean_dt:.3g} for a span of {span:.3g}." + blow_up + nonfinite_ahead

@@ -327,7 +327,8 @@ class EnsembleSolution(io.Saveable):
             ``(member,)``; ``member_t`` ``(member, t)`` where members' save times differ
             (an event stopped some); with events, ``event_t`` ``(member, event,
             crossing)``, ``event_y`` ``(member, event, crossing, state)`` and
-            ``event_count`` ``(member, event)`` (NaN beyond each count). Global attributes: the provenance of
+            ``event_count`` ``(member, event)`` (NaN beyond each count). Global
+            attributes: the provenance of
             `simkit.io.provenance` (model, source, units, the parameters shared by every
             member, solver, rtol, atol, status, versions, date), ``varied_parameters``,
             ``state_names`` and ``n_failed``.

@@ -884,8 +884,8 @@ def check_amplification(model: PDEModel, stepper: AbstractStepper, params: Mappi
     raise InputError(
         f"dt = {dt:g}{' (the rule at u0)' if adaptive else ''} is above the stable bound {lo:.4g} for "
         f"{type(stepper).__name__} on {model.name!r}: its amplification per step reaches {growth:.6g} > 1 at the "
-        f"estimated eigenvalue {big / STABILITY_MARGIN:.4g} of the {'explicit part of the ' if stepper.needs_linear else ''}"
-        f"rhs at u0 (Ritz values; the bound keeps a {100 * (STABILITY_MARGIN - 1):.0f} % margin); reduce dt"
+        f"estimated eigenvalue {big / STABILITY_MARGIN:.4g} of the "
+        f"{'explicit part of the ' if stepper.needs_linear else ''}rhs at u0 (Ritz values; the bound keeps a {100 * (STABILITY_MARGIN - 1):.0f} % margin); reduce dt"
         + ("" if stepper.needs_linear or model.linear is None else
            ", or use IMEXEuler() to take the linear part implicitly")
         + " (check_stability=False skips this check)")

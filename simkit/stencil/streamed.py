@@ -166,7 +166,8 @@ def _chunk_runner(model: PDEModel, mesh: Any) -> Callable:
     the steps before it, `rollout_body`): the single-device rollout, or the decomposed one on
     ``mesh`` (frames gathered to the host)."""
     if mesh is None:
-        return lambda part, u, params, t, dt, n0: _rollout(part, u, params, model.bcs, t, dt, jnp.asarray(n0, jnp.int32))
+        return lambda part, u, params, t, dt, n0: _rollout(part, u, params, model.bcs, t, dt,
+                                                           jnp.asarray(n0, jnp.int32))
     from ..parallel.decompose import _compiled, check_mesh
     from ..parallel.mesh import field_spec, gather, place
 
