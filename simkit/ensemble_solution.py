@@ -118,8 +118,8 @@ class EnsembleSolution(io.Saveable):
 
         if self.event_ts is None:
             return []
-        return [[np.asarray(records)[m, i, :k] for i, k in enumerate(recorded(self.event_ts[m], self.event_counts[m]))]
-                for m in range(self.n_members)]
+        records, ts, counts = np.asarray(records), np.asarray(self.event_ts), np.asarray(self.event_counts)
+        return [[records[m, i, :k] for i, k in enumerate(recorded(ts[m], counts[m]))] for m in range(self.n_members)]
 
     @property
     def n_members(self) -> int:

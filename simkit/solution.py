@@ -317,13 +317,9 @@ class Solution(io.Saveable):
             extra={"state_names": list(self.state_names), "stats": self.stats,
                    "t_final": float(np.asarray(self.t_final).real), "y_final": _attr_array(self.y_final)})
         if self.event_ts is not None and np.shape(self.event_ts)[0] > 0:
-            data.update(self._event_variables())
+            data.update(event_variables(self.event_ts, self.event_ys, self.event_counts))
             coords["state"] = ("state", list(self.state_names))
         return xr.Dataset(data, coords=coords, attrs=attrs)
-
-    def _event_variables(self) -> dict[str, Any]:
-        """`to_xarray`'s event records (`event_variables`)."""
-        return event_variables(self.event_ts, self.event_ys, self.event_counts)
 
     def plot(self, ax: Any = None, *, states: list[str] | None = None, **kwargs: Any) -> Any:
         """Plot states against time.

@@ -37,10 +37,10 @@ one_kernel`) instead of XLA:CPU's sequence of about 30 thunks per attempt
 (`benchmarks/experiments/queue_one_kernel_ab.py`, two runs: Lorenz with Tsit5 1.15x both
 times, DOPRI5 1.00-1.26x, DOP853 1.06-1.09x, AutoSwitch 1.08-1.12x; van der Pol with Tsit5
 1.22-1.23x, AutoSwitch 1.18-1.27x; the stiff kernels up to 8 states since session 24,
-`queue_stiff_one_kernel_ab.py`: van der Pol 1.05-1.23x, Robertson 0.96x in the committed run). The same bits as the
-thunks with Tsit5 and DOPRI5; DOP853's and the stiff kernels' values differ from them in
-the last bits (the same steps and counters): their blocks and their per-attempt loop round
-differently.
+`queue_stiff_one_kernel_ab.py`: van der Pol 1.05-1.23x, Robertson 0.96x in the committed
+run). The same bits as the thunks with Tsit5 and DOPRI5; DOP853's and the stiff kernels'
+values differ from them in the last bits (the same steps and counters): their blocks and
+their per-attempt loop round differently.
 
 A member takes the same steps, with the same arithmetic, as it would in its own
 `simkit.solve` (to the last bits, which differ between programs). In an ensemble, every

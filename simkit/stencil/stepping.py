@@ -648,9 +648,6 @@ def rollout_body(program: RolloutProgram, space: Space, u0, params, t0, dt, n0=0
     def diagnostics(u):
         return {name: fn(u, space) for name, fn in program.diagnostics}
 
-    def step_size(u):
-        return dt if program.dt_rule is None else program.dt_rule(u, params, space)
-
     fixed = program.dt_rule is None
 
     def clock(c):  # the time of the loop's clock `c`: a step count (fixed dt) or the time itself
@@ -663,7 +660,7 @@ def rollout_body(program: RolloutProgram, space: Space, u0, params, t0, dt, n0=0
             u, c = state
             if fixed:
                 return program.stepper.step(step_rhs, step_linear, clock(c), u, dt, space), c + 1
-            h = step_size(u)
+            h = program.dt_rule(u, params, space)
             u_new = program.stepper.step(step_rhs, step_linear, c, u, h, space)
             # a rule's step that is not positive and finite: the field and the time become
             # NaN, reported as a non-finite field at this save block (`finish` says why)
