@@ -167,6 +167,8 @@ def ensemble(
     rtol: float = 1e-6,
     atol: float = 1e-9,
     max_steps: int = 100_000,
+    max_step: float | None = None,
+    dt0: float | None = None,
     events: Any = None,
     chunk_size: int | None = None,
     memory_budget: int = 256 * 2**20,
@@ -178,11 +180,11 @@ def ensemble(
 ) -> EnsembleSolution:
     """Solve ``model`` for many members at once.
 
-    The arguments are those of `simkit.solve` listed below (not ``dense``, ``max_step``,
-    ``dt0`` or ``throw``: failed members are reported, never raised), except that `params`
-    values and `y0` may carry a leading member axis; unbatched values are shared by all
-    members. Events stop members (`EnsembleSolution.t_final`); their crossing records are
-    `simkit.solve`'s alone. A member's
+    The arguments are those of `simkit.solve` listed below (not ``dense`` or ``throw``:
+    failed members are reported, never raised), except that `params` values and `y0` may
+    carry a leading member axis; unbatched values are shared by all members. Events stop
+    members (`EnsembleSolution.t_final`) and are recorded per member
+    (`EnsembleSolution.t_events`). A member's
     result equals its own `simkit.solve` to rounding (batched code is vectorised and rounds
     differently in the last bits; on chaotic models that grows along the trajectory like
     any perturbation).
@@ -198,8 +200,9 @@ def ensemble(
         shape``) gives each member its own, e.g. ``params={"rho": rhos}``.
     y0 : array_like, optional
         Initial state, ``(n_states,)`` shared or ``(members, n_states)`` per member.
-    saveat, solver, rtol, atol, max_steps, events
-        As in `simkit.solve`, shared by every member.
+    saveat, solver, rtol, atol, max_steps, max_step, dt0, events
+        As in `simkit.solve`, shared by every member (a stochastic model's fixed step is
+        ``dt0``, at most ``max_step``).
     chunk_size : int, optional
         Lanes per device of the refilled queue, or members per vmapped chunk in lockstep
         (default 256, or fewer for small ensembles; rounded up to a multiple of 8). Results
@@ -260,7 +263,7 @@ def ensemble(
     if members == 0:
         raise ShapeError("ensemble(): the member axis is empty (0 members)")
     plan = prepare(model, t_span, y0=y0_b, params=p_b, saveat=saveat, solver=solver, rtol=rtol, atol=atol,
-                   max_steps=max_steps, events=events, key=key, batched=True)
+                   max_steps=max_steps, max_step=max_step, dt0=dt0, events=events, key=key, batched=True)
     if plan.saveat.dense:  # an EnsembleSolution keeps no interpolant (it was dropped in silence)
         raise InputError("ensemble(): dense output (SaveAt(dense=True)) is not kept per member: save at the "
                          "times you need (saveat=[...]), or call simkit.solve(..., dense=True) for one member")

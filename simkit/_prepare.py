@@ -273,7 +273,14 @@ def choose_solver(model: ODEModel, solver: Any, n_states: int, complex_state: bo
         if isinstance(solver, AbstractKernel):
             raise InputError(f"{solver!r} solves ODEs; for the stochastic model {model.name!r} "
                              "use a diffrax SDE solver (default diffrax.Euler())")
-        return diffrax_module().Euler() if solver is None else solver
+        dfx = diffrax_module()
+        if solver is not None and not isinstance(solver, dfx.AbstractItoSolver):
+            # an ODE solver or a Stratonovich one (Heun, Midpoint, EulerHeun, ...) converges to the
+            # Stratonovich solution: GBM's E[log S] off by sigma^2 t / 2, with status success
+            raise InputError(f"{type(solver).__name__}() does not converge to the solution of the Itô SDE that the "
+                             f"stochastic model {model.name!r} is: use diffrax.Euler() (the default) or "
+                             "diffrax.ItoMilstein()")
+        return dfx.Euler() if solver is None else solver
     if solver is None:
         if n_states <= KERNEL_MAX_STATES:
             return AutoSwitch() if model.stiff is None else Rodas5P() if model.stiff else Tsit5()
@@ -408,6 +415,9 @@ def prepare(
         raise InputError(f"model {model.name!r} is deterministic: key is only for stochastic models")
     if sde:
         check_key(key, "solve()" if not batched else "ensemble()")
+        if c0 is not None and c1 is not None and c1 < c0:
+            raise InputError(f"model {model.name!r} is stochastic: it is integrated forwards in time only, "
+                             f"got t1 = {float(c1):g} < t0 = {float(c0):g}")
     chosen = choose_solver(model, solver, n_states, complex_state)
     params_f = _floats(merged, dtype)
     if not batched:

@@ -98,7 +98,8 @@ def solve(
     events : callable, Event or sequence of them, optional
         A condition ``g(t, y, params) -> scalar``, a `simkit.Event` (direction, terminal
         count) or a sequence of them. Every crossing is recorded (``Solution.t_events``,
-        ``Solution.y_events``); a terminal event stops the solve at its n-th crossing and
+        ``Solution.y_events``) where the sign differs between an accepted step's ends (two
+        crossings inside one step cancel, as in SciPy: bound the step with ``max_step``); a terminal event stops the solve at its n-th crossing and
         the `Solution` records ``event_time`` and ``event_index``. A plain callable is
         terminal unless it carries SciPy's ``terminal``/``direction`` attributes.
     dense : bool
@@ -112,8 +113,9 @@ def solve(
     key : jax.Array, optional
         A ``jax.random`` key, required for stochastic models (``model.diffusion``): the
         Brownian motion is a deterministic function of it. SDEs use diffrax with fixed steps
-        ``dt0`` (default ``(t1 - t0) / 1000``) and ``diffrax.Euler()`` (Euler–Maruyama)
-        unless another diffrax SDE solver is given.
+        ``dt0`` (default ``(t1 - t0) / 1000``, at most ``max_step``), forwards in time, and
+        ``diffrax.Euler()`` (Euler–Maruyama) unless ``diffrax.ItoMilstein()`` is given (the
+        model is an Itô SDE: solvers converging to the Stratonovich solution are refused).
 
     Returns
     -------

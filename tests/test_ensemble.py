@@ -20,6 +20,11 @@ def test_members_match_their_own_solves():
         single = simkit.solve(LV, (0.0, 10.0), params={"alpha": ALPHAS[i]}, saveat=11, **TIGHT)
         np.testing.assert_allclose(ens.ys[i], single.ys, rtol=1e-12)
     np.testing.assert_array_equal(ens.params["alpha"], ALPHAS)
+    # max_step and dt0 are shared numbers (ensemble had neither)
+    limited = simkit.ensemble(LV, (0.0, 10.0), params={"alpha": ALPHAS}, saveat=11, max_step=0.05, dt0=1e-3, **TIGHT)
+    single = simkit.solve(LV, (0.0, 10.0), params={"alpha": ALPHAS[17]}, saveat=11, max_step=0.05, dt0=1e-3, **TIGHT)
+    np.testing.assert_allclose(limited.ys[17], single.ys, rtol=1e-12)
+    assert (limited.stats["num_accepted_steps"] >= 200).all() and single.stats["num_accepted_steps"] >= 200
 
 
 def test_results_do_not_depend_on_chunks_devices_or_balancing():

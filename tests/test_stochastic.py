@@ -59,3 +59,33 @@ def test_stochastic_input_errors():
         simkit.solve(ou, key=jax.random.key(0), solver=simkit.Tsit5())
     with pytest.raises(simkit.InputError, match="only for stochastic"):
         simkit.solve(models.get("lorenz"), key=jax.random.key(0))
+
+
+def test_ito_solvers_only_and_their_log_mean():
+    """GBM's E[log S(1)] = mu - sigma^2 / 2 (Itô); Heun, Midpoint, ODE solvers give the
+    Stratonovich mu and were accepted with status success."""
+    import diffrax
+
+    gbm = models.get("geometric_brownian_motion")
+    n, mu, sigma = 400, 0.1, 1.0
+    exact = mu - sigma**2 / 2
+    ens = simkit.ensemble(gbm, y0=np.ones((n, 1)), params={"sigma": sigma}, saveat=2, key=jax.random.key(3),
+                          solver=diffrax.ItoMilstein(), dt0=0.01)
+    logs = np.log(ens.ys[:, -1, 0])  # standard deviation sigma; Stratonovich's mean is 2.5 of its errors away
+    assert abs(logs.mean() - exact) < 4 * sigma / np.sqrt(n), (logs.mean(), exact)
+    for solver in (diffrax.Heun(), diffrax.Midpoint(), diffrax.Tsit5(), diffrax.ImplicitEuler()):
+        with pytest.raises(simkit.InputError, match="Itô SDE"):
+            simkit.solve(gbm, key=jax.random.key(0), solver=solver)
+
+
+def test_sde_max_step_and_direction():
+    ou = models.get("ornstein_uhlenbeck")
+    sol = simkit.solve(ou, (0.0, 3.0), key=jax.random.key(0), max_step=1e-3, saveat="steps")
+    assert len(sol.ts) == 3001 and np.diff(sol.ts).max() <= 1e-3 * (1 + 1e-9)  # was 1000 steps of 3e-3 (ignored)
+    sol = simkit.solve(ou, (0.0, 3.0), key=jax.random.key(0), dt0=0.1, max_step=1e-2, saveat="steps")
+    assert len(sol.ts) == 301
+    ens = simkit.ensemble(ou, (0.0, 3.0), params={"theta": np.ones(8)}, saveat="steps", max_step=1e-3,
+                          key=jax.random.key(0), max_steps=5000)  # ensembles had no max_step, nor dt0
+    assert ens.ys.shape == (8, 3001, 1)
+    with pytest.raises(simkit.InputError, match="forwards in time"):  # was NaN and "blows up"
+        simkit.solve(ou, (3.0, 0.0), key=jax.random.key(0))

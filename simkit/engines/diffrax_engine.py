@@ -329,6 +329,8 @@ def run_diffrax(program: DiffraxProgram, args) -> EngineResult:
     else:
         auto_dt0 = (t1 - t0) / 1000  # SDEs take fixed steps: 1000 by default
     dt0 = jnp.where(jnp.isnan(args.dt0), auto_dt0, args.dt0)
+    if program.diffusion is not None:  # fixed steps: max_step bounds them (it was dropped with the controller)
+        dt0 = jnp.sign(dt0) * jnp.minimum(jnp.abs(dt0), args.max_step)
     if program.save == "linspace":
         save_ts = save_grid(t0, t1, program.n_save)
         main = dfx.SubSaveAt(ts=save_ts)
