@@ -66,9 +66,10 @@ def solve_to_file(
     chunk : int
         Save times per chunk.
     resume : bool
-        Continue a killed run from its restart state (default); with ``False``, or when there
-        is none, start afresh, replacing any file at ``path``. A finished run with the same
-        arguments is not recomputed.
+        Continue a killed run from its restart state (default); when there is none, start
+        afresh, replacing a run's file at ``path`` (any other file there is refused, not
+        overwritten); with ``False``, start afresh, replacing any file at ``path``. A
+        finished run with the same arguments is not recomputed.
     throw : bool
         Raise `SolveError` when the solve fails, after the states reached were written (the
         file's ``status`` attribute says what happened).

@@ -181,8 +181,9 @@ class FrameFile:
         What identifies the run (JSON-serialisable; arrays as their `digest`); a restart
         state of another run is refused.
     resume : bool
-        Continue from the restart state beside ``path`` if there is one (else start afresh,
-        replacing any file at ``path``). Default True.
+        Continue from the restart state beside ``path`` if there is one, else start afresh,
+        replacing the file of a run at ``path`` (a file that is not one is refused). With
+        False, start afresh, replacing any file at ``path``. Default True.
 
     Attributes
     ----------
@@ -197,7 +198,8 @@ class FrameFile:
     ------
     InputError
         An unknown suffix, a restart state whose fingerprint differs (the message names
-        the differing entries), or a restart state whose file is missing.
+        the differing entries), a restart state whose file is missing, or (``resume``) a
+        file at ``path`` that is not a run's.
     DependencyError
         A ``.zarr`` path without zarr installed.
 
@@ -246,8 +248,16 @@ class FrameFile:
             self._truncate(self.frames)
             self.restart = state
         elif os.path.exists(self.path):
-            attrs = self._attrs()
-            if attrs.get(COMPLETE_ATTR) == 1 and FINGERPRINT_ATTR in attrs:
+            keep = "it is left alone: remove it, choose another path, or pass resume=False to replace it"
+            try:
+                attrs = self._attrs()
+            except Exception as err:  # noqa: BLE001 - any unreadable file: a user's, not a run's
+                raise InputError(f"{self.path!r} exists and is not a {self.kind} file simkit can read "
+                                 f"({type(err).__name__}: {err}); {keep}") from err
+            if FINGERPRINT_ATTR not in attrs:  # every file of a run has it from its first frame
+                raise InputError(f"{self.path!r} exists and is not the file of a simkit run (it has no "
+                                 f"{FINGERPRINT_ATTR!r} attribute); {keep}")
+            if attrs.get(COMPLETE_ATTR) == 1:
                 self._check(json.loads(attrs[FINGERPRINT_ATTR]), self.path)
                 self.complete = True
                 self.attrs = attrs

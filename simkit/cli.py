@@ -111,14 +111,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 key=key)
     print(sol)
     print("stats:", {k: int(v) for k, v in sol.stats.items()})
-    print("final state:", dict(zip(sol.state_names, np.asarray(sol.y_final).round(8).tolist())))
+    # 9 significant digits (round(8) printed Robertson's y2 = 8.3e-12 as 0.0)
+    print("final state:", dict(zip(sol.state_names, [float(f"{v:.9g}") for v in np.asarray(sol.y_final).tolist()])))
     if args.plot:
         import matplotlib
 
         matplotlib.use("Agg")
         ax = sol.plot()
-        ax.figure.savefig(args.plot, dpi=110)
-        print(f"wrote {args.plot}")
+        plot = args.plot if os.path.splitext(args.plot)[1] else args.plot + ".png"  # what savefig writes
+        ax.figure.savefig(plot, dpi=110)
+        print(f"wrote {plot}")
     if args.csv:
         header = ",".join(["t", *sol.state_names])
         np.savetxt(args.csv, np.column_stack([sol.ts, sol.ys]), delimiter=",", header=header, comments="")

@@ -357,10 +357,7 @@ class EnsembleSolution(io.Saveable):
         tdim = "t" if common else "step"  # saveat="steps": each member's own times, by step
         members = np.arange(self.n_members)
         params = {k: np.asarray(v) for k, v in self.params.items()}
-        data: dict[str, Any] = {}
-        for i, name in enumerate(self.state_names):
-            data[name] = (("member", tdim), ys[..., i],
-                          io.variable_attrs(f"state {name} of {self.model_name}", io.units_for(self.model_units, name)))
+        data: dict[str, Any] = {}  # every variable but the states (a state of the same name would be replaced)
         data["y0"] = (("member", "state"), np.asarray(self.y0), io.variable_attrs("initial state"))
         data["status"] = ("member", status, io.variable_attrs(
             "simkit.Status code of each member (0 success, 1 stopped by an event, more: failed)"))
@@ -380,8 +377,11 @@ class EnsembleSolution(io.Saveable):
             from .solution import event_variables
 
             data.update(event_variables(self.event_ts, self.event_ys, self.event_counts, prefix=("member",)))
-        io.check_names(self.state_names, [n for n in data if n not in self.state_names] + list(member_params)
+        io.check_names(self.state_names, list(data) + list(member_params)
                        + ["member", "t", "state"] + ([] if common else ["step"]), "states")
+        data.update({name: (("member", tdim), ys[..., i], io.variable_attrs(
+            f"state {name} of {self.model_name}", io.units_for(self.model_units, name)))
+            for i, name in enumerate(self.state_names)})
         time_coords = ({"t": ("t", times, io.variable_attrs("time", io.units_for(self.model_units, "t"), axis="T"))}
                        if common else
                        {"t": (("member", "step"), ts, io.variable_attrs(

@@ -29,7 +29,8 @@ CONVENTIONS = "CF-1.10"
 NETCDF_SUFFIXES = (".nc", ".nc4", ".netcdf")
 ZARR_SUFFIX = ".zarr"
 JSON_ATTRS = ("parameters", "state_names", "stats", "hints", "model_units", "varied_parameters",
-              "component_names", "diagnostic_names", "limits", "y0", "y_final", "dataset_overrides")
+              "component_names", "diagnostic_names", "limits", "y0", "y_final", "dataset_overrides",
+              "grid_shape", "grid_lower", "grid_upper")
 """Global attributes written as JSON strings (decode them with `decode_attrs`)."""
 
 
@@ -518,7 +519,7 @@ def load(path: str | os.PathLike, *, lazy: bool = False) -> Any:
     FileNotFoundError
         Nothing at ``path``.
     InputError
-        A suffix that names no supported format.
+        A suffix that names no supported format, or a file that is not of that format.
     DependencyError
         A ``.zarr`` store without zarr installed.
 
@@ -537,11 +538,15 @@ def load(path: str | os.PathLike, *, lazy: bool = False) -> Any:
     if not os.path.exists(path):
         raise FileNotFoundError(f"simkit.load: no such file or directory: {os.fspath(path)!r}")
     options = {"decode_times": False, "decode_timedelta": False}
-    if kind == "zarr":
-        _require_zarr()
-        ds = xr.open_zarr(os.fspath(path), consolidated=False, **options)
-    else:
-        ds = xr.open_dataset(os.fspath(path), engine="h5netcdf", **options)
+    try:
+        if kind == "zarr":
+            _require_zarr()
+            ds = xr.open_zarr(os.fspath(path), consolidated=False, **options)
+        else:
+            ds = xr.open_dataset(os.fspath(path), engine="h5netcdf", **options)
+    except (OSError, ValueError) as err:  # h5py's "file signature not found" named neither file nor cause
+        raise InputError(f"simkit.load: {os.fspath(path)!r} is not a {kind} file that can be read "
+                         f"({type(err).__name__}: {err})") from err
     if lazy:
         return ds
     with ds:

@@ -11,7 +11,7 @@ import equinox as eqx
 import numpy as np
 
 from .errors import InputTypeError, ParameterError, ShapeError
-from .params import merge_params
+from .params import check_value, merge_params
 
 Params = Mapping[str, Any]
 RHS = Callable[[Any, Any, Params], Any]
@@ -21,6 +21,13 @@ def _as_params(params: Params) -> dict[str, Any]:
     if not isinstance(params, Mapping):
         raise InputTypeError(f"params must be a dict (a mapping of name -> value), got {type(params).__name__}")
     return {str(k): v for k, v in params.items()}
+
+
+def _as_names(names: Any) -> tuple[str, ...]:
+    if isinstance(names, str):  # tuple("uv") is ('u', 'v'): a string was split into letters in silence
+        raise InputTypeError(f"state_names must be a sequence of names, e.g. ({names!r},) or a list, not the "
+                             f"string {names!r}")
+    return tuple(names)
 
 
 def _as_state(y0: Any) -> Any:
@@ -86,7 +93,10 @@ class ODEModel(eqx.Module):
         ``y0`` is not 1-D or does not have one component per state name, state names
         repeat, or ``t_span`` is not two finite numbers.
     InputTypeError
-        ``params`` is not a mapping of names, or ``stiff`` is not True, False or None.
+        ``params`` is not a mapping of names, a parameter is not a number or a numeric array,
+        ``state_names`` is a string, or ``stiff`` is not True, False or None.
+    ParameterError
+        A parameter's default value is not finite.
 
     Examples
     --------
@@ -103,7 +113,7 @@ class ODEModel(eqx.Module):
     rhs: RHS = eqx.field(static=True)
     params: dict[str, Any] = eqx.field(converter=_as_params)
     y0: Any = eqx.field(converter=_as_state)
-    state_names: tuple[str, ...] = eqx.field(static=True, converter=tuple)
+    state_names: tuple[str, ...] = eqx.field(static=True, converter=_as_names)
     name: str = eqx.field(static=True, default="model")
     t_span: tuple[float, float] | None = eqx.field(static=True, default=None)
     stiff: bool | None = eqx.field(static=True, default=False)
@@ -124,6 +134,8 @@ class ODEModel(eqx.Module):
                 f"model {self.name!r}: y0 has {shape[0]} components but state_names has "
                 f"{len(self.state_names)}: {self.state_names}"
             )
+        for key, value in self.params.items():  # the defaults, as solve(params=...) checks overrides
+            check_value(f"model {self.name!r}", key, value)
         if len(set(self.state_names)) != len(self.state_names):
             raise ShapeError(f"model {self.name!r}: state_names are not unique: {self.state_names}")
         if self.t_span is not None and not (

@@ -69,20 +69,45 @@ def merge_params(defaults: Mapping[str, Any], given: Any, *, owner: str, batched
         raise ParameterError(f"{owner} has no parameter(s) {unknown}; valid names are {list(defaults)}")
     merged = dict(defaults)
     for name, value in given.items():
-        if isinstance(value, (str, bytes)) or value is None:
-            raise InputTypeError(f"{owner}: parameter {name!r} must be a number or an array, got {value!r}")
-        arr = concrete(value)
-        if arr is not None:
-            if arr.dtype.kind not in "fciub":
-                raise InputTypeError(f"{owner}: parameter {name!r} must be numeric, got {value!r}")
-            if not np.all(np.isfinite(arr)):
-                if batched and arr.ndim > np.ndim(defaults[name]):
-                    bad = np.flatnonzero(~np.isfinite(arr).reshape(arr.shape[0], -1).all(axis=1))
-                    raise ParameterError(f"{owner}: parameter {name!r} is not finite for members {bad[:10].tolist()}")
-                raise ParameterError(f"{owner}: parameter {name!r} is not finite: {arr if arr.size < 10 else '...'}")
+        check_value(owner, name, value, batched and np.ndim(value) > np.ndim(defaults[name]))
         if not batched and np.ndim(value) > np.ndim(defaults[name]):
             raise ShapeError(
                 f"{owner}: parameter {name!r} has shape {np.shape(value)}, the default {np.shape(defaults[name])}; "
                 "for a batch of parameter values use simkit.ensemble or jax.vmap")
         merged[name] = value
     return merged
+
+
+def check_value(owner: str, name: str, value: Any, batched: bool = False) -> None:
+    """One parameter value is a number or a numeric array, finite where its value is known.
+
+    Parameters
+    ----------
+    owner : str
+        Who takes it, for the message (e.g. ``"model 'sir'"``).
+    name : str
+        The parameter's name.
+    value : Any
+        A Python number, NumPy or JAX array (traced values are not inspected).
+    batched : bool
+        ``value`` has a leading member axis: the message names the members that are not finite.
+
+    Raises
+    ------
+    InputTypeError
+        A string, None or another non-numeric value.
+    ParameterError
+        A value (or a member's value) that is NaN or infinite.
+    """
+    if isinstance(value, (str, bytes)) or value is None:
+        raise InputTypeError(f"{owner}: parameter {name!r} must be a number or an array, got {value!r}")
+    arr = concrete(value)
+    if arr is None:
+        return
+    if arr.dtype.kind not in "fciub":
+        raise InputTypeError(f"{owner}: parameter {name!r} must be numeric, got {value!r}")
+    if not np.all(np.isfinite(arr)):
+        if batched:
+            bad = np.flatnonzero(~np.isfinite(arr).reshape(arr.shape[0], -1).all(axis=1))
+            raise ParameterError(f"{owner}: parameter {name!r} is not finite for members {bad[:10].tolist()}")
+        raise ParameterError(f"{owner}: parameter {name!r} is not finite: {arr if arr.size < 10 else '...'}")

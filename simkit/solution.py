@@ -287,7 +287,7 @@ class Solution(io.Saveable):
             xarray is not installed.
         InputError
             A batched solution (from ``jax.vmap``: export its members one by one), or a state
-            named ``t``.
+            named ``t`` (with events also ``state``, ``event_t``, ``event_y``, ``event_count``).
 
         Examples
         --------
@@ -304,7 +304,9 @@ class Solution(io.Saveable):
         if ts.ndim != 1 or ys.ndim != 2:
             raise InputError(f"Solution.to_xarray(): ys has shape {ys.shape}, a batched solution (from "
                              "jax.vmap); export one member at a time, or use simkit.ensemble")
-        io.check_names(self.state_names, ["t"], "states")
+        events = self.event_ts is not None and np.shape(self.event_ts)[0] > 0
+        others = event_variables(self.event_ts, self.event_ys, self.event_counts) if events else {}
+        io.check_names(self.state_names, ["t"] + (["state"] + list(others) if events else []), "states")
         data = {name: ("t", ys[:, i], io.variable_attrs(f"state {name} of {self.model_name}",
                                                         io.units_for(self.model_units, name)))
                 for i, name in enumerate(self.state_names)}
@@ -316,8 +318,8 @@ class Solution(io.Saveable):
             status=self.message, status_code=status, y0=self.y0,
             extra={"state_names": list(self.state_names), "stats": self.stats,
                    "t_final": float(np.asarray(self.t_final).real), "y_final": _attr_array(self.y_final)})
-        if self.event_ts is not None and np.shape(self.event_ts)[0] > 0:
-            data.update(event_variables(self.event_ts, self.event_ys, self.event_counts))
+        if events:
+            data.update(others)
             coords["state"] = ("state", list(self.state_names))
         return xr.Dataset(data, coords=coords, attrs=attrs)
 

@@ -227,6 +227,16 @@ def test_bad_arguments_are_named(tmp_path):
     with pytest.raises(InputError, match="suffix"):
         simkit.stencil.integrate_to_file(tmp_path / "a.txt", HEAT, dt=1e-4, steps=10)
     assert not os.listdir(tmp_path)
+    # a file at the path that is not a run's is left alone (a user's NetCDF file was replaced)
+    (tmp_path / "notes.nc").write_text("my notes\n")
+    with pytest.raises(InputError, match="not a netcdf file simkit can read.*left alone"):
+        simkit.solve_to_file(tmp_path / "notes.nc", ROBERTSON, saveat=ROBERTSON_TS)
+    import xarray as xr
+
+    xr.Dataset({"obs": ("i", np.arange(3.0))}).to_netcdf(tmp_path / "mine.nc", engine="h5netcdf")
+    with pytest.raises(InputError, match="not the file of a simkit run.*resume=False"):
+        simkit.stencil.integrate_to_file(tmp_path / "mine.nc", HEAT, dt=1e-4, steps=10)
+    assert list(xr.load_dataset(tmp_path / "mine.nc", engine="h5netcdf").data_vars) == ["obs"]
 
 
 def test_zarr_store_streams_and_resumes(tmp_path, monkeypatch):

@@ -171,3 +171,13 @@ def test_distribution_name_licence_and_citation():
     cff = (root / "CITATION.cff").read_text()
     assert re.search(r'^cff-version: 1\.2\.0$', cff, re.M)
     assert re.search(r'^version: "?([^"\n]+)"?$', cff, re.M).group(1) == simkit.__version__
+
+
+def test_run_prints_significant_digits_and_the_plot_file_written(tmp_path, capsys):
+    """Robertson's y2 = 8.3e-12 printed as 0.0 (rounded to 8 decimals); `--plot figure` said
+    `wrote figure` where matplotlib wrote figure.png."""
+    rc = main(["run", "robertson", "--t1", "1e9", "--saveat", "3", "--plot", str(tmp_path / "figure")])
+    out = capsys.readouterr().out
+    assert rc == 0 and (tmp_path / "figure.png").exists() and f"wrote {tmp_path / 'figure.png'}" in out
+    final = eval(out.split("final state:")[1].splitlines()[0])  # a dict of floats
+    assert 1e-12 < final["y2"] < 1e-10

@@ -149,6 +149,7 @@ def test_fit_round_trip_and_multi_start_progress(tmp_path, capsys):
     assert attrs["parameters"] == result.estimates  # the fitted model's parameters
     assert attrs["cost"] == result.cost and attrs["loss"] == "LeastSquares"
     assert attrs["optimizer"] == "LevenbergMarquardt" and attrs["status"] == result.message
+    assert attrs["solver"] == simkit.solve(LOGISTIC, (0.0, 1.0)).solver_name  # the method that ran, not "default"
     assert attrs["limits"]["max_iterations"] == 30 and attrs["rtol"] == 1e-8
     # a fitted initial state and a dataset's own parameter value are what the file says (it
     # gave the model's y0 and K, which this fit did not use)
@@ -201,6 +202,9 @@ def test_bad_paths_are_named(tmp_path, monkeypatch):
         simkit.io.save(xr.Dataset({"z": ("t", np.array([1.0 + 2.0j]))}), tmp_path / "complex.nc")
     with pytest.raises(simkit.InputTypeError, match="expects an xarray.Dataset.*got Solution"):
         simkit.io.save(sol, tmp_path / "spring.nc")
+    (tmp_path / "notes.nc").write_text("my notes\n")  # h5py's bare "file signature not found" named no file
+    with pytest.raises(simkit.InputError, match="notes.nc' is not a netcdf file"):
+        simkit.load(tmp_path / "notes.nc")
     monkeypatch.setitem(sys.modules, "zarr", None)  # as if zarr were not installed
     with pytest.raises(simkit.DependencyError, match="needs the zarr package.*pip install zarr"):
         sol.save(tmp_path / "spring.zarr")
@@ -284,3 +288,30 @@ def test_vector_diagnostics_reach_xarray():
     assert ds["diagnostic_mass"].dims == ("t", "diagnostic_mass_axis0") and ds["diagnostic_peak"].dims == ("t",)
     np.testing.assert_array_equal(ds["diagnostic_mass"].values, fields.diagnostics["mass"])
     np.testing.assert_array_equal(ds["diagnostic_peak"].values, fields.diagnostics["peak"])
+
+
+def test_a_state_named_like_another_variable_is_refused_not_replaced():
+    """A state named `status`, `y0`, `event_t`, ... was silently replaced by simkit's variable of
+    that name (an ensemble's member status codes in place of the state's trajectory)."""
+    def named(*names):
+        return simkit.ODEModel(rhs=lambda t, y, p: jnp.stack([y[1], -y[0]]), params={}, y0=[1.0, 0.0],
+                               state_names=names)
+
+    event = simkit.Event(lambda t, y, p: y[0], terminal=0)
+    for names in (("status", "v"), ("y0", "v"), ("event_t", "v")):
+        ens = simkit.ensemble(named(*names), (0.0, 3.0), y0=np.array([[1.0, 0.0], [0.5, 0.0]]), saveat=4,
+                              events=event)
+        with pytest.raises(simkit.InputError, match=rf"\['{names[0]}'\] clash"):
+            ens.to_xarray()
+    for names in (("event_count", "v"), ("state", "v")):
+        sol = simkit.solve(named(*names), (0.0, 3.0), saveat=4, events=event)
+        with pytest.raises(simkit.InputError, match=rf"\['{names[0]}'\] clash"):
+            sol.to_xarray()
+    assert list(simkit.solve(named("state", "v"), (0.0, 3.0), saveat=4).to_xarray()["state"].values[:1]) == [1.0]
+
+
+def test_one_dimensional_grid_attributes_come_back_as_lists(tmp_path):
+    fields = sk.integrate(simkit.models.get("heat_1d"), dt=1e-5, steps=2)
+    attrs = decode_attrs(simkit.load(fields.save(tmp_path / "h.nc")).attrs)  # were the JSON strings '[128]', ...
+    assert attrs["grid_shape"] == list(fields.grid.shape) and attrs["grid_lower"] == list(fields.grid.lower)
+    assert attrs["grid_upper"] == list(fields.grid.upper)

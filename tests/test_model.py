@@ -60,6 +60,17 @@ def test_model_validates_shapes():
         simkit.ODEModel(rhs=_decay, params={"k": 1.0}, y0=[[1.0]], state_names=("a",))
     with pytest.raises(simkit.ShapeError, match="unique"):
         simkit.ODEModel(rhs=_decay, params={"k": 1.0}, y0=[1.0, 1.0], state_names=("a", "a"))
+    with pytest.raises(simkit.InputTypeError, match="not the string 'ab'"):  # was split into ('a', 'b')
+        simkit.ODEModel(rhs=_decay, params={"k": 1.0}, y0=[1.0, 1.0], state_names="ab")
+
+
+def test_model_defaults_are_checked_as_overrides_are():
+    """A default of NaN ran 100,000 steps to "max_steps reached"; a string failed in NumPy."""
+    with pytest.raises(simkit.ParameterError, match="'k' is not finite"):
+        simkit.ODEModel(rhs=_decay, params={"k": np.nan}, y0=[1.0], state_names=("a",))
+    for bad in ("fast", None):
+        with pytest.raises(simkit.InputTypeError, match="'k' must be a number"):
+            simkit.ODEModel(rhs=_decay, params={"k": bad}, y0=[1.0], state_names=("a",))
 
 
 def test_state_index():

@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import io
+from .._prepare import choose_solver, solver_label
 from ..errors import InputError
 from .drivers import BFGS, FitStatus, describe
 from .program import hessian, profile_costs
@@ -460,10 +461,11 @@ class FitResult(io.Saveable):
                 y0[model.state_names.index(n[3:])] = self.estimates[n]
         overrides = {d.name: {"params": dict(d.params or {}), "y0": dict(d.y0 or {})} for d in problem.datasets
                      if d.params or d.y0}
-        ode_solver = problem.program.ode_solver
+        # the method that ran: solve's own choice where the fit named none (was "default")
+        ode_solver = choose_solver(model, problem.program.ode_solver, model.n_states, bool(np.iscomplexobj(model.y0)))
         attrs = io.provenance(
             "FitResult", model_name=model.name, model_source=model.source, model_units=model.units,
-            parameters=fitted, solver="default" if ode_solver is None else repr(ode_solver),
+            parameters=fitted, solver=solver_label(ode_solver),
             rtol=problem.arrays["rtol"], atol=problem.arrays["atol"], status=self.message,
             status_code=int(self.status), y0=y0,
             extra={"loss": self.loss_name, "optimizer": self.optimizer_name, "cost": float(self.cost),

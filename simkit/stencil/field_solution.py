@@ -198,7 +198,8 @@ class FieldSolution(io.Saveable):
         DependencyError
             xarray is not installed.
         InputError
-            A component named like a coordinate (``t``, ``x``, ``y``, ``z``).
+            A component named like a coordinate (``t``, ``x``, ``y``, ``z``) or a diagnostic's
+            variable (``diagnostic_<name>``).
 
         Examples
         --------
@@ -213,7 +214,8 @@ class FieldSolution(io.Saveable):
         xr = io.require_xarray("FieldSolution.to_xarray()")
         axes = ("x", "y", "z")[: self.grid.ndim]
         units = self.model_units
-        io.check_names(self.component_names, ("t",) + axes, "components")
+        io.check_names(self.component_names, ("t",) + axes + tuple(f"diagnostic_{n}" for n in self.diagnostics),
+                       "components")
         us = np.asarray(self.us)
         data: dict[str, Any] = {
             name: (("t",) + axes, us[:, i], io.variable_attrs(f"field {name} of {self.model_name}",

@@ -60,9 +60,10 @@ def integrate_to_file(
     chunk : int
         Saves per chunk (frames held in memory at once, and the granularity of restarts).
     resume : bool
-        Continue a killed run from its restart state (default); with ``False``, or when there
-        is none, start afresh and replace any file at ``path``. A finished run with the same
-        arguments is not recomputed.
+        Continue a killed run from its restart state (default); when there is none, start
+        afresh, replacing a run's file at ``path`` (any other file there is refused, not
+        overwritten); with ``False``, start afresh, replacing any file at ``path``. A
+        finished run with the same arguments is not recomputed.
     throw : bool
         Raise `SolveError` once the field has become non-finite (the run stops after that
         chunk; the frames up to it are in the file, whose ``status`` attribute says so).
