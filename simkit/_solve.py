@@ -10,11 +10,13 @@ compiled program, so failures come out as a `Status` code and become a `SolveErr
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import equinox as eqx
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from . import _config, engines
@@ -149,6 +151,32 @@ def solve(
     return finish(plan, result, throw)
 
 
+@functools.partial(jax.custom_jvp, nondiff_argnums=(2,))
+def raise_if_failed(values: Any, failed: Any, message: str) -> Any:
+    """``values`` unchanged; at run time an error with ``message`` where ``failed`` holds, for
+    ``values`` and for every derivative of them.
+
+    ``equinox.error_if`` checks the primal values only: under ``jax.jit(jax.grad(loss))`` the
+    primal solve's outputs are not part of the result, XLA removed the check with them, and
+    the gradient through a failed solve came back finite and wrong. Here the tangents are
+    scaled by a factor that the check produces (1, or NaN past a failure that did not raise):
+    every derivative depends on the check, so it stays in the program."""
+    return eqx.error_if(values, failed, message, on_error="raise")
+
+
+@raise_if_failed.defjvp
+def _raise_if_failed_jvp(message: str, primals: tuple, tangents: tuple) -> tuple:
+    values, failed = primals
+    scale = jnp.where(eqx.error_if(failed, failed, message, on_error="raise"), jnp.nan, 1.0)
+
+    def scaled(v: Any, t: Any) -> Any:  # linear in the tangent (transposes for jax.grad)
+        if getattr(t, "dtype", None) == jax.dtypes.float0:
+            return t
+        return t * scale.astype(jnp.real(v).dtype)
+
+    return raise_if_failed(values, failed, message), jax.tree_util.tree_map(scaled, values, tangents[0])
+
+
 def finish(plan: SolvePlan, result: engines.EngineResult, throw: bool) -> Solution:
     """The `Solution` of an engine's result; raises `SolveError` on failure if `throw`."""
     args, model = plan.args, plan.model
@@ -162,13 +190,10 @@ def finish(plan: SolvePlan, result: engines.EngineResult, throw: bool) -> Soluti
     )
     if plan.traced or isinstance(result.ts, jax.core.Tracer):
         if throw:
-            sol = eqx.error_if(
-                sol,
-                sol.status > int(Status.EVENT),
+            sol = raise_if_failed(
+                sol, sol.status > int(Status.EVENT),
                 f"simkit.solve: model {model.name!r} failed (max_steps reached, non-finite "
-                "state or Newton failure); call with throw=False and read Solution.status",
-                on_error="raise",
-            )
+                "state or Newton failure); call with throw=False and read Solution.status")
         return sol
     # np.asarray reads a CPU result through the buffer protocol (~6 µs); int() of a jax.Array
     # goes through Array._value, ~35 µs more on a fresh result: a tenth of a small solve's call

@@ -51,9 +51,11 @@ class Solution(io.Saveable):
     Attributes
     ----------
     ts : jax.Array
-        Save times, shape ``(n_save,)`` (the model's time unit).
+        Save times, shape ``(n_save,)`` (the model's time unit); ``inf`` for a time the solve
+        did not reach (a terminal event, or a failure with ``throw=False``).
     ys : jax.Array
-        States at `ts`, shape ``(n_save, n_states)`` (row = time, column = state).
+        States at `ts`, shape ``(n_save, n_states)`` (row = time, column = state); a row
+        not reached holds the state where the solve stopped (``y_final``), in every engine.
     state_names : tuple of str
         Names of the state columns.
     stats : dict

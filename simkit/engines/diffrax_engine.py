@@ -401,6 +401,14 @@ def run_diffrax(program: DiffraxProgram, args) -> EngineResult:
         event_counts = jnp.zeros((0,), jnp.int32)
         event_ts = jnp.zeros((0, 0), t_end.dtype)
         event_ys = jnp.zeros((0, 0) + y0.shape, y0.dtype)
+    # rows not reached (a failure, or past an event): ts inf and the state where the solve
+    # stopped, as the kernels fill them (diffrax left the states inf after a failure)
+    if save_ts is None:
+        reached = jnp.arange(ts.shape[0]) <= sol.stats["num_accepted_steps"]
+    else:
+        reached = direction * (save_ts - t_end) <= 0
+    ts = jnp.where(reached, ts, jnp.inf)
+    ys = jnp.where(jnp.reshape(reached, reached.shape + (1,) * (ys.ndim - 1)), ys, y_end)
     stats = {
         "num_steps": sol.stats["num_steps"],
         "num_accepted_steps": sol.stats["num_accepted_steps"],

@@ -82,6 +82,28 @@ def _from_real(v, like):
     return (v[0] + 1j * v[1]).astype(jnp.result_type(like)) if jnp.iscomplexobj(like) else v
 
 
+def _check_derivative_memory(program: KernelLoopProgram, directions: int, outputs) -> None:
+    """Refuse, before compiling, derivatives whose per-step records would not fit in memory.
+
+    With ``dense=True`` or ``saveat="steps"`` a solve keeps a row per step up to
+    ``max_steps``, and its derivative keeps those rows once per direction: a 70-state BDF
+    solve with ``jax.grad`` over 70 parameters needed 41 GiB of buffers and was killed by
+    the operating system without a message."""
+    from .._prepare import memory_budget  # (simkit._prepare imports the kernels)
+    from ..errors import InputError
+
+    shapes = jax.eval_shape(outputs)
+    rows = sum(np.prod(a.shape) * np.dtype(a.dtype).itemsize for a in jax.tree_util.tree_leaves(shapes))
+    need = (1 + 2 * directions) * rows  # the records and their tangents; XLA double-buffers the loop carry
+    if need > 2**26 and need > memory_budget():
+        what = "dense=True" if program.dense else 'saveat="steps"'
+        raise InputError(
+            f"the derivative of a solve with {what} keeps every step's record per direction: {directions} "
+            f"directions x {program.max_steps} steps need {need / 2**30:.3g} GiB, above the memory budget of "
+            f"{memory_budget() / 2**30:.3g} GiB (SIMKIT_MEMORY_BUDGET): lower max_steps, save at given times, "
+            "or differentiate fewer inputs")
+
+
 def _kernel_solve_jvp(program, primals, tangents):
     t0, t1, y0, params, save_ts, rtol, atol, dt0, max_step = primals
     leaves, treedef = jax.tree_util.tree_flatten((t0, t1, y0, params))
@@ -110,6 +132,8 @@ def _kernel_solve_jvp(program, primals, tangents):
         out = _raw(program, tt0, tt1, yy0, pp, save_ts, rtol, atol, dt0, max_step)
         return {k: out[k] for k in keys + (("dense",) if program.dense else ())}, out
 
+    if program.dense or program.save_steps:
+        _check_derivative_memory(program, x.shape[0], lambda: floats(x)[0])
     if x.shape[0] == 0:  # nothing perturbed but (perhaps) the save times
         values, out = floats(x)
         jac = jax.tree_util.tree_map(lambda v: jnp.zeros((0,) + v.shape, v.dtype), values)

@@ -204,7 +204,13 @@ def save_at(method: Any, rhs, params, expand, c: dict[str, Any], target, k, n_sa
     full = lax.cond(fresh, lambda: expand(c["seg"]), lambda: full)
     key = jnp.where(fresh, c["n_steps"], key)
     theta = (target - full["t"]) / jnp.where(full["hs"] == 0, 1.0, full["hs"])  # hs = 0: an empty span
-    value = jnp.where(covered, method.interpolate(rhs, params, full, theta), c["y"])
+    value = method.interpolate(rhs, params, full, theta)
+    # before the first step (a save time at t0) the state is y0 whatever t0 is: y0 + (t - t0) f0,
+    # the same value, whose tangent in t0 is -f0 (the implicit methods' segment before any
+    # step is a constant, and jax.grad of ys[0] with respect to t0 was -f0 instead of 0)
+    f = jnp.where(jnp.isfinite(c["f"]), c["f"], 0)
+    value = jnp.where(c["n_steps"] == 0, c["y"] + (target - c["t"]) * f, value)
+    value = jnp.where(covered, value, c["y"])
     return value, full, key
 
 

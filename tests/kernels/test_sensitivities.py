@@ -160,3 +160,32 @@ def test_derivatives_with_respect_to_a_complex_initial_state():
                                rtol=1e-7, atol=1e-9)
     grad = jax.grad(lambda *v: final(*v)[1], argnums=(0, 1, 2))(*x)  # reverse mode: the same rule, transposed
     np.testing.assert_allclose(np.array(grad), jac[:, 1], rtol=1e-12)
+
+
+@pytest.mark.parametrize("solver", [simkit.Rodas5P(), simkit.RadauIIA5(), simkit.BDF()], ids=repr)
+def test_a_state_saved_at_t0_moves_with_t0_as_the_solution_does(solver):
+    """y' = -k y: ys[0] at a save time that is t0 is y0 whatever t0 (d/dt0 = 0); at a fixed
+    save time 0 it is y0 exp(k t0) (d/dt0 = k y0). The implicit kernels' segment before the
+    first step is a constant: they gave -k y0 and 0."""
+    decay = simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * y, params={"k": 0.7}, y0=[2.0], state_names=("y",))
+
+    def first(t0, moving):
+        saveat = 3 if moving else jnp.array([0.0, 2.0])
+        return simkit.solve(decay, (t0, 2.0), saveat=saveat, solver=solver, rtol=1e-10, atol=1e-12).ys[0, 0]
+
+    assert abs(float(jax.grad(first)(0.0, True))) < 1e-12
+    np.testing.assert_allclose(float(jax.grad(first)(0.0, False)), 1.4, rtol=1e-12)
+
+
+def test_derivatives_through_dense_output_that_would_not_fit_are_refused():
+    """The dense record is kept once per direction: a 70-state BDF solve's gradient over 70
+    parameters took 41 GiB and was killed without a message."""
+    n = 70
+    model = simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * y, params={"k": jnp.ones(n)}, y0=np.ones(n),
+                            state_names=tuple(f"y{i}" for i in range(n)), stiff=True)
+
+    def value(k):
+        return jnp.sum(simkit.solve(model, (0.0, 1.0), params={"k": k}, saveat=2, dense=True).evaluate(0.5))
+
+    with pytest.raises(simkit.InputError, match="70 directions x 100000 steps.*memory budget"):
+        jax.eval_shape(jax.grad(value), jnp.ones(n))
