@@ -375,6 +375,13 @@ def prepare(
     c_rtol, c_atol = concrete(rtol), concrete(atol)
     if c_rtol is not None and c_atol is not None and c_rtol == 0 and c_atol == 0:
         raise InputError("rtol and atol are both 0: at least one tolerance must be positive")
+    if c_atol is not None and c_atol == 0 and y0_c is not None and (y0_c == 0).any():
+        # a pure relative tolerance has no scale for a component at exactly 0: the first step was
+        # NaN, every step rejected, and the failure blamed max_steps
+        zero = np.flatnonzero((y0_c == 0).reshape(-1, n_states).any(axis=0))
+        raise InputError(f"model {model.name!r}: atol = 0 (a pure relative tolerance) cannot be met by the states "
+                         f"{[model.state_names[i] for i in zero[:10]]} that start at exactly 0: give atol > 0, "
+                         "e.g. rtol times the size below which those states do not matter")
     eps = _eps(dtype)
     if c_rtol is not None and 0 < c_rtol < 100 * eps:
         warnings.warn(f"rtol = {float(c_rtol):g} is below 100 x the machine epsilon of {jnp.dtype(dtype).name} "

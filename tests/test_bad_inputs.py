@@ -186,6 +186,11 @@ CASES = [
     pytest.param(solve(atol=INF), ValueError, r"atol must be finite", id="solve-atol-inf"),
     pytest.param(solve(atol=1j), TypeError, r"atol must be a real scalar", id="solve-atol-complex"),
     pytest.param(solve(rtol=0.0, atol=0.0), ValueError, r"rtol and atol are both 0", id="solve-tolerances-zero"),
+    # a pure relative tolerance and a state at exactly 0: NaN first step, "max_steps reached" at t0
+    pytest.param(solve(atol=0.0, y0=np.array([1.0, 0.0, 1.0])), ValueError, r"atol = 0 .* states \['y'\] that start at exactly 0",
+                 id="solve-atol-zero-state-zero"),
+    pytest.param(lambda: simkit.BDF("krylov", jac_sparsity=np.eye(3)), ValueError, r"'krylov' does not use jac_sparsity",
+                 id="bdf-krylov-with-pattern"),
     # -- simkit.solve: max_steps, max_step, dt0 ----------------------------------------------------
     pytest.param(solve(max_steps=0), ValueError, r"max_steps must be at least 1, got 0", id="solve-max-steps-0"),
     pytest.param(solve(max_steps=-5), ValueError, r"max_steps must be at least 1", id="solve-max-steps-negative"),

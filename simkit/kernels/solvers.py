@@ -325,7 +325,8 @@ class BDF(AbstractKernel):
     Raises
     ------
     InputError
-        An unknown ``linear_solver``, ``"banded"`` without ``jac_sparsity``, a pattern that
+        An unknown ``linear_solver``, ``"banded"`` without ``jac_sparsity`` (``"dense"`` or
+        ``"krylov"`` with one), a pattern that
         is not square, a ``krylov_dim`` below 1, or a ``preconditioner`` that is not
         callable, ``"model"`` or None. `simkit.solve` raises `simkit.errors.ShapeError`
         when the pattern's size is not the model's state count.
@@ -351,6 +352,9 @@ class BDF(AbstractKernel):
             raise InputError(f"BDF: linear_solver must be 'auto', 'dense', 'banded' or 'krylov', got {linear_solver!r}")
         if linear_solver == "banded" and jac_sparsity is None:
             raise InputError("BDF: linear_solver='banded' needs jac_sparsity, the (n, n) pattern of the Jacobian")
+        if linear_solver in ("dense", "krylov") and jac_sparsity is not None:  # it was kept, unused, in silence
+            raise InputError(f"BDF: linear_solver={linear_solver!r} does not use jac_sparsity: pass "
+                             "linear_solver='banded' (or 'auto') with the pattern, or no pattern")
         if not isinstance(krylov_dim, (int, np.integer)) or isinstance(krylov_dim, bool) or krylov_dim < 1:
             raise InputError(f"BDF: krylov_dim must be a positive integer, got {krylov_dim!r}")
         if not (preconditioner is None or _is_model(preconditioner) or callable(preconditioner)):
