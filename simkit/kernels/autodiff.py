@@ -13,7 +13,8 @@ over reverse) works too.
 
 Cost: one loop carrying ``1 + d`` state vectors for ``d`` differentiated scalars (at most
 ``2 + n + p``); memory O(n (1 + d)), independent of the number of steps (no
-checkpoints). Derivatives are those of the discrete scheme along the step sequence taken
+checkpoints), except for the per-step records of ``dense`` and ``saveat="steps"``, kept per
+direction (`_check_derivative_memory`). Derivatives are those of the discrete scheme along the step sequence taken
 (step sizes are held constant), which match the exact sensitivities to the solve's
 tolerance. The sensitivity to each save time is ``f(t_k, y_k)``; with ``saveat="steps"`` the
 saved step times themselves move with ``t0`` (the last with ``t1``, or an event's time).

@@ -113,7 +113,7 @@ def halo_pad(u: Any, bcs: Any, width: int, spacing: Sequence[float], *, ndim: in
             wall_hi = ghost_side(near_hi, upper, lead + i, True, dx, width, corners)
             from_lower = jnp.where(index == 0, wall_lo, from_lower)
             from_upper = jnp.where(index == size - 1, wall_hi, from_upper)
-        ghosts.append(Slabs(from_lower, from_upper))
+        ghosts.append(Slabs(from_lower, from_upper, wall=not lower.periodic))
     return Padded(u, width, len(pairs), ghosts=ghosts)
 
 

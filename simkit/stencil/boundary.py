@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
@@ -295,7 +296,12 @@ def check_face_values(pairs: Sequence[tuple[AbstractBoundaryCondition, AbstractB
         for side, bc in zip(("lower", "upper"), pair):
             if bc.periodic:
                 continue
-            shape = np.shape(bc.constraint(1.0)[2])
+            value = bc.constraint(1.0)[2]
+            shape = np.shape(value)
+            if not isinstance(value, jax.core.Tracer) and not np.all(np.isfinite(np.asarray(value))):
+                # the run failed later as "the field became non-finite ... unstable or blew up"
+                raise InputError(f"{where}: the {side} wall of grid axis {axis} has a non-finite "
+                                 f"{type(bc).__name__} value")
             if shape not in ((), face):
                 raise ShapeError(f"{where}: the {side} wall of grid axis {axis} has a {type(bc).__name__} value of "
                                  f"shape {shape}; it must be a number or an array of the face's shape {face} "
@@ -316,6 +322,13 @@ def ghost_weights(alpha: float, beta: float, dx: float, width: int) -> np.ndarra
     face[0] = alpha
     face[1] = -beta / dx
     matrix = np.array(rows + [face])
+    if not np.linalg.cond(matrix) < 1e10:
+        # alpha p(0) = beta p'(0) / dx with p the polynomial through the cells: no ghost
+        # satisfies it (beta = -alpha dx / 2 at width 1); NumPy's bare "Singular matrix" before
+        raise InputError(f"Robin(alpha={alpha:g}, beta={beta:g}) on a grid of spacing {dx:g}: the wall "
+                         "condition does not determine the ghost layers (beta / dx is too close to a root of "
+                         "the extrapolating polynomial's condition, e.g. -alpha / 2 at width 1); check "
+                         "the sign of beta (the outward normal derivative)")
     ghosts = np.array([(-(k + 0.5)) ** powers for k in range(width)])
     return ghosts @ np.linalg.inv(matrix)
 
@@ -398,6 +411,11 @@ class BoundaryGhosts(AbstractGhosts):
     lower: AbstractBoundaryCondition
     upper: AbstractBoundaryCondition
     dx: float = eqx.field(static=True)
+
+    @property
+    def wall(self) -> bool:
+        """Whether the ghosts extrapolate a wall condition (not periodic)."""
+        return not self.lower.periodic
 
     def layers(self, block: Any, axis: int, width: int, upper: bool, cut: Any) -> Any:
         n = block.shape[axis]

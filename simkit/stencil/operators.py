@@ -356,19 +356,33 @@ def biharmonic(p: Padded, spacing: Sequence[float] | float) -> Any:
     Raises
     ------
     InputError
-        ``p`` is not a `Padded` field.
+        ``p`` is not a `Padded` field, or an axis has walls (not `Periodic`): a wall's ghosts
+        are the cubic through its one condition and the three nearest cells, so the fourth
+        difference is 0 at the first cell and O(1) wrong at the second (a fourth-order
+        problem needs two conditions per wall). Pad with ghosts of your own that impose
+        both (`Padded` with stored layers).
     ShapeError
         Fewer than 2 ghost layers.
 
     Examples
     --------
     >>> import jax.numpy as jnp
-    >>> from simkit.stencil import Neumann, biharmonic, pad
-    >>> p = pad(jnp.arange(8.0) ** 4 / 24, Neumann(0.0), 2, (1.0,))
-    >>> [round(v, 6) for v in biharmonic(p, 1.0)[2:-2].tolist()]  # d4/dx4 of x**4 / 24
-    [1.0, 1.0, 1.0, 1.0]
+    >>> from simkit.stencil import Padded, Periodic, biharmonic, pad
+    >>> x = jnp.arange(32.0) * 2 * jnp.pi / 32
+    >>> p = pad(jnp.cos(x), Periodic(), 2, (2 * jnp.pi / 32,))
+    >>> float(jnp.abs(biharmonic(p, 2 * jnp.pi / 32) - jnp.cos(x)).max()) < 0.01  # d4/dx4 cos = cos
+    True
+    >>> u = jnp.arange(8.0) ** 4 / 24  # ghosts of your own: the quartic continued, d4/dx4 = 1
+    >>> ghosts = ((jnp.arange(-2.0, 0.0) ** 4 / 24, jnp.arange(8.0, 10.0) ** 4 / 24),)
+    >>> [round(v, 6) for v in biharmonic(Padded(u, 2, 1, ghosts), 1.0).tolist()]
+    [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
     """
     _check(p, 2, "biharmonic")
+    if any(getattr(g, "wall", False) for g in p.ghosts):
+        raise InputError("biharmonic: a wall's ghosts (the cubic through its condition and the three nearest "
+                         "cells) make the fourth difference 0 at the first cell and O(1) wrong at the second: a "
+                         "fourth-order operator needs two conditions per wall. Use Periodic() on that axis, or "
+                         "pad with ghost layers of your own that impose both (simkit.stencil.Padded)")
     return _by_component(p, lambda q: _biharmonic(q, spacing))
 
 

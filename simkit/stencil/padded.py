@@ -56,6 +56,7 @@ class Slabs(AbstractGhosts):
 
     lower: Any
     upper: Any
+    wall: bool = eqx.field(static=True, default=False)  # the domain's ends are walls (a decomposed run's axis)
 
     def layers(self, block: Any, axis: int, width: int, upper: bool, cut: Mapping[int, slice]) -> Any:
         slab = self.upper if upper else self.lower
