@@ -34,6 +34,11 @@ def test_compare_is_normalised_by_tolerance():
     y = np.asarray(sol.ys)
     manual = np.max(np.abs(y - ref.ys) / (1e-9 + 1e-6 * np.abs(ref.ys)), axis=0)
     np.testing.assert_allclose([err["a"], err["b"]], manual)
+    # a state that is NaN somewhere scores inf: Python's max over the states dropped a NaN
+    # score, and a validation check read a NaN state as passing
+    broken = type("Broken", (), dict(ts=sol.ts, ys=np.asarray(sol.ys).copy(), state_names=sol.state_names))
+    broken.ys[3, 1] = np.nan
+    assert max(reference.compare(broken, ref, 1e-6, 1e-9).values()) == np.inf
 
 
 def test_compare_rejects_different_times():

@@ -10,6 +10,7 @@ def test_gaussian_decay_statistics_case():
     r = ensembles.gaussian_decay()
     assert r["passed"], r["note"]
     assert r["metric"] <= ensembles.Z_BOUND and r["ens"].n_members == ensembles.N_MEMBERS
+    assert "each against exp(-k t)" in r["note"]  # the members' accuracy, not only their statistics
 
 
 def test_lorenz_fan_case_and_figure(tmp_path):

@@ -155,11 +155,14 @@ def compare(solution: Any, reference: Any, rtol: float, atol: float) -> dict[str
 
     ``e = max_t |y - y_ref| / (atol + rtol * |y_ref|)`` for each state; ``e < 5`` is the
     usual pass mark for a solve at ``(rtol, atol)`` against a much tighter reference
-    (SciPy's own test suite uses this). Both must be saved at the same times.
+    (SciPy's own test suite uses this). Both must be saved at the same times. A state that
+    is NaN anywhere scores ``inf`` (a NaN score would be dropped by Python's ``max`` over
+    the states: a check read a NaN state as passing).
     """
     ts, ts_ref = np.asarray(solution.ts), np.asarray(reference.ts)
     if ts.shape != ts_ref.shape or not np.allclose(ts, ts_ref, rtol=1e-12, atol=1e-12):
         raise InputError("compare(): the two solutions are not saved at the same times")
     y, y_ref = np.asarray(solution.ys), np.asarray(reference.ys)
     err = np.abs(y - y_ref) / (atol + rtol * np.abs(y_ref))
+    err = np.where(np.isnan(err), np.inf, err)
     return {name: float(err[:, i].max()) for i, name in enumerate(solution.state_names)}

@@ -206,7 +206,7 @@ def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True,
         "tolerances shown, and by SciPy `solve_ivp` "
         "(DOP853 at rtol 1e-13, or Radau with the `jax.jacfwd` Jacobian at rtol 1e-12 for stiff models). "
         "Error: `max |y - y_ref| / (atol + rtol |y_ref|)` over 41 save times; `bound` is 3x the "
-        "factor measured for that model and solver (see `simkit/validation/cases.py`).",
+        "factor measured for that model and solver, and at least 3 (see `simkit/validation/cases.py`).",
         "",
         "| model | solver | horizon | rtol | atol | max error / tol | bound | steps | result | note |",
         "|---|---|---|---|---|---|---|---|---|---|",
@@ -246,8 +246,9 @@ def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True,
               "(exact solutions: heat with sine modes, viscous Burgers by Cole-Hopf, advection of "
               f"a Gaussian) or the time step (exact semi-discrete heat solution), within {stencils.ORDER_BAND} "
               "of the theoretical order (the `bound` column). Exact 2-D solutions, mass conservation "
-              "under periodic/no-flux boundaries (relative drift) and the method-of-lines system "
-              "against SciPy BDF.", "",
+              "under periodic/no-flux boundaries (relative drift: an invariant, which a stepper "
+              "that did nothing would keep too; the exact-solution rows test accuracy) and the "
+              "method-of-lines system against SciPy BDF.", "",
               "| case | metric | bound | result | note |", "|---|---|---|---|---|"]
     for r in stencil_results:
         lines.append(f"| {r['name']} | {r['metric']:.3g} | {r['bound']:.3g} | "
