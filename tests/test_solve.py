@@ -152,17 +152,15 @@ def test_failure_under_jit_of_a_derivative_raises():
     solution was removed with it, and a failed solve gave a finite, wrong gradient."""
     decay = simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * y, params={"k": 1.0}, y0=[1.0], state_names=("y",))
 
-    def loss(k, solver, max_steps):
+    def loss(k, solver):  # k = 1e4 is stiff: an explicit method needs far more than 200 steps
         return simkit.solve(decay, (0.0, 10.0), params={"k": k}, saveat=np.array([1.0, 10.0]), solver=solver,
-                            max_steps=max_steps).ys[-1, 0]
+                            max_steps=200).ys[-1, 0]
 
     for solver in (simkit.Tsit5(), diffrax.Tsit5()):
-        grad = jax.jit(jax.grad(loss), static_argnums=(1, 2))
-        np.testing.assert_allclose(grad(1.0, solver, 1000), -10 * np.exp(-10.0), rtol=1e-4)  # unchanged when it works
+        grad = jax.jit(jax.grad(loss), static_argnums=1)
+        np.testing.assert_allclose(grad(1.0, solver), -10 * np.exp(-10.0), rtol=1e-4)  # unchanged when it works
         with pytest.raises(Exception, match="failed"):
-            jax.block_until_ready(grad(1.0, solver, 5))
-    with pytest.raises(Exception, match="failed"):
-        jax.block_until_ready(jax.jit(jax.jacfwd(loss), static_argnums=(1, 2))(1.0, simkit.Tsit5(), 5))
+            jax.block_until_ready(grad(1e4, solver))
 
 
 def test_stats_counts():
