@@ -282,8 +282,12 @@ def choose_solver(model: ODEModel, solver: Any, n_states: int, complex_state: bo
                              "diffrax.ItoMilstein()")
         return dfx.Euler() if solver is None else solver
     if solver is None:
-        if n_states <= KERNEL_MAX_STATES:
+        if n_states <= KERNEL_MAX_STATES and not (complex_state and model.stiff is not False):
             return AutoSwitch() if model.stiff is None else Rodas5P() if model.stiff else Tsit5()
+        if complex_state and model.stiff is not False and n_states <= DENSE_JACOBIAN_MAX_STATES:
+            # the stiff kernels' Jacobian and LU are real: diffrax on (re, im) (the default crashed
+            # in jacfwd below 65 states)
+            return _diffrax_default(True)
         if model.stiff is not False:  # stiff, or unknown (the safe side)
             if not complex_state:
                 # the BDF kernel: one LU per step-size or order change, LAPACK above six states;
@@ -299,6 +303,11 @@ def choose_solver(model: ODEModel, solver: Any, n_states: int, complex_state: bo
     if not (isinstance(solver, AbstractKernel) or is_diffrax_solver(solver)):
         raise InputTypeError(f"solver must be a simkit kernel (simkit.Tsit5(), simkit.Rodas4(), ...) or a "
                              f"diffrax solver object, got {solver!r}")
+    if not isinstance(solver, AbstractKernel) and not isinstance(solver, diffrax_module().AbstractAdaptiveSolver):
+        # diffrax's "Cannot use adaptive step sizes with a solver that does not provide error
+        # estimates" named a setting that simkit.solve does not take
+        raise InputError(f"{type(solver).__name__}() has no error estimate, and simkit.solve adapts its steps to "
+                         "rtol/atol: use an adaptive method (simkit.Tsit5(), diffrax.Heun(), ...)")
     if isinstance(solver, BDF):
         if solver.jac_sparsity is not None:
             check_pattern_size(solver._band, n_states, repr(solver), model.name)

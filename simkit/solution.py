@@ -61,7 +61,8 @@ class Solution(io.Saveable):
     stats : dict
         Solver counters: ``num_steps`` (attempted), ``num_accepted_steps``,
         ``num_rejected_steps`` and, for explicit Runge–Kutta solvers, ``num_rhs`` (right-hand
-        side evaluations, including the two of the initial-step estimate).
+        side evaluations of the steps, including the two of the initial-step estimate; the
+        kernels redo the stages of a step that covers save times, which it does not count).
     status : int or jax.Array
         `simkit.Status` code (0 = success, 1 = terminated by an event).
     t_final, y_final : jax.Array

@@ -191,6 +191,7 @@ CASES = [
                  id="solve-atol-zero-state-zero"),
     pytest.param(lambda: simkit.BDF("krylov", jac_sparsity=np.eye(3)), ValueError, r"'krylov' does not use jac_sparsity",
                  id="bdf-krylov-with-pattern"),
+    pytest.param(solve(solver=diffrax.Euler()), ValueError, r"Euler\(\) has no error estimate", id="solve-diffrax-euler-ode"),
     # -- simkit.solve: max_steps, max_step, dt0 ----------------------------------------------------
     pytest.param(solve(max_steps=0), ValueError, r"max_steps must be at least 1, got 0", id="solve-max-steps-0"),
     pytest.param(solve(max_steps=-5), ValueError, r"max_steps must be at least 1", id="solve-max-steps-negative"),

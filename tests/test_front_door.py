@@ -79,6 +79,18 @@ def test_complex_state(solver):
         simkit.solve(spin, (0.0, 3.0), solver=simkit.Rodas4())
 
 
+def test_the_default_for_a_small_stiff_complex_model_is_diffrax():
+    """The stiff kernels' Jacobian and LU are real: the default (Rodas5P, or AutoSwitch for
+    stiff=None) crashed in jax.jacfwd below 65 states."""
+    for stiff in (True, None):
+        spin = simkit.ODEModel(rhs=lambda t, y, p: (1j * p["w"] - p["d"]) * y, params={"w": 2.0, "d": 0.1},
+                               y0=np.array([1.0 + 0j, 0.5j]), state_names=("u", "v"), stiff=stiff)
+        sol = simkit.solve(spin, (0.0, 3.0), saveat=2, rtol=1e-8, atol=1e-10)
+        assert sol.solver_name == "diffrax.Kvaerno5"
+        np.testing.assert_allclose(np.asarray(sol.ys[-1]), np.exp((2j - 0.1) * 3.0) * np.array([1.0, 0.5j]),
+                                   rtol=1e-6)
+
+
 def test_rhs_output_checked_once_at_trace_time():
     broadcasting = DECAY.replace(rhs=lambda t, y, p: -y[:1])
     with pytest.raises(ValueError, match=r"rhs returned shape \(1,\).*\(2,\)"):

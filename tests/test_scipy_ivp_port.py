@@ -86,8 +86,9 @@ DELIBERATE_DIFFERENCES = {
         "simkit has no args=: the extra arguments are named parameters, params={'a': -1.0}. A params value that "
         "is not a dict raises InputTypeError (a TypeError, as SciPy's 'cannot be unpacked'), checked there."),
     "test_integration[njev, nlu]": (
-        "simkit's Solution.stats has no Jacobian or LU counters (Rodas5P forms one Jacobian by jax.jacfwd and one "
-        "LU per step attempt); only SciPy's nfev bound is ported (stats['num_rhs'])."),
+        "Rodas5P's Solution.stats has no Jacobian or LU counters (it forms one Jacobian by jax.jacfwd and one "
+        "LU per step attempt; BDF reports num_jacobians and its LU or linear-iteration count); only SciPy's "
+        "nfev bound is ported (stats['num_rhs'])."),
     "test_integration[nfev, diffrax.Kvaerno5]": (
         "diffrax's implicit solvers do not report rhs evaluations (stats has no num_rhs for them): SciPy's nfev "
         "bound is not checked for diffrax.Kvaerno5."),

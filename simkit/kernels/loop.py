@@ -110,7 +110,8 @@ def stepper(method: Any, rhs, t0, t1, params, rtol, atol, max_step, *, max_steps
         last = (h >= remaining * (1 - 4 * eps)) | (direction * (t1 - (t + hs)) <= 0)
         y_new, err_norm, dense, f_new, work = method.attempt(rhs, t, y, c["f"], hs, params, rtol, atol, c["ctrl"],
                                                              **kw)
-        if f_new is None:
+        evaluated_f = f_new is None  # one more evaluation, counted below (RadauIIA5's were not)
+        if evaluated_f:
             f_new = rhs(t + hs, y_new, params)
         # the attempted step's dense data, in the form the method's interpolant reads: for
         # event location here, and for `kernel_queue`, which saves from it at once
@@ -147,7 +148,8 @@ def stepper(method: Any, rhs, t0, t1, params, rtol, atol, max_step, *, max_steps
             n_steps=c["n_steps"] + 1, n_acc=c["n_acc"] + accepted.astype(c["n_acc"].dtype),
             # rhs evaluations: a fixed count per attempt, or (implicit methods with Newton
             # iterations) the count the attempt reports
-            n_rhs=c["n_rhs"] + (per_attempt if work is None else work["num_rhs"].astype(c["n_rhs"].dtype)),
+            n_rhs=c["n_rhs"] + (per_attempt if work is None else work["num_rhs"].astype(c["n_rhs"].dtype)
+                                + int(evaluated_f)),
             status=status.astype(c["status"].dtype), seg=seg, ev=ev, stop_index=stop_index,
         )
         if dense_output:  # the accepted step's dense data, at row n_acc (a rejected one: no write)

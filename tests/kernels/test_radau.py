@@ -184,3 +184,31 @@ def test_terminal_event_is_located_on_the_collocation_polynomial():
 def test_refuses_complex_states():
     with pytest.raises(simkit.InputTypeError, match="complex"):
         simkit.solve(models.get("van_der_pol"), (0.0, 1.0), y0=jnp.array([1.0 + 0j, 0.0]), solver=RADAU)
+
+
+def test_num_rhs_counts_every_evaluation():
+    """Counted by host callbacks (a Jacobian by jax.jacfwd is n evaluations, as the stats
+    count it): RadauIIA5 left out the rhs at each attempt's end, which the loop evaluates."""
+    import jax
+    import jax.numpy as jnp
+
+    count = {"f": 0, "jac": 0}
+
+    @jax.custom_jvp
+    def ident(y):
+        return y
+
+    @ident.defjvp
+    def _ident_jvp(primals, tangents):  # once per (batched) jacfwd Jacobian
+        jax.debug.callback(lambda: count.__setitem__("jac", count["jac"] + 1))
+        return primals[0], tangents[0]
+
+    def rhs(t, y, p):
+        jax.debug.callback(lambda: count.__setitem__("f", count["f"] + 1))
+        y = ident(y)
+        return jnp.stack([y[1], p["mu"] * (1 - y[0] ** 2) * y[1] - y[0], -p["k"] * y[2]])
+
+    m = simkit.ODEModel(rhs=rhs, params={"mu": 50.0, "k": 1e3}, y0=[2.0, 0.0, 1.0], state_names=("x", "v", "z"))
+    sol = simkit.solve(m, (0.0, 2.0), saveat=2, solver=simkit.RadauIIA5(), rtol=1e-6, atol=1e-8)
+    jax.effects_barrier()
+    assert int(sol.stats["num_rhs"]) == count["f"] - count["jac"] + 3 * count["jac"], (sol.stats, count)
