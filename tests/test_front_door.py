@@ -62,6 +62,16 @@ def test_dt0_sign_is_ignored_in_both_directions(solver):
 
 
 @pytest.mark.parametrize("solver", ENGINES, ids=["kernel", "diffrax"])
+def test_rows_not_reached_hold_the_state_where_the_solve_stopped(solver):
+    """throw=False and max_steps reached: ts is inf and ys is y_final past the stop, in both
+    engines (diffrax's rows were inf)."""
+    sol = simkit.solve(DECAY, (0.0, 2.0), saveat=5, solver=solver, max_steps=3, throw=False)
+    reached = np.isfinite(np.asarray(sol.ts))
+    assert int(sol.status) == int(simkit.Status.MAX_STEPS) and not reached.all()
+    np.testing.assert_array_equal(np.asarray(sol.ys)[~reached], np.broadcast_to(sol.y_final, (int((~reached).sum()), 2)))
+
+
+@pytest.mark.parametrize("solver", ENGINES, ids=["kernel", "diffrax"])
 def test_complex_state(solver):
     """y' = i w y: y = exp(i w t) y0, integrated as a complex system (never truncated)."""
     spin = simkit.ODEModel(rhs=lambda t, y, p: 1j * p["w"] * y, params={"w": 2.0}, y0=np.array([1.0 + 0j, 0.5j]),
