@@ -282,12 +282,10 @@ def choose_solver(model: ODEModel, solver: Any, n_states: int, complex_state: bo
                              "diffrax.ItoMilstein()")
         return dfx.Euler() if solver is None else solver
     if solver is None:
+        # (a stiff or unknown complex model goes to diffrax below, on (re, im), at any size: the
+        # stiff kernels' Jacobian and LU are real, and the default crashed in jacfwd below 65 states)
         if n_states <= KERNEL_MAX_STATES and not (complex_state and model.stiff is not False):
             return AutoSwitch() if model.stiff is None else Rodas5P() if model.stiff else Tsit5()
-        if complex_state and model.stiff is not False and n_states <= DENSE_JACOBIAN_MAX_STATES:
-            # the stiff kernels' Jacobian and LU are real: diffrax on (re, im) (the default crashed
-            # in jacfwd below 65 states)
-            return _diffrax_default(True)
         if model.stiff is not False:  # stiff, or unknown (the safe side)
             if not complex_state:
                 # the BDF kernel: one LU per step-size or order change, LAPACK above six states;

@@ -101,8 +101,9 @@ def solve(
         A condition ``g(t, y, params) -> scalar``, a `simkit.Event` (direction, terminal
         count) or a sequence of them. Every crossing is recorded (``Solution.t_events``,
         ``Solution.y_events``) where the sign differs between an accepted step's ends (two
-        crossings inside one step cancel, as in SciPy: bound the step with ``max_step``); a terminal event stops the solve at its n-th crossing and
-        the `Solution` records ``event_time`` and ``event_index``. A plain callable is
+        crossings inside one step cancel, as in SciPy: bound the step with ``max_step``); a
+        terminal event stops the solve at its n-th crossing and the `Solution` records
+        ``event_time`` and ``event_index``. A plain callable is
         terminal unless it carries SciPy's ``terminal``/``direction`` attributes.
     dense : bool
         Keep the dense interpolant, for ``Solution.evaluate(t)`` (the chosen engine's own: a

@@ -4,7 +4,8 @@ SciPy's semantics (``scipy.integrate.solve_ivp``), in every engine:
 
 - every crossing of an event is recorded (``Solution.t_events[i]``, ``Solution.y_events[i]``)
   where its sign differs between an accepted step's ends (two crossings in one step cancel:
-  bound the step with ``max_step`` for events faster than the solution), filtered by `direction` (+1: ``g`` goes from negative to positive; -1: the reverse; 0: both);
+  bound the step with ``max_step`` for events faster than the solution), filtered by
+  `direction` (+1: ``g`` goes from negative to positive; -1: the reverse; 0: both);
 - ``terminal=n`` stops the solve at the n-th recorded crossing (``True`` is 1, ``False`` or 0
   records only).
 

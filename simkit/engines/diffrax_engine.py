@@ -387,10 +387,6 @@ def run_diffrax(program: DiffraxProgram, args) -> EngineResult:
             last = sol.stats["num_accepted_steps"]
             ts = ts.at[last].set(jnp.where(fired, t_end, ts[last]))
             ys = ys.at[last].set(jnp.where(fired, y_end, ys[last]))
-        else:  # save times past the end were not reached: inf, and the final state (as the kernels)
-            reached = direction * (save_ts - t_end) <= 0
-            ts = jnp.where(reached, save_ts, jnp.inf)
-            ys = jnp.where(reached[:, None], ys, y_end)
         event_index = jnp.where(fired, ev["stop_index"], -1).astype(jnp.int32)
         event_time = jnp.where(fired, t_end, jnp.nan)
         event_counts = ev["count"]

@@ -14,9 +14,9 @@ over reverse) works too.
 Cost: one loop carrying ``1 + d`` state vectors for ``d`` differentiated scalars (at most
 ``2 + n + p``); memory O(n (1 + d)), independent of the number of steps (no
 checkpoints), except for the per-step records of ``dense`` and ``saveat="steps"``, kept per
-direction (`_check_derivative_memory`). Derivatives are those of the discrete scheme along the step sequence taken
-(step sizes are held constant), which match the exact sensitivities to the solve's
-tolerance. The sensitivity to each save time is ``f(t_k, y_k)``; with ``saveat="steps"`` the
+direction (`_check_derivative_memory`). Derivatives are those of the discrete scheme along
+the step sequence taken (step sizes are held constant), which match the exact
+sensitivities to the solve's tolerance. The sensitivity to each save time is ``f(t_k, y_k)``; with ``saveat="steps"`` the
 saved step times themselves move with ``t0`` (the last with ``t1``, or an event's time).
 """
 
@@ -83,18 +83,20 @@ def _from_real(v, like):
     return (v[0] + 1j * v[1]).astype(jnp.result_type(like)) if jnp.iscomplexobj(like) else v
 
 
-def _check_derivative_memory(program: KernelLoopProgram, directions: int, outputs) -> None:
+def _check_derivative_memory(program: KernelLoopProgram, jac: Any) -> None:
     """Refuse, before compiling, derivatives whose per-step records would not fit in memory.
 
     With ``dense=True`` or ``saveat="steps"`` a solve keeps a row per step up to
-    ``max_steps``, and its derivative keeps those rows once per direction: a 70-state BDF
-    solve with ``jax.grad`` over 70 parameters needed 41 GiB of buffers and was killed by
-    the operating system without a message."""
+    ``max_steps``, and its derivative keeps those rows once per direction (``jac``: the
+    traced outputs' tangents, a leading axis of directions): a 70-state BDF solve with
+    ``jax.grad`` over 70 parameters needed 41 GiB of buffers and was killed by the
+    operating system without a message."""
     from .._prepare import memory_budget  # (simkit._prepare imports the kernels)
     from ..errors import InputError
 
-    shapes = jax.eval_shape(outputs)
-    rows = sum(np.prod(a.shape) * np.dtype(a.dtype).itemsize for a in jax.tree_util.tree_leaves(shapes))
+    leaves = jax.tree_util.tree_leaves(jac)
+    directions = leaves[0].shape[0]
+    rows = sum(np.prod(a.shape[1:]) * np.dtype(a.dtype).itemsize for a in leaves)  # one direction's
     need = (1 + 2 * directions) * rows  # the records and their tangents; XLA double-buffers the loop carry
     if need > 2**26 and need > memory_budget():
         what = "dense=True" if program.dense else 'saveat="steps"'
@@ -133,8 +135,6 @@ def _kernel_solve_jvp(program, primals, tangents):
         out = _raw(program, tt0, tt1, yy0, pp, save_ts, rtol, atol, dt0, max_step)
         return {k: out[k] for k in keys + (("dense",) if program.dense else ())}, out
 
-    if program.dense or program.save_steps:
-        _check_derivative_memory(program, x.shape[0], lambda: floats(x)[0])
     if x.shape[0] == 0:  # nothing perturbed but (perhaps) the save times
         values, out = floats(x)
         jac = jax.tree_util.tree_map(lambda v: jnp.zeros((0,) + v.shape, v.dtype), values)
@@ -143,6 +143,8 @@ def _kernel_solve_jvp(program, primals, tangents):
         _, jac, out = jax.vmap(
             lambda v: jax.jvp(floats, (x,), (v,), has_aux=True), out_axes=(None, 0, None)
         )(basis)
+        if program.dense or program.save_steps:  # traced, not run: the check comes before compiling
+            _check_derivative_memory(program, jac)
     tangent = {k: jnp.tensordot(dx, jac[k], axes=(0, 0)) for k in keys}
     if program.dense:  # the recorded steps move with the inputs too (their sizes do not)
         tangent["dense"] = jax.tree_util.tree_map(lambda j: jnp.tensordot(dx, j, axes=(0, 0)), jac["dense"])
