@@ -208,3 +208,37 @@ def test_dense_output_outside_the_solved_span_is_refused():
     with pytest.raises(simkit.InputError, match=r"t = \[-0.1, nan\] is outside"):
         sol.evaluate(np.array([1.0, -0.1, np.nan]))
     assert np.isnan(np.asarray(jax.jit(sol.evaluate)(3.5))).all()  # traced t: no check possible
+
+
+DECAY = simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * y, params={"k": 1.0}, y0=[1.0], state_names=("y",))
+
+
+@pytest.mark.parametrize("solver", [simkit.Tsit5(), simkit.BDF()], ids=repr)
+def test_far_from_t0_zero_time_and_state_advance_together(solver):
+    # found by probing: the state advanced by the step h while time advanced by fl(t + h) - t,
+    # so at t0 = 1e9 (Unix seconds) the error grew to 5e3 x rtol with status success; now the
+    # step taken is t_new - t (SciPy's rule) and the error is the one at t0 = 0
+    t0, rtol = 1e9, 1e-10
+    sol = simkit.solve(DECAY, (t0, t0 + 5.0), saveat=[t0 + 5.0], solver=solver, rtol=rtol, atol=1e-14)
+    ref = simkit.solve(DECAY, (0.0, 5.0), saveat=[5.0], solver=solver, rtol=rtol, atol=1e-14)
+    exact = np.exp(-5.0)
+    err, err0 = abs(float(sol.ys[-1, 0]) - exact) / exact, abs(float(ref.ys[-1, 0]) - exact) / exact
+    assert err <= max(3 * err0, 10 * rtol), (err, err0)
+
+
+@pytest.mark.parametrize("solver", [simkit.Tsit5(), simkit.RadauIIA5()], ids=repr)
+def test_a_pure_relative_tolerance_follows_a_state_down_to_the_smallest_normal_numbers(solver):
+    # found by probing: XLA:CPU flushes subnormals to zero, so with atol = 0 the error scale of a
+    # state near 1e-300 became 0 and the solve stopped at t = 690 as "non-finite"; SciPy finishes
+    sol = simkit.solve(DECAY, (0.0, 700.0), saveat=[600.0, 700.0], solver=solver, rtol=1e-8, atol=0.0)
+    assert int(sol.status) == 0
+    np.testing.assert_allclose(np.asarray(sol.ys[:, 0]), np.exp([-600.0, -700.0]), rtol=1e-3)
+
+
+def test_a_nan_initial_state_under_vmap_is_reported_as_non_finite_at_once():
+    # found by probing: a NaN y0 known only under a transform made a NaN first step that the
+    # step-size test never caught: 100,000 rejected attempts reported as MAX_STEPS
+    ys0 = jnp.asarray([[1.0], [jnp.nan]])
+    sols = jax.vmap(lambda y0: simkit.solve(DECAY, (0.0, 1.0), y0=y0, saveat=2, throw=False))(ys0)
+    assert [int(s) for s in sols.status] == [0, int(simkit.Status.NONFINITE)]
+    assert int(sols.stats["num_steps"][1]) < 10

@@ -269,7 +269,9 @@ class BDFMethod:
         # the differences for this step: started from (y0, f0) on the first step, else
         # re-sampled when the loop's step is not the one D is scaled for
         first = ctrl["first"]
-        resize = ~first & (h != ctrl["h_D"])
+        # (a step that differs from D's by the rounding of t + hs, which the loop takes as
+        # the step, is D's: re-sampling at every such step kept the order from ever changing)
+        resize = ~first & (jnp.abs(h - ctrl["h_D"]) > eps * (jnp.abs(t) + h))
         ratio = h / jnp.where(ctrl["h_D"] > 0, ctrl["h_D"], h)
         D = lax.cond(resize, lambda: rescale_differences(ctrl["D"], k, ratio), lambda: ctrl["D"])
         start = jnp.zeros((ROWS, n), dtype).at[0].set(y).at[1].set(hs * f)
@@ -284,8 +286,11 @@ class BDFMethod:
         psi = _masked_sum([jnp.where(live[i], gamma[i], zero) for i in range(1, MAX_ORDER + 1)],
                           [D[i] for i in range(1, MAX_ORDER + 1)]) / alpha[k]
         c = hs / alpha[k]
-        c_lu = lax.stop_gradient(c)
-        scale = atol + rtol * jnp.abs(y_predict)
+        # the iteration matrix's and D's step: D's own when this step differs from it only
+        # by the rounding of t + hs (then the factors are kept, as SciPy's BDF keeps them)
+        h_ref = jnp.where(first | resize, h, ctrl["h_D"])
+        c_lu = lax.stop_gradient(jnp.sign(hs) * h_ref / alpha[k])
+        scale = jnp.maximum(atol + rtol * jnp.abs(y_predict), jnp.finfo(dtype).tiny)  # (see `_scale`)
         newton_tol = jnp.maximum(10 * eps / rtol, jnp.minimum(0.03, jnp.sqrt(rtol)))
         zero_i = jnp.asarray(0, jnp.int32)
 
@@ -342,7 +347,7 @@ class BDFMethod:
         # dense output: the step's polynomial (rows above the order zeroed)
         diffs = jnp.stack([jnp.where(live[j], D_acc[j], 0.0) for j in range(1, MAX_ORDER + 1)])
 
-        work = dict(converged=converged, n_iter=s["k"], D=D_acc, h=h, n_equal=n_equal, err_m=err_m, err_p=err_p,
+        work = dict(converged=converged, n_iter=s["k"], D=D_acc, h=h_ref, n_equal=n_equal, err_m=err_m, err_p=err_p,
                     lin=lin, num_rhs=num_rhs)
         return y_new, err_norm, diffs, f, work
 

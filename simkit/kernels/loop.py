@@ -108,6 +108,11 @@ def stepper(method: Any, rhs, t0, t1, params, rtol, atol, max_step, *, max_steps
         # t1 (rounding is relative to |t|, not to the span left: a step of max_step = span / k
         # lands there, and was reported as "max_steps reached" at t1)
         last = (h >= remaining * (1 - 4 * eps)) | (direction * (t1 - (t + hs)) <= 0)
+        # the step taken is the one time takes (SciPy's ``h = t_new - t``): t + hs rounds
+        # relative to |t|, and a state advanced by hs drifted from its time by up to half an
+        # ulp of t a step (1e-5 relative error at t0 = 1e9, with status success)
+        t_new = jnp.where(last, t1, t + hs)
+        hs = t_new - t
         y_new, err_norm, dense, f_new, work = method.attempt(rhs, t, y, c["f"], hs, params, rtol, atol, c["ctrl"],
                                                              **kw)
         evaluated_f = f_new is None  # one more evaluation, counted below (RadauIIA5's were not)
@@ -119,7 +124,6 @@ def stepper(method: Any, rhs, t0, t1, params, rtol, atol, max_step, *, max_steps
         finite = jnp.isfinite(err_norm) & jnp.all(jnp.isfinite(y_new))
         err_norm = jnp.where(finite, err_norm, jnp.inf)
         accepted = err_norm <= 1.0
-        t_new = jnp.where(last, t1, t + hs)
         t_stop, y_stop, fired, ev, stop_index = t_new, y_new, jnp.asarray(False), c["ev"], c["stop_index"]
         if events:
             t_stop, y_stop, fired, ev, stop_index = crossings(c, t, t_new, y_new, hs, full, accepted)
@@ -128,7 +132,9 @@ def stepper(method: Any, rhs, t0, t1, params, rtol, atol, max_step, *, max_steps
         # a step too small to move t: relative to |t| as in Hairer's codes
         # (0.1 |h| <= eps |t|), never to the span (a span of 1e11 must still allow tiny
         # steps near t = 0), and a step that is zero or subnormal
-        underflow = (0.1 * h_new <= eps * jnp.abs(t)) | (h_new <= jnp.finfo(dtype).tiny)
+        # (or NaN: a NaN first step from a NaN input under a transform, or an overflowing
+        # estimate, ran max_steps rejected attempts and blamed the step budget)
+        underflow = (0.1 * h_new <= eps * jnp.abs(t)) | ~(h_new > jnp.finfo(dtype).tiny)
         # an implicit method whose Newton iteration failed at the smallest step: its failure
         # (a NaN Jacobian or preconditioner, say), not the step size's
         newton_failed = ~work["converged"] if work is not None and "converged" in work else False

@@ -28,7 +28,10 @@ def _combine(coeffs, ks):
 
 
 def _scale(y, y_new, rtol, atol):
-    return atol + rtol * jnp.maximum(jnp.abs(y), jnp.abs(y_new))
+    # at least the smallest normal number: XLA:CPU flushes subnormals to zero, so with atol = 0
+    # a state below ~2e-308 / rtol had a zero scale, a NaN error and a false "non-finite" stop
+    scale = atol + rtol * jnp.maximum(jnp.abs(y), jnp.abs(y_new))
+    return jnp.maximum(scale, jnp.finfo(scale.dtype).tiny)
 
 
 def _sum_squares(x):

@@ -35,7 +35,7 @@ from jax import lax
 from .linalg import factor as lu_factor
 from .linalg import factor_zeros
 from .linalg import solve as lu_solve
-from .methods import _rms
+from .methods import _rms, _scale
 
 NEWTON_MAXITER = 7  # RADAU5's NIT
 MIN_FACTOR, MAX_FACTOR = 0.2, 8.0  # RADAU5's FACR, FACL (1/FACL = 0.2, 1/FACR = 8)
@@ -150,7 +150,8 @@ class RadauIIA5Method:
             lambda: ctrl["jac"],
         )
         jac_current = ctrl["want_jac"] | ctrl["jac_current"]
-        refactor = ctrl["want_jac"] | (hs != ctrl["lu_hs"])
+        # (a step that differs from the factors' by the rounding of t + hs keeps them)
+        refactor = ctrl["want_jac"] | (jnp.abs(hs - ctrl["lu_hs"]) > eps * (jnp.abs(t) + jnp.abs(hs)))
         eye = jnp.eye(n, dtype=dtype)
 
         def factor():
@@ -172,7 +173,7 @@ class RadauIIA5Method:
         z0 = [jnp.where(ctrl["have_prev"], extrapolate(float(ci)), jnp.zeros_like(y)) for ci in self.c]
         w0 = [_combine(self.ti[i], z0) for i in range(3)]
 
-        scale = atol + rtol * jnp.abs(y)
+        scale = jnp.maximum(atol + rtol * jnp.abs(y), jnp.finfo(dtype).tiny)  # (see `methods._scale`)
         newton_tol = jnp.maximum(10 * eps / rtol, jnp.minimum(0.03, jnp.sqrt(rtol)))
         mu_r, mu_c = self.mu_real / hs, self.mu_complex / hs
 
@@ -213,7 +214,7 @@ class RadauIIA5Method:
         # the error estimate, filtered by (u1/h - J)^-1
         ze = _combine(self.dd, z) / hs
         err = lu_solve(lu_real, f + ze)
-        sc = atol + rtol * jnp.maximum(jnp.abs(y), jnp.abs(y_new))
+        sc = _scale(y, y_new, rtol, atol)
         err_norm = _rms(err / sc)
         refilter = (err_norm >= 1) & (ctrl["first"] | ctrl["rejected"]) & converged
         err2 = lax.cond(refilter, lambda: lu_solve(lu_real, rhs(t, y + err, params) + ze), lambda: err)

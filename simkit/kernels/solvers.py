@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import numpy as np
@@ -393,8 +394,9 @@ class BDF(AbstractKernel):
         the front door calls it; the result solves the same way)."""
         if not _is_model(self.preconditioner):
             return self
-        out = BDF(self.linear_solver, None, self.krylov_dim)
-        out.jac_sparsity, out._band = self.jac_sparsity, self._band
+        # a copy, not a new BDF: rebuilt without its pattern, a banded solver failed the
+        # constructor's "needs jac_sparsity" check in every solve
+        out = copy.copy(self)
         out.preconditioner = model_preconditioner
         out._label = repr(self)
         return out

@@ -155,3 +155,13 @@ def test_bad_patterns_are_named():
     # the pattern is part of the solver's identity (which program runs), not the array object
     assert simkit.BDF(jac_sparsity=pattern) == simkit.BDF(jac_sparsity=scipy.sparse.csr_matrix(pattern))
     assert simkit.BDF(jac_sparsity=pattern) != simkit.BDF(jac_sparsity=np.ones((50, 50)))
+
+
+def test_an_explicitly_banded_bdf_runs():
+    # found by probing: the front door rebuilt the solver without its pattern, and every solve
+    # with linear_solver="banded" failed "needs jac_sparsity" although the pattern was given
+    rob = simkit.models.get("robertson")
+    banded = simkit.BDF(linear_solver="banded", jac_sparsity=np.ones((3, 3), bool))
+    sol = simkit.solve(rob, (0.0, 1.0), saveat=3, solver=banded, rtol=1e-8, atol=1e-12)
+    ref = simkit.solve(rob, (0.0, 1.0), saveat=3, solver=simkit.BDF(linear_solver="dense"), rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(sol.ys), np.asarray(ref.ys), rtol=1e-12, atol=1e-15)
