@@ -26,11 +26,21 @@ def _check(key: Any, ranges: Mapping[str, tuple[float, float]], n: int, what: st
         raise InputTypeError(f"sample.{what}: n must be an int number of members, got {n!r}")
     if n < 1:
         raise InputError(f"sample.{what}: n must be positive, got {n}")
+    form = "(mean, std)" if what == "normal" else "(low, high)"
     for name, pair in ranges.items():
-        if len(pair) != 2 or not all(np.isfinite(pair)):
+        values = list(pair) if isinstance(pair, (tuple, list)) or (isinstance(pair, np.ndarray) and pair.ndim == 1) else None
+        if (values is None or len(values) != 2
+                or not all(np.ndim(v) == 0 and np.asarray(v).dtype.kind in "iuf" for v in values)):
+            raise InputError(f"sample.{what}: {name!r} needs {form} as two real numbers, got {pair!r}")
+        lo, hi = float(values[0]), float(values[1])
+        if not (np.isfinite(lo) and np.isfinite(hi)):
             raise InputError(f"sample.{what}: {name!r} needs two finite numbers, got {pair!r}")
-        if what != "normal" and pair[0] > pair[1]:  # (low, high): never a silent constant
+        if what != "normal" and lo > hi:  # (low, high): never a silent constant
             raise InputError(f"sample.{what}: {name!r} needs low <= high, got (low, high) = {tuple(pair)!r}")
+        # the draws scale by the width (or std): one that overflows gave inf members
+        if not np.isfinite(lo + 10 * abs(hi) if what == "normal" else hi - lo):
+            raise InputError(f"sample.{what}: {name!r}: the range {tuple(pair)!r} overflows float64 "
+                             "(its width, or the mean plus ten standard deviations)")
 
 
 def uniform(key: jax.Array, ranges: Mapping[str, tuple[float, float]], n: int) -> dict[str, jax.Array]:
