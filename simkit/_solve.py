@@ -270,7 +270,8 @@ def _failure_message(model: ODEModel, sol: Solution, t0: Any, t1: Any, solver: A
     )
     span = abs(float(t1) - float(t0))
     nonfinite_ahead = (f" The rhs is not finite just past t = {t_end:.6g} (NaN or inf at the state reached): "
-                       "check it there." if code in (Status.MAX_STEPS, Status.STEP_SIZE_UNDERFLOW)
+                       "check it there." if code in (Status.MAX_STEPS, Status.STEP_SIZE_UNDERFLOW, Status.NONFINITE,
+                                                     Status.NONLINEAR_FAILURE)
                        and not _rhs_finite_ahead(model, sol, t1) else "")
     resolution = float(np.finfo(np.asarray(sol.t_final).dtype).eps) * abs(t_end)
     coarse_time = (f" Times near t = {t_end:.3g} are resolved to {resolution:.2g} in "
@@ -291,9 +292,10 @@ def _failure_message(model: ODEModel, sol: Solution, t0: Any, t1: Any, solver: A
     elif code == Status.STEP_SIZE_UNDERFLOW:
         msg += blow_up or nonfinite_ahead or coarse_time or " Check for a singularity of the model near that time."
     elif code == Status.NONFINITE:
-        msg += " Check the parameters and initial state, or whether the solution blows up."
+        # (a NaN rhs at a finite state: the rhs's fault, not a blow-up)
+        msg += nonfinite_ahead or " Check the parameters and initial state, or whether the solution blows up."
     elif code == Status.NONLINEAR_FAILURE:
-        msg += blow_up or (" The Newton iteration failed at every step size down to the smallest: check the "
+        msg += blow_up or nonfinite_ahead or (" The Newton iteration failed at every step size down to the smallest: check the "
                            "Jacobian and preconditioner for NaN, or try tighter tolerances or a smaller dt0.")
     elif code == Status.TOO_MANY_EVENTS:
         counts = np.asarray(sol.event_counts)

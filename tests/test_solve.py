@@ -242,3 +242,12 @@ def test_a_nan_initial_state_under_vmap_is_reported_as_non_finite_at_once():
     sols = jax.vmap(lambda y0: simkit.solve(DECAY, (0.0, 1.0), y0=y0, saveat=2, throw=False))(ys0)
     assert [int(s) for s in sols.status] == [0, int(simkit.Status.NONFINITE)]
     assert int(sols.stats["num_steps"][1]) < 10
+
+
+def test_a_nan_rhs_at_a_finite_state_is_named_whatever_the_status():
+    # found by probing: NONFINITE said "whether the solution blows up" (the state was finite)
+    # and the implicit kernels' NONLINEAR_FAILURE blamed the Jacobian
+    holed = simkit.ODEModel(rhs=lambda t, y, p: jnp.where(t > 0.5, jnp.nan, -y), params={}, y0=[1.0],
+                            state_names=("y",))
+    with pytest.raises(simkit.SolveError, match="rhs is not finite just past t = 0.5"):
+        simkit.solve(holed, (0.0, 1.0), saveat=2)
