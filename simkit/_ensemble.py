@@ -257,7 +257,7 @@ def ensemble(
     if not isinstance(model, ODEModel):
         raise InputTypeError(f"ensemble() expects an ODEModel, got {type(model).__name__}")
     refuse_traced("simkit.ensemble", "to differentiate or transform many solves, use jax.vmap of simkit.solve",
-                  t_span, params, y0)
+                  t_span, params, y0, saveat, rtol, atol, max_step, dt0, key)
     balance, refill = check_flag("balance", balance), check_flag("refill", refill)
     members, p_b, y0_b = _member_arrays(model, params, y0)
     if members == 0:

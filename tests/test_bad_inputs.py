@@ -612,6 +612,11 @@ def test_ensemble_and_stencil_integrate_refuse_traced_inputs():
     decay = simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * y, params={"k": 1.0}, y0=[1.0], state_names=("u",))
     with pytest.raises(simkit.InputTypeError, match="jax.vmap of simkit.solve"):
         jax.grad(lambda k: simkit.ensemble(decay, (0.0, 1.0), params={"k": k}, saveat=2).ys.sum())(jnp.ones(3))
+    # found by probing: the numbers besides t_span, params and y0 got JAX's ConcretizationTypeError
+    for name in ("rtol", "atol", "max_step", "dt0"):
+        with pytest.raises(simkit.InputTypeError, match="jax.vmap of simkit.solve"):
+            jax.jit(lambda v: simkit.ensemble(decay, (0.0, 1.0), params={"k": np.ones(3)}, saveat=2,
+                                              **{name: v}).ys)(1e-3)
     heat = simkit.models.get("heat_1d")
     name = next(iter(heat.params))
     with pytest.raises(simkit.InputTypeError, match="stencil.rollout"):
