@@ -48,7 +48,9 @@ VECTOR_WIDTH = 8  # chunks are a multiple of the CPU's vector width (8 doubles, 
 # t = 5 on Lorenz, 1e-7 after t = 10). Exactly two vectors' worth is avoided too: XLA:CPU's
 # code for 16 lanes rounded lanes 8-11 of every 16 differently from 8, 24, 32, ... 128 lanes
 # (measured: 2e-8 apart after t = 10 on Lorenz, saving at the ends on refilled lanes and in
-# lockstep chunks; a probe found it), so a chunk of 16 runs on 24 lanes.
+# lockstep chunks; a probe found it), and after the kernels' step became t_new - t (session
+# 26) its code for 24 lanes rounded lanes 12-15 of every 24 apart (1e-14 after t = 3, refilled
+# lanes) while 8 and 32 ... 96 agreed: a chunk of 16 or 24 runs on 32 lanes.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -286,8 +288,8 @@ def ensemble(
     fits = max(1, int(memory_budget) // member_bytes)
     chunk = int(chunk_size or min(DEFAULT_CHUNK, per_device, fits))
     chunk = VECTOR_WIDTH * math.ceil(chunk / VECTOR_WIDTH)
-    if chunk == 2 * VECTOR_WIDTH:  # rounds half a vector differently (VECTOR_WIDTH's note)
-        chunk += VECTOR_WIDTH
+    if chunk in (2 * VECTOR_WIDTH, 3 * VECTOR_WIDTH):  # round half a vector apart (VECTOR_WIDTH's note)
+        chunk = 4 * VECTOR_WIDTH
     chunks_per_device = math.ceil(per_device / chunk)
     batched = _progress.active(progress) and chunks_per_device > 1
     # host-level batches of `per_batch` chunks per device (<= 20 batches; padding < 1 batch)

@@ -406,7 +406,7 @@ CASES = [
     pytest.param(lambda: sample.uniform(KEY, {"rho": (1.0, NAN)}, 4), ValueError, r"'rho' needs two finite numbers",
                  id="sample-uniform-nan"),
     pytest.param(lambda: sample.uniform(KEY, {"rho": (1.0, 2.0, 3.0)}, 4), ValueError,
-                 r"'rho' needs two finite numbers", id="sample-uniform-three"),
+                 r"'rho' needs \(low, high\) as two real numbers", id="sample-uniform-three"),
     pytest.param(lambda: sample.uniform(KEY, {"rho": (1.0, 2.0)}, 0), ValueError, r"n must be positive, got 0",
                  id="sample-uniform-n-0"),
     pytest.param(lambda: sample.normal(KEY, {"rho": (28.0, -1.0)}, 4), ValueError, r"standard deviations",
