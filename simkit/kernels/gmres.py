@@ -78,11 +78,13 @@ def _gmres(matvec: Callable, b: Any, precondition: Callable, tol: Any, max_dim: 
     R = jnp.where(used[:, None] & used[None, :], s["H"][:m], jnp.eye(m, dtype=dtype))
     R = jnp.where(used[:, None] | ~used[None, :], R, 0.0)
     y = lapack_upper_solve(R, jnp.where(used, s["g"][:m], 0.0))
-    return precondition(y @ s["V"][:m]), k
+    # converged, or at least the residual reduced (CVODE's SUNLS_RES_REDUCED)
+    return precondition(y @ s["V"][:m]), (k, s["res"] <= tol, s["res"] < beta)
 
 
-def gmres(matvec: Callable, b: Any, precondition: Callable, *, tol: Any, max_dim: int) -> tuple[Any, Any]:
-    """Solve ``matvec(x) = b`` approximately; returns ``(x, iterations)``.
+def gmres(matvec: Callable, b: Any, precondition: Callable, *, tol: Any,
+          max_dim: int) -> tuple[Any, tuple[Any, Any, Any]]:
+    """Solve ``matvec(x) = b`` approximately; returns ``(x, (iterations, converged, reduced))``.
 
     Parameters
     ----------
@@ -105,15 +107,20 @@ def gmres(matvec: Callable, b: Any, precondition: Callable, *, tol: Any, max_dim
         The solution estimate.
     iterations : int array
         Products with ``A`` taken (for a tangent solve, those of the primal solve).
+    converged : bool array
+        Whether the residual reached ``tol`` within ``max_dim`` products (the primal solve's).
+    reduced : bool array
+        Whether the residual is at least below ``||b||`` (CVODE accepts such an unconverged
+        solve in a Newton iteration's first linear solve only).
 
     Examples
     --------
     >>> import jax.numpy as jnp
     >>> from simkit.kernels.gmres import gmres
     >>> a = jnp.array([[4.0, 1.0], [2.0, 3.0]])
-    >>> x, k = gmres(lambda v: a @ v, jnp.array([1.0, 2.0]), lambda v: v, tol=1e-12, max_dim=2)
-    >>> [round(float(v), 6) for v in x], int(k)
-    ([0.1, 0.6], 2)
+    >>> x, (k, converged, _) = gmres(lambda v: a @ v, jnp.array([1.0, 2.0]), lambda v: v, tol=1e-12, max_dim=2)
+    >>> [round(float(v), 6) for v in x], int(k), bool(converged)
+    ([0.1, 0.6], 2, True)
     """
     # the tolerance as a reduction of the residual, so that a tangent solve (whose right-hand
     # side has its own scale) is as accurate, relatively, as the primal one

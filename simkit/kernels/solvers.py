@@ -299,7 +299,7 @@ class BDF(AbstractKernel):
     tolerances `Rodas5P` or `RadauIIA5` take far fewer steps. The order reached and the
     Jacobians with the LU factorisations (dense) or the GMRES iterations (matrix-free) are
     in ``Solution.stats`` (``final_order``, ``num_jacobians``, ``num_lu_decompositions`` or
-    ``num_linear_iterations``). Dense output is the method's interpolating polynomial. Real
+    ``num_linear_iterations``, ``num_linear_failures``). Dense output is the method's interpolating polynomial. Real
     states only. See `simkit.kernels.bdf`.
 
     Parameters
@@ -316,7 +316,10 @@ class BDF(AbstractKernel):
         unpreconditioned. Ignored by dense solves.
     krylov_dim : int
         The largest Krylov space of one GMRES solve (default 30): its iterations and its
-        memory, ``krylov_dim + 1`` vectors of the state's size.
+        memory, ``krylov_dim + 1`` vectors of the state's size. A solve that does not
+        converge within it fails its Newton iteration (the first may only reduce the
+        residual, CVODE's rule) and the step shrinks; ``stats["num_linear_failures"]``
+        counts them, and a failed solve's message names them.
     jac_sparsity : array_like or scipy.sparse matrix, shape (n_states, n_states), optional
         Nonzero where ``d rhs_i / d y_j`` may be nonzero (SciPy's ``jac_sparsity``); the
         diagonal is always included. The band found is in the solver's repr

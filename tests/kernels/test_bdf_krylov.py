@@ -34,16 +34,17 @@ def test_gmres_solves_to_its_tolerance_with_and_without_a_preconditioner():
     a = jnp.asarray(np.diag(np.linspace(1.0, 50.0, n)) + rng.standard_normal((n, n)) / np.sqrt(n))  # nonsymmetric
     b = jnp.asarray(rng.standard_normal(n))
     exact = np.linalg.solve(np.asarray(a), np.asarray(b))
-    x, k = gmres(lambda v: a @ v, b, lambda v: v, tol=1e-10, max_dim=60)
-    assert float(jnp.linalg.norm(a @ x - b)) <= 1e-10
+    x, (k, converged, _) = gmres(lambda v: a @ v, b, lambda v: v, tol=1e-10, max_dim=60)
+    assert bool(converged) and float(jnp.linalg.norm(a @ x - b)) <= 1e-10
     np.testing.assert_allclose(x, exact, rtol=0, atol=1e-10)
     # the diagonal as a (right) preconditioner: the same solution in fewer iterations
-    xp, kp = gmres(lambda v: a @ v, b, lambda v: v / jnp.diag(a), tol=1e-10, max_dim=60)
+    xp, (kp, _, _) = gmres(lambda v: a @ v, b, lambda v: v / jnp.diag(a), tol=1e-10, max_dim=60)
     np.testing.assert_allclose(xp, exact, rtol=0, atol=1e-10)
     assert int(kp) < int(k), (int(kp), int(k))
-    # a capped Krylov space stops there, with the best iterate it has
-    x5, k5 = gmres(lambda v: a @ v, b, lambda v: v, tol=1e-10, max_dim=5)
+    # a capped Krylov space stops there, with the best iterate it has, and says so
+    x5, (k5, converged5, reduced5) = gmres(lambda v: a @ v, b, lambda v: v, tol=1e-10, max_dim=5)
     assert int(k5) == 5 and float(jnp.linalg.norm(a @ x5 - b)) < float(jnp.linalg.norm(b))
+    assert not bool(converged5) and bool(reduced5)
 
 
 def test_gmres_tangent_is_the_solve_of_the_tangent():
@@ -58,6 +59,29 @@ def test_gmres_tangent_is_the_solve_of_the_tangent():
 
     exact = lambda s: jnp.linalg.solve(a0 + s * a1, b0 + s * b1)  # noqa: E731
     np.testing.assert_allclose(jax.jacfwd(x)(0.3), jax.jacfwd(exact)(0.3), rtol=0, atol=1e-10)
+
+
+def test_an_unconverged_gmres_solve_fails_its_newton_iteration():
+    """Found by probing: a GMRES solve capped at krylov_dim returned its best iterate and the
+    Newton iteration, which tests only the correction's size, accepted it: 12 states with
+    eigenvalues from -1 to -1e6 and krylov_dim = 4 ended 4e5 tolerances off, status success.
+    Now such a solve fails the iteration (CVODE's rule) and the step shrinks until GMRES
+    converges: within tolerance of exp(A t), the stalls counted and named on failure."""
+    from scipy.linalg import expm
+
+    n = 12
+    q, _ = np.linalg.qr(np.random.default_rng(0).standard_normal((n, n)))
+    a = q @ np.diag(-np.logspace(0, 6, n)) @ q.T
+    linear = simkit.ODEModel(rhs=lambda t, y, p: p["a"] @ y, params={"a": a}, y0=np.ones(n),
+                             state_names=tuple(f"y{i}" for i in range(n)), stiff=True)
+    ts = np.array([0.1, 1.0])
+    exact = np.stack([expm(a * t) @ np.ones(n) for t in ts])
+    capped = simkit.BDF(linear_solver="krylov", krylov_dim=4)
+    sol = simkit.solve(linear, (0.0, 1.0), saveat=ts, rtol=1e-6, atol=1e-9, solver=capped)
+    err = np.max(np.abs(np.asarray(sol.ys) - exact) / (1e-6 * np.abs(exact) + 1e-9))
+    assert err < 5 and int(sol.stats["num_linear_failures"]) > 0, (err, sol.stats)  # 0.02 measured
+    with pytest.raises(simkit.SolveError, match="GMRES did not converge within krylov_dim = 4"):
+        simkit.solve(linear, (0.0, 1.0), saveat=ts, rtol=1e-6, atol=1e-9, solver=capped, max_steps=500)
 
 
 # -- the FFT preconditioner ----------------------------------------------------------------------
