@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _config
+from ._traced_checks import clip_save_times, floor_rtol, harmless_args, traced_inputs_ok
 from .engines.programs import DiffraxProgram, KernelProgram
 from .errors import InputError, InputTypeError, ParameterError, ShapeError
 from .events import Event, as_events
@@ -87,6 +88,13 @@ class SolvePlan:
     solver_name: str
     saveat: SaveAt
     traced: bool = False  # some argument is a tracer (a user's jit, grad or vmap)
+    inputs_ok: Any = None  # traced inputs' checks (`simkit._traced_checks`), None when none is traced
+
+    @property
+    def engine_args(self) -> SolveArgs:
+        """`args` for the engine: where traced inputs fail their checks, harmless ones (the
+        result is NaN with ``Status.INVALID_INPUT``, `simkit._solve.finish`)."""
+        return self.args if self.inputs_ok is None else harmless_args(self.args, self.inputs_ok)
 
 
 # -- small checks -------------------------------------------------------------------
@@ -453,12 +461,13 @@ def prepare(
                                  save=sv.kind, n_save=sv.count or 0, dense=sv.dense, events=events_t,
                                  max_steps=max_steps, diffusion=model.diffusion)
     save_ts = as_float(sv.ts, dtype) if sv.kind == "ts" else np.zeros((0,), dtype)
-    if sv.kind == "ts" and isinstance(save_ts, np.ndarray) and c0 is not None and c1 is not None:
+    inputs_ok = traced_inputs_ok(t0=t0, t1=t1, save_kind=sv.kind, save_ts=save_ts, rtol=rtol, atol=atol,
+                                 max_step=max_step, dt0=dt0, infinite_end=any(ev.terminal for ev in events_t))
+    if sv.kind == "ts":
         # times within `check_save_times`' rounding slack outside the span are its ends (a
         # time just past t1 was saved as inf by the kernels, and diffrax's own range check
-        # made every saved time and state inf, with status SUCCESS)
-        lo, hi = np.asarray(min(c0, c1), save_ts.dtype), np.asarray(max(c0, c1), save_ts.dtype)
-        save_ts = np.clip(save_ts, lo, hi)
+        # made every saved time and state inf, with status SUCCESS); under jit too
+        save_ts = clip_save_times(save_ts, t0, t1)
     direction = 1.0
     if c0 is not None and c1 is not None and c1 < c0:
         direction = -1.0
@@ -470,12 +479,12 @@ def prepare(
         dt0_arg = jnp.abs(as_float(dt0, dtype)) * jnp.sign(as_float(t1, dtype) - as_float(t0, dtype))
     args = SolveArgs(
         t0=as_float(t0, dtype), t1=as_float(t1, dtype), y0=as_float(y0, y_dtype), params=params_f,
-        save_ts=save_ts, rtol=as_float(rtol, dtype), atol=as_float(atol, dtype), dt0=dt0_arg,
+        save_ts=save_ts, rtol=floor_rtol(as_float(rtol, dtype), eps), atol=as_float(atol, dtype), dt0=dt0_arg,
         max_step=as_float(np.inf if max_step is None else max_step, dtype),
         key=_key_data(key) if sde else None,
     )
     return SolvePlan(program=program, args=args, model=model, solver=chosen, solver_name=solver_label(chosen),
-                     saveat=sv, traced=is_traced(args))
+                     saveat=sv, traced=is_traced(args), inputs_ok=inputs_ok)
 
 
 def _floats(params: dict, dtype: Any) -> dict:

@@ -148,7 +148,7 @@ def solve(
     plan = prepare(model, t_span, y0=y0, params=params, saveat=saveat, solver=solver, rtol=rtol, atol=atol,
                    max_steps=max_steps, max_step=max_step, dt0=dt0, events=events, dense=dense, key=key)
     trivial = _trivial(plan)
-    result = trivial if trivial is not None else engines.run(plan.program, plan.args)
+    result = trivial if trivial is not None else engines.run(plan.program, plan.engine_args)
     return finish(plan, result, throw)
 
 
@@ -181,6 +181,11 @@ def _raise_if_failed_jvp(message: str, primals: tuple, tangents: tuple) -> tuple
 def finish(plan: SolvePlan, result: engines.EngineResult, throw: bool) -> Solution:
     """The `Solution` of an engine's result; raises `SolveError` on failure if `throw`."""
     args, model = plan.args, plan.model
+    if plan.inputs_ok is not None:  # traced inputs that fail the host checks (`simkit._traced_checks`)
+        bad = ~plan.inputs_ok
+        result = result._replace(
+            status=jnp.where(bad, jnp.int32(Status.INVALID_INPUT), result.status),
+            ys=jnp.where(bad, jnp.nan, result.ys), y_final=jnp.where(bad, jnp.nan, result.y_final))
     sol = Solution(
         ts=result.ts, ys=result.ys, stats=result.stats, status=result.status, t_final=result.t_final,
         y_final=result.y_final, event_index=result.event_index, event_time=result.event_time,
@@ -194,7 +199,8 @@ def finish(plan: SolvePlan, result: engines.EngineResult, throw: bool) -> Soluti
             sol = raise_if_failed(
                 sol, sol.status > int(Status.EVENT),
                 f"simkit.solve: model {model.name!r} failed (max_steps reached, non-finite "
-                "state or Newton failure); call with throw=False and read Solution.status")
+                "state, Newton failure, or an invalid traced input: save times outside t_span or "
+                "unordered, negative tolerances...); call with throw=False and read Solution.status")
         return sol
     # np.asarray reads a CPU result through the buffer protocol (~6 µs); int() of a jax.Array
     # goes through Array._value, ~35 µs more on a fresh result: a tenth of a small solve's call
@@ -278,6 +284,11 @@ def _failure_message(model: ODEModel, sol: Solution, t0: Any, t1: Any, solver: A
                    f"{np.asarray(sol.t_final).dtype} ({resolution / span:.2g} of the span): a step below about "
                    f"{10 * resolution:.2g} cannot move t; measure time from t0 or use a wider float."
                    if span > 0 and resolution > 1e-9 * span else "")
+    stalled = int(np.asarray(sol.stats.get("num_linear_failures", 0)))
+    linear = (f" {stalled} Newton iterations stopped because GMRES did not converge within krylov_dim = "
+              f"{getattr(solver, 'krylov_dim', '?')} products: give a preconditioner (simkit.BDF(preconditioner="
+              "...)) or the Jacobian's sparsity (simkit.BDF(jac_sparsity=...)), or raise krylov_dim."
+              if stalled and code in (Status.MAX_STEPS, Status.STEP_SIZE_UNDERFLOW, Status.NONLINEAR_FAILURE) else "")
     if code == Status.MAX_STEPS:
         mean_dt = abs(t_end - float(t0)) / max(steps, 1)
         msg += f" The mean accepted step was {mean_dt:.3g} for a span of {span:.3g}." + blow_up + nonfinite_ahead
@@ -288,14 +299,14 @@ def _failure_message(model: ODEModel, sol: Solution, t0: Any, t1: Any, solver: A
                 "explicit method: try solver=simkit.Rodas5P() or diffrax.Kvaerno5() (or "
                 "model.replace(stiff=True))."
             )
-        msg += " Raising max_steps allows more steps."
+        msg += linear + " Raising max_steps allows more steps."
     elif code == Status.STEP_SIZE_UNDERFLOW:
-        msg += blow_up or nonfinite_ahead or coarse_time or " Check for a singularity of the model near that time."
+        msg += blow_up or nonfinite_ahead or coarse_time or linear or " Check for a singularity of the model near that time."
     elif code == Status.NONFINITE:
         # (a NaN rhs at a finite state: the rhs's fault, not a blow-up)
         msg += nonfinite_ahead or " Check the parameters and initial state, or whether the solution blows up."
     elif code == Status.NONLINEAR_FAILURE:
-        msg += blow_up or nonfinite_ahead or (" The Newton iteration failed at every step size down to the smallest: check the "
+        msg += blow_up or nonfinite_ahead or linear or (" The Newton iteration failed at every step size down to the smallest: check the "
                            "Jacobian and preconditioner for NaN, or try tighter tolerances or a smaller dt0.")
     elif code == Status.TOO_MANY_EVENTS:
         counts = np.asarray(sol.event_counts)

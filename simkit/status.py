@@ -27,6 +27,10 @@ class Status(enum.IntEnum):
         5: the step size underflowed.
     TOO_MANY_EVENTS : int
         6: an event crossed zero more often than its ``max_records`` allows.
+    INVALID_INPUT : int
+        7: an input known only inside ``jax.jit``/``jax.vmap`` failed the checks that refuse
+        it outside (save times outside the span or unordered, a non-finite span, negative
+        tolerances...); the states are NaN.
     FAILURE : int
         9: any other solver failure.
 
@@ -45,6 +49,7 @@ class Status(enum.IntEnum):
     NONLINEAR_FAILURE = 4
     STEP_SIZE_UNDERFLOW = 5
     TOO_MANY_EVENTS = 6
+    INVALID_INPUT = 7
     FAILURE = 9
 
 
@@ -56,6 +61,9 @@ _MESSAGES = {
     Status.NONLINEAR_FAILURE: "the implicit solver's nonlinear (Newton) iteration failed",
     Status.STEP_SIZE_UNDERFLOW: "the step size underflowed",
     Status.TOO_MANY_EVENTS: "an event crossed zero more often than its max_records allows",
+    Status.INVALID_INPUT: ("an input known only inside jax.jit/vmap was invalid: save times outside t_span or "
+                           "unordered, a non-finite t_span, negative or zero tolerances, or a non-positive "
+                           "max_step or dt0"),
     Status.FAILURE: "the solver failed",
 }
 

@@ -251,3 +251,46 @@ def test_a_nan_rhs_at_a_finite_state_is_named_whatever_the_status():
                             state_names=("y",))
     with pytest.raises(simkit.SolveError, match="rhs is not finite just past t = 0.5"):
         simkit.solve(holed, (0.0, 1.0), saveat=2)
+
+
+@pytest.mark.parametrize("solver", [simkit.Tsit5(), diffrax.Tsit5()], ids=repr)
+def test_traced_inputs_that_the_front_door_refuses_end_as_invalid_input(solver):
+    """Found by probing: save times, spans and tolerances known only under jax.jit/vmap skipped
+    the host checks: times outside the span or unordered gave wrong states with status success
+    (the kernels) or every state inf (diffrax), a negative rtol ran as |rtol|. The same rules
+    run inside the program (`simkit._traced_checks`): such a member ends INVALID_INPUT with NaN
+    states, its neighbours under vmap are unaffected, and throw=True raises under jit."""
+    invalid = int(simkit.Status.INVALID_INPUT)
+    times = jnp.asarray([[0.0, 0.5, 1.0], [0.0, 0.5, 2.0], [-1.0, 0.5, 1.0], [0.0, 0.8, 0.5],
+                         [0.0, jnp.nan, 1.0]])
+    sols = jax.vmap(lambda ts: simkit.solve(DECAY, (0.0, 1.0), saveat=ts, solver=solver, rtol=1e-8, atol=1e-10,
+                                            throw=False))(times)
+    assert [int(s) for s in sols.status] == [0, invalid, invalid, invalid, invalid]
+    np.testing.assert_allclose(np.asarray(sols.ys[0, :, 0]), np.exp(-np.asarray(times[0])), rtol=1e-6)
+    assert np.isnan(np.asarray(sols.ys[1:])).all()
+    # tolerances: negative, NaN; one below 100 eps is raised to it (as at top level)
+    rtols = jnp.asarray([1e-8, -1e-8, jnp.nan, 1e-20])
+    sols = jax.vmap(lambda r: simkit.solve(DECAY, (0.0, 1.0), saveat=[1.0], solver=solver, rtol=r, atol=1e-12,
+                                           throw=False))(rtols)
+    assert [int(s) for s in sols.status] == [0, invalid, invalid, 0]
+    np.testing.assert_allclose(np.asarray(sols.ys[[0, 3], 0, 0]), np.exp(-1.0), rtol=1e-7)
+    # a traced reversed span with ascending save times; throw=True raises under jit
+    backwards = jax.jit(lambda t0: simkit.solve(DECAY, (t0, 0.0), saveat=[0.0, 0.5, 1.0], solver=solver).ys)
+    with pytest.raises(Exception, match="invalid traced input"):
+        jax.block_until_ready(backwards(1.0))
+
+
+def test_traced_save_times_a_rounding_past_the_span_are_its_end():
+    # found by probing: jnp.arange(4) * dt for a span (0, 3 dt) ends at 0.30000000000000004;
+    # the host path clipped it to t1, under jit the kernels lost the last row
+    f = jax.jit(lambda dt: simkit.solve(DECAY, (0.0, 0.3), saveat=jnp.arange(4) * dt, rtol=1e-10, atol=1e-12))
+    sol = f(0.1)
+    assert int(sol.status) == 0
+    np.testing.assert_allclose(np.asarray(sol.ys[:, 0]), np.exp(-np.arange(4) * 0.1), rtol=1e-8)
+    # t1 = inf (a terminal event) needs given save times: a count of them is refused at top
+    # level; under jit it gave rows of inf with status EVENT
+    ball = simkit.ODEModel(lambda t, y, p: jnp.stack([y[1], -p["g"]]), params={"g": 9.81}, y0=[10.0, 0.0],
+                           state_names=("h", "v"))
+    hit = simkit.Event(lambda t, y, p: y[0], terminal=True, direction=-1)
+    drop = jax.jit(lambda t1: simkit.solve(ball, (0.0, t1), events=hit, saveat=5, throw=False).status)
+    assert int(drop(np.inf)) == int(simkit.Status.INVALID_INPUT) and int(drop(5.0)) == int(simkit.Status.EVENT)

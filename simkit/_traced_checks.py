@@ -1,0 +1,113 @@
+"""The front door's checks for inputs known only inside a user's ``jax.jit``/``jax.vmap``.
+
+`simkit._prepare` refuses bad host values before anything compiles. A value that is a
+tracer (a span, save times or tolerances computed inside the user's transform) cannot be
+refused there: its checks run inside the program instead, as one boolean, and a solve whose
+inputs fail them ends with ``Status.INVALID_INPUT`` and NaN states (`simkit._solve.finish`;
+the engine runs on harmless inputs instead, `harmless_args`),
+raised at top level as any failure (``throw=True``) or read from ``Solution.status``. The
+checks are the host checks' rules, so a traced and an untraced call agree:
+
+- save times finite, inside ``[t0, t1]`` up to the host check's rounding slack (times within
+  it are clipped to the span's ends, as the host path clips them), ordered from ``t0``
+  towards ``t1``;
+- ``t0`` finite, ``t1`` finite (``±inf`` only with a terminal event and given save times);
+- ``rtol``, ``atol`` finite and non-negative, not both 0; an ``rtol`` below 100 x the
+  machine epsilon is raised to it (the host path warns; inside a program it cannot);
+- a given ``max_step`` positive (``inf`` is no limit), a given ``dt0`` finite and non-zero.
+
+Found by probing: under ``jax.jit`` save times outside the span or unordered returned wrong
+states with status success (the kernels) or every state ``inf`` (diffrax), a negative
+``rtol`` ran as ``|rtol|``, and ``t1 = inf`` with a count of save times gave rows of ``inf``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+from .params import is_traced
+
+
+def clip_save_times(save_ts: Any, t0: Any, t1: Any) -> Any:
+    """Save times within the host check's rounding slack outside ``[t0, t1]`` as the span's ends;
+    host values with NumPy, traced ones with jnp (same rule, `simkit._prepare.check_save_times`)."""
+    if not is_traced(save_ts, t0, t1):
+        lo, hi = np.asarray(min(t0, t1), save_ts.dtype), np.asarray(max(t0, t1), save_ts.dtype)
+        return np.clip(save_ts, lo, hi)
+    t0, t1 = jnp.asarray(t0, save_ts.dtype), jnp.asarray(t1, save_ts.dtype)
+    lo, hi = jnp.minimum(t0, t1), jnp.maximum(t0, t1)
+    # (not jnp.clip: at a time equal to an end its derivative went half to the time, half to
+    # the end; a save time inside the span moves with itself alone)
+    return jnp.where(save_ts < lo, lo, jnp.where(save_ts > hi, hi, save_ts))
+
+
+def _save_times_ok(ts: Any, t0: Any, t1: Any) -> Any:
+    lo, hi = jnp.minimum(t0, t1), jnp.maximum(t0, t1)
+    width = hi - lo
+    slack = jnp.where(jnp.isfinite(width), 1e-12 * width, 0.0)
+    inside = jnp.all(jnp.isfinite(ts) & (ts >= lo - slack) & (ts <= hi + slack))
+    steps = jnp.diff(ts)
+    ordered = jnp.all(jnp.where(t1 >= t0, steps >= 0, steps <= 0))
+    return inside & ordered
+
+
+def traced_inputs_ok(*, t0: Any, t1: Any, save_kind: str, save_ts: Any, rtol: Any, atol: Any,
+                     max_step: Any, dt0: Any, infinite_end: bool) -> Any:
+    """A scalar boolean (traced) that holds when every traced input passes the host checks'
+    rules, or None when nothing is traced (the host checks have run).
+
+    Parameters
+    ----------
+    t0, t1 : scalar
+        The span (model time unit).
+    save_kind : str
+        ``SaveAt.kind``: ``"ts"`` (given times, `save_ts`), ``"linspace"`` or ``"steps"``.
+    save_ts : array, shape (n_save,)
+        The given save times (unclipped), or an empty array.
+    rtol, atol : scalar
+        Tolerances.
+    max_step, dt0 : scalar or None
+        As the user gave them (None: not given).
+    infinite_end : bool
+        Whether ``t1 = ±inf`` is allowed (a terminal event).
+    """
+    given = [v for v in (max_step, dt0) if v is not None]
+    if not is_traced(t0, t1, save_ts, rtol, atol, *given):
+        return None
+    t0, t1 = jnp.asarray(t0), jnp.asarray(t1)
+    ok = jnp.isfinite(t0) & ~jnp.isnan(t1)
+    if not (infinite_end and save_kind != "linspace"):
+        ok &= jnp.isfinite(t1)
+    if save_kind == "ts":
+        ok &= _save_times_ok(jnp.asarray(save_ts), t0, t1)
+    rtol, atol = jnp.asarray(rtol), jnp.asarray(atol)
+    ok &= jnp.isfinite(rtol) & jnp.isfinite(atol) & (rtol >= 0) & (atol >= 0) & ((rtol > 0) | (atol > 0))
+    if max_step is not None:
+        ok &= jnp.asarray(max_step) > 0  # (NaN fails; inf is no limit)
+    if dt0 is not None:
+        dt0 = jnp.asarray(dt0)
+        ok &= jnp.isfinite(dt0) & (dt0 != 0)
+    return ok
+
+
+def harmless_args(args: Any, ok: Any) -> Any:
+    """``args`` (a `simkit._prepare.SolveArgs`) where ``ok`` holds; else save times at ``t0``
+    and tolerances of 1, so that the engine neither fails on its own checks (diffrax's check
+    of the save times made every member's states inf under ``jax.vmap``) nor runs to
+    ``max_steps`` (a negative ``rtol`` and ``atol`` did)."""
+    t0 = jnp.asarray(args.t0)
+    start = jnp.where(jnp.isfinite(t0), t0, 0.0).astype(args.save_ts.dtype)
+    one = jnp.ones((), jnp.asarray(args.rtol).dtype)
+    return args._replace(save_ts=jnp.where(ok, args.save_ts, start), rtol=jnp.where(ok, args.rtol, one),
+                         atol=jnp.where(ok, args.atol, one))
+
+
+def floor_rtol(rtol: Any, eps: float) -> Any:
+    """A traced ``rtol`` in ``(0, 100 eps)`` raised to ``100 eps`` (as the host path does, with its
+    warning); host values and 0 unchanged."""
+    if not is_traced(rtol):
+        return rtol
+    return jnp.where((rtol > 0) & (rtol < 100 * eps), jnp.asarray(100 * eps, rtol.dtype), rtol)
