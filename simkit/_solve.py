@@ -198,9 +198,10 @@ def finish(plan: SolvePlan, result: engines.EngineResult, throw: bool) -> Soluti
         if throw:
             sol = raise_if_failed(
                 sol, sol.status > int(Status.EVENT),
-                f"simkit.solve: model {model.name!r} failed (max_steps reached, non-finite "
-                "state, Newton failure, or an invalid traced input: save times outside t_span or "
-                "unordered, negative tolerances...); call with throw=False and read Solution.status")
+                f"simkit.solve: model {model.name!r} failed (max_steps reached, a non-finite state "
+                "or event value, a Newton failure, or an invalid traced input: save times outside "
+                "t_span or unordered, negative tolerances...); call with throw=False and read "
+                "Solution.status")
         return sol
     # np.asarray reads a CPU result through the buffer protocol (~6 µs); int() of a jax.Array
     # goes through Array._value, ~35 µs more on a fresh result: a tenth of a small solve's call
@@ -308,6 +309,9 @@ def _failure_message(model: ODEModel, sol: Solution, t0: Any, t1: Any, solver: A
     elif code == Status.NONLINEAR_FAILURE:
         msg += blow_up or nonfinite_ahead or linear or (" The Newton iteration failed at every step size down to the smallest: check the "
                            "Jacobian and preconditioner for NaN, or try tighter tolerances or a smaller dt0.")
+    elif code == Status.EVENT_NONFINITE:
+        msg += (" Check the event functions there, and their parameters (under jax.jit or jax.vmap a NaN "
+                "parameter that only an event reads reaches the solve).")
     elif code == Status.TOO_MANY_EVENTS:
         counts = np.asarray(sol.event_counts)
         msg += (f" Crossings per event: {counts.tolist()}; raise the event's max_records "

@@ -31,6 +31,9 @@ class Status(enum.IntEnum):
         7: an input known only inside ``jax.jit``/``jax.vmap`` failed the checks that refuse
         it outside (save times outside the span or unordered, a non-finite span, negative
         tolerances...); the states are NaN.
+    EVENT_NONFINITE : int
+        8: an event function returned NaN (at ``t0`` or a step's end): it can never
+        cross zero, so the solve stops there rather than miss its events.
     FAILURE : int
         9: any other solver failure.
 
@@ -50,6 +53,7 @@ class Status(enum.IntEnum):
     STEP_SIZE_UNDERFLOW = 5
     TOO_MANY_EVENTS = 6
     INVALID_INPUT = 7
+    EVENT_NONFINITE = 8
     FAILURE = 9
 
 
@@ -64,6 +68,7 @@ _MESSAGES = {
     Status.INVALID_INPUT: ("an input known only inside jax.jit/vmap was invalid: save times outside t_span or "
                            "unordered, a non-finite t_span, negative or zero tolerances, or a non-positive "
                            "max_step or dt0"),
+    Status.EVENT_NONFINITE: "an event function returned NaN, so its crossings cannot be found",
     Status.FAILURE: "the solver failed",
 }
 

@@ -145,6 +145,20 @@ def test_too_many_events(name):
         run(name, 0.0, 10.0, level=0.0)
 
 
+@pytest.mark.parametrize("name", ["kernel", "diffrax"])
+def test_an_event_whose_value_is_nan_stops_the_solve(name):
+    """Found by probing: a NaN parameter that only an event reads (refused at top level, not
+    under jax.vmap) made that event never fire, status success. A NaN event value now stops
+    the solve where it is seen (Status.EVENT_NONFINITE); its neighbour runs as alone."""
+    levels = jnp.asarray([5.0, jnp.nan])
+    sols = jax.vmap(lambda level: simkit.solve(
+        OSC, (0.0, 10.0), params={**QUIET, "level": level}, saveat=SAVE, solver=SOLVERS[name], events=EVENTS,
+        throw=False, **TOL))(levels)
+    assert [int(s) for s in sols.status] == [0, int(simkit.Status.EVENT_NONFINITE)]
+    assert float(sols.t_final[1]) < 1.0  # the value at t0 is NaN: stopped after the first step
+    np.testing.assert_allclose(np.asarray(sols.event_ts[0, 0, :3]), [PI, 2 * PI, 3 * PI], atol=1e-8)
+
+
 @pytest.mark.parametrize("name", SOLVERS)
 def test_non_terminal_events_do_not_change_the_trajectory(name):
     with_events, without = run(name, 0.0, 10.0), run(name, 0.0, 10.0, events=False)

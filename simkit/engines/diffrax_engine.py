@@ -187,7 +187,9 @@ class _EventSolver(dfx.AbstractWrappedSolver):
         count = ev["count"] + found["keep"].astype(jnp.int32)
         found["slot"] = ev["count"]
         found["count"] = count
-        found["stop"] = found["fired"] | jnp.any(count > _max_records(events))
+        # an event whose value is NaN (at t0 or the step's end) can never cross: stop
+        found["nan"] = jnp.any(jnp.isnan(g_new)) | jnp.any(jnp.isnan(ev["g"]))
+        found["stop"] = found["fired"] | jnp.any(count > _max_records(events)) | found["nan"]
         ev = dict(g=g_new, sign=jnp.where(g_new != 0, jnp.sign(g_new), s), count=count)
         return ev, found
 
@@ -195,7 +197,7 @@ class _EventSolver(dfx.AbstractWrappedSolver):
 def _records_init(events: tuple, t0: Any, y0: Any) -> dict:
     n_ev, cap, dtype = len(events), capacity(events), jnp.real(y0).dtype
     return dict(ts=jnp.full((n_ev, cap), jnp.inf, dtype), ys=jnp.zeros((n_ev, cap) + y0.shape, y0.dtype),
-                count=jnp.zeros((n_ev,), jnp.int32), fired=jnp.asarray(False), stop_index=jnp.asarray(-1, jnp.int32),
+                count=jnp.zeros((n_ev,), jnp.int32), fired=jnp.asarray(False), nan=jnp.asarray(False), stop_index=jnp.asarray(-1, jnp.int32),
                 t_stop=jnp.asarray(jnp.nan, dtype), y_stop=jnp.zeros_like(y0))
 
 
@@ -217,6 +219,7 @@ def _records_update(events: tuple, rec: dict, found: dict, keep_step: Any) -> tu
         return jnp.where(keep_step, new, old)
 
     rec = dict(ts=ts, ys=ys, count=pick(found["count"].astype(jnp.int32), rec["count"]), fired=fired,
+               nan=rec["nan"] | (keep_step & (found["nan"] != 0)),
                stop_index=pick(found["stop_index"].astype(jnp.int32), rec["stop_index"]),
                t_stop=pick(found["t_stop"], rec["t_stop"]), y_stop=pick(found["y_stop"], rec["y_stop"]))
     return rec, stop
@@ -381,6 +384,7 @@ def run_diffrax(program: DiffraxProgram, args) -> EngineResult:
         fired = ev["fired"] & (status == int(Status.EVENT))
         # more crossings than an event can record: it stopped rather than lose them
         status = jnp.where(jnp.any(ev["count"] > _max_records(events)), int(Status.TOO_MANY_EVENTS), status)
+        status = jnp.where(ev["nan"], int(Status.EVENT_NONFINITE), status)
         t_end = jnp.where(fired, ev["t_stop"], t_end)
         y_end = jnp.where(fired, ev["y_stop"], y_end)
         if save_ts is None:  # every step: the last one ends at the terminal crossing

@@ -146,6 +146,8 @@ def stepper(method: Any, rhs, t0, t1, params, rtol, atol, max_step, *, max_steps
                                 RUNNING)))
         if events:  # more crossings than an event can record: stop rather than lose them
             status = jnp.where(jnp.any(ev["count"] > ev_max), int(Status.TOO_MANY_EVENTS), status)
+            # an event whose value is NaN (at t0 or the step's end) can never cross: stop
+            status = jnp.where(jnp.any(jnp.isnan(ev["g"])), int(Status.EVENT_NONFINITE), status)
         # the last attempt: when a save time is reached, it is the accepted step covering it
         seg = dict(t=t, hs=hs, kept=method.keep(y, c["f"], y_new, dense, f_new))
         new = dict(
