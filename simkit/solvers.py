@@ -81,12 +81,19 @@ def solver_order(solver: Any) -> int:
 
 
 def _rms(x: Any) -> Any:
-    if x.shape[0] <= 64:  # unrolled adds: rounding independent of the batch (see kernels)
+    # entries whose squares could overflow are scaled by the largest first (a state at 0 with
+    # a slope of 1e200 and atol 1e-10: the squares overflowed, the first step was NaN and the
+    # solve stopped at t0 as "non-finite" where SciPy's RK45 starts); otherwise the same bits
+    n = x.shape[0]
+    biggest = jnp.max(jnp.abs(x))
+    s = jnp.where((biggest > jnp.sqrt(jnp.finfo(jnp.real(x).dtype).max) / n) & jnp.isfinite(biggest), biggest, 1.0)
+    x = x / s.astype(x.dtype)
+    if n <= 64:  # unrolled adds: rounding independent of the batch (see kernels)
         total = x[0] * x[0]
-        for i in range(1, x.shape[0]):
+        for i in range(1, n):
             total = total + x[i] * x[i]
-        return jnp.sqrt(total / x.shape[0])
-    return jnp.sqrt(jnp.mean(jnp.square(x)))
+        return s * jnp.sqrt(total / n)
+    return s * jnp.sqrt(jnp.mean(jnp.square(x)))
 
 
 def initial_step(rhs, t0, t1, y0, params, rtol, atol, order: int) -> Any:

@@ -294,3 +294,15 @@ def test_traced_save_times_a_rounding_past_the_span_are_its_end():
     hit = simkit.Event(lambda t, y, p: y[0], terminal=True, direction=-1)
     drop = jax.jit(lambda t1: simkit.solve(ball, (0.0, t1), events=hit, saveat=5, throw=False).status)
     assert int(drop(np.inf)) == int(simkit.Status.INVALID_INPUT) and int(drop(5.0)) == int(simkit.Status.EVENT)
+
+
+@pytest.mark.parametrize("solver", [simkit.Tsit5(), simkit.DOP853()], ids=repr)
+def test_a_state_of_1e200_beside_a_state_at_zero(solver):
+    # found by probing: x'' = -x from x = 1e200, v = 0 with atol 1e-10: the squares of
+    # f0 / scale in the first-step estimate (and of DOP853's bare stage combinations in its
+    # error norm) overflowed; the solve stopped at t0 as "non-finite". Exact: x = A cos t
+    amplitude = 1e200
+    osc = simkit.ODEModel(rhs=lambda t, y, p: jnp.stack([y[1], -y[0]]), params={}, y0=[amplitude, 0.0],
+                          state_names=("x", "v"))
+    sol = simkit.solve(osc, (0.0, 10.0), saveat=[10.0], solver=solver, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(np.asarray(sol.ys[-1]) / amplitude, [np.cos(10.0), -np.sin(10.0)], rtol=0, atol=1e-6)

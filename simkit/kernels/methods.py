@@ -175,11 +175,15 @@ class DOP853Method(_HairerPI, _RecomputeDense):
         increment = _combine(tab.b, ks)
         y_new = y + hs * increment
         sk = _scale(y, y_new, rtol, atol)
-        err5 = _sum_squares(_combine(tab.er, ks) / sk)
-        err3 = _sum_squares((increment - _combine(tab.bhh, ks)) / sk)
+        # Hairer's |h| S5 / sqrt(n (S5 + 0.01 S3)) with the sums of squares taken of the error
+        # estimates themselves (h times the stage combinations): the same number, but the
+        # squares of the bare combinations overflowed for a slope of 1e200 beside a state
+        # at 0, and every step was rejected as non-finite
+        err5 = _sum_squares(jnp.abs(hs) * _combine(tab.er, ks) / sk)
+        err3 = _sum_squares(jnp.abs(hs) * (increment - _combine(tab.bhh, ks)) / sk)
         deno = err5 + 0.01 * err3
         deno = jnp.where(deno > 0, deno, 1.0)
-        err_norm = jnp.abs(hs) * err5 * jnp.sqrt(1.0 / (y.shape[0] * deno))
+        err_norm = err5 * jnp.sqrt(1.0 / (y.shape[0] * deno))
         return y_new, err_norm, jnp.stack(ks), None
 
     def interpolate(self, rhs, params, seg, theta):
