@@ -67,7 +67,7 @@ def local_grid(grid: Grid, mesh_shape: tuple[int, ...]) -> Grid:
                          f"(axes {bad}); device counts that work for this grid: {working_counts(grid.shape)}")
     shape = tuple(s // d for s, d in zip(grid.shape, mesh_shape))
     upper = tuple(lo + n * h for lo, n, h in zip(grid.lower, shape, grid.spacing))  # type: ignore[arg-type]
-    return Grid(shape, grid.lower, upper, grid.centering)
+    return Grid(shape, grid.lower, upper, grid.centering, _spacing=grid.spacing)
 
 
 def sharded_space(grid: Grid, bcs: Any, axes: tuple[tuple[str, int], ...], domain: Grid) -> Space:
@@ -114,8 +114,11 @@ def sharded_space(grid: Grid, bcs: Any, axes: tuple[tuple[str, int], ...], domai
     4.0
     """
     sizes = tuple(size for _, size in axes)
-    if local_grid(domain, sizes) != grid:
+    block = local_grid(domain, sizes)
+    if (block.shape, block.lower, block.centering) != (grid.shape, grid.lower, grid.centering) or not np.allclose(
+            block.upper, grid.upper, rtol=1e-12, atol=0):
         raise ShapeError(f"sharded_space: {grid} is not a block of {domain} on a mesh of shape {sizes}")
+    grid = block  # (a block built by hand: the domain's spacing, as `local_grid` gives it)
     names = tuple(name for name, size in axes if size > 1)
     offset = tuple(lax.axis_index(name) * n if size > 1 else 0 for (name, size), n in zip(axes, grid.shape))
     return Space(grid, bcs, fill=functools.partial(halo_pad, axes=axes),

@@ -79,6 +79,10 @@ class Grid:
     lower: tuple[float, ...] | float = 0.0
     upper: tuple[float, ...] | float = 1.0
     centering: str = "cell"
+    # a block of a larger grid (`simkit.parallel.local_grid`) keeps that grid's spacing: its
+    # own (upper - lower) / n differed by ulps where |lower| >> extent (2.6e-13 relative
+    # between a decomposed run and the single-device one, found by probing)
+    _spacing: tuple[float, ...] | None = dataclasses.field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         given = (self.shape,) if np.ndim(self.shape) == 0 else tuple(self.shape)  # type: ignore[arg-type]
@@ -165,6 +169,8 @@ class Grid:
         >>> Grid((4, 8)).spacing
         (0.25, 0.125)
         """
+        if self._spacing is not None:
+            return self._spacing
         return tuple(length / n for length, n in zip(self.extent, self.shape))
 
     @property
@@ -281,7 +287,7 @@ class Grid:
         >>> Grid((4, 4)).with_shape((8, 8))
         Grid(8x8 on [0, 1] x [0, 1], cell)
         """
-        return dataclasses.replace(self, shape=tuple(np.atleast_1d(shape)))
+        return dataclasses.replace(self, shape=tuple(np.atleast_1d(shape)), _spacing=None)
 
     def __repr__(self) -> str:
         box = " x ".join(f"[{lo:g}, {hi:g}]" for lo, hi in zip(self.lower, self.upper))  # type: ignore[arg-type]

@@ -172,6 +172,17 @@ def test_block_coordinates_are_the_global_ones():
     np.testing.assert_array_equal(x, grid.meshgrid()[0])
 
 
+def test_a_block_keeps_the_grids_spacing_far_from_the_origin():
+    # found by probing: the block's own (upper - lower) / n differed from the domain's spacing
+    # by ulps where |lower| >> extent, and a decomposed diffusion run from the single-device
+    # one by 2.6e-13 relative; the block now carries the domain's spacing
+    grid = sk.Grid((28,), -8.999280683743988, -8.985857497888754)
+    block = parallel.local_grid(grid, (4,))
+    assert block.extent[0] / 7 != grid.spacing[0]  # the block's own formula rounds apart here
+    assert block.spacing == grid.spacing and block.shape == (7,)
+    assert block.with_shape((14,)).spacing == (block.extent[0] / 14,)  # a new shape: its own spacing
+
+
 def test_sharded_space_refuses_a_grid_that_is_not_a_block():
     grid = sk.Grid((8, 6))
     with pytest.raises(simkit.ShapeError, match="not a block"):
