@@ -37,6 +37,7 @@ from .engines.kernel_queue import queue_eligible, run_queue
 from .ensemble_solution import EnsembleSolution
 from .errors import InputError, InputTypeError, ParameterError, ShapeError
 from .model import ODEModel
+from .parallel.agreement import same_call
 from .parallel.mesh import MEMBER_AXIS, gather, member_mesh, place
 from .params import refuse_traced
 
@@ -300,6 +301,14 @@ def ensemble(
     stochastic = model.diffusion is not None
     queue = bool(refill) and not balance and not stochastic and queue_eligible(plan.program)
     program = EnsembleProgram(engine=plan.program, chunk=chunk, devices=tuple(devices), queue=queue)
+    if any(d.process_index != jax.process_index() for d in devices):  # across processes: the same call
+        a = plan.args
+        same_call("simkit.ensemble", model=(model.name, model.rhs), params=p_b, y0=y0_b,
+                  span=(a.t0, a.t1), saveat=(plan.saveat.kind, plan.saveat.count, a.save_ts),
+                  tolerances=(a.rtol, a.atol, a.max_step, a.dt0), solver=(plan.solver_name, max_steps),
+                  events=[(ev.fn, ev.direction, ev.terminal, ev.max_records) for ev in plan.program.events],
+                  key=a.key,
+                  layout=(chunk, [d.id for d in devices], bool(balance), queue))
     if stochastic:
         member_keys = np.asarray(jax.random.key_data(jax.random.split(key, members)))
     else:

@@ -24,6 +24,7 @@ from ..stencil.field_solution import FieldSolution
 from ..stencil.grid import Grid
 from ..stencil.pde import PDEModel, Space
 from ..stencil.stepping import AbstractStepper, build_program, finish, prepare, rollout_arguments, rollout_body
+from .agreement import same_call
 from .halo import halo_pad, mesh_max, mesh_sum
 from .mesh import field_spec, gather, mesh_for, place
 
@@ -266,6 +267,9 @@ def integrate(
     program, u_init, params_j, dt_arg = prepare(model, dt=dt, steps=steps, save_every=save_every,
                                                 stepper=stepper, params=params, u0=u0, t0=t0,
                                                 diagnostics=diagnostics, check_stability=check_stability)
+    same_call("parallel.integrate", model=(model.name, repr(model.grid), model.bcs), rhs=model.rhs, u0=u_init,
+              params=params_j, dt=dt, steps=steps, save_every=save_every, t0=t0, mesh=mesh.devices.shape,
+              stepper=stepper, diagnostics=diagnostics, transform=transform)
     run = _compiled(program, mesh, transform)
     u_dev = place(u_init, mesh, field_spec(model.grid.ndim)) if transform == "shard_map" else jnp.asarray(u_init)
     dtype = u_init.dtype

@@ -24,10 +24,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _launch(n, out, timeout=240):
+def _launch(n, out, timeout=240, worker=WORKER):
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
-    procs = [subprocess.Popen([sys.executable, str(WORKER), str(port), str(i), str(n), str(out)],
+    procs = [subprocess.Popen([sys.executable, str(worker), str(port), str(i), str(n)] + ([str(out)] if out else []),
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
              for i in range(n)]
     results = []
@@ -74,3 +74,16 @@ def test_a_dead_peer_fails_clearly(tmp_path):
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert run.returncode != 0
     assert "DEADLINE_EXCEEDED" in run.stderr or "timed out" in run.stderr.lower() or "Terminating" in run.stderr
+
+
+@pytest.mark.slow
+def test_processes_given_different_inputs_are_told_so():
+    """Found by probing: processes given different initial fields were stitched into one field
+    in silence, and processes asking for different step counts waited on each other forever.
+    Every process now raises, naming the input that differs (`simkit.parallel.agreement`)."""
+    results = _launch(2, None, timeout=120, worker=WORKER.with_name("mismatch_worker.py"))
+    for i, (log, rc) in enumerate(results):
+        assert rc == 0 and f"process {i}: done" in log, f"process {i} failed (rc {rc}):\n{log[-3000:]}"
+        assert "processes [1] were given a different u0 from process 0" in log, log[-3000:]
+        assert "processes [1] were given a different steps from process 0" in log, log[-3000:]
+        assert "processes [1] were given a different params from process 0" in log, log[-3000:]
