@@ -85,7 +85,10 @@ def solve(
         unknown) ones: with a dense Jacobian up to 256 states (100 when the model has a
         preconditioner, as a PDE with a ``linear`` part), matrix-free above (Newton-GMRES
         on Jacobian-vector products, preconditioned by the model's ``preconditioner``), so
-        large PDE systems never build a dense Jacobian. Complex stiff states above 64 get
+        large PDE systems never build a dense Jacobian. Without a preconditioner, up to
+        4,096 states, the Jacobian's sparsity pattern is found by probing it and, where it
+        is a narrow band, the BDF runs banded (``solver_name`` shows the band;
+        `simkit.kernels.sparsity`). Complex stiff states above 64 get
         ``diffrax.Kvaerno5()`` (matrix-free above 2,048 states).
     rtol, atol : float
         Error tolerances of the adaptive step controller (>= 0, not both 0; an rtol below

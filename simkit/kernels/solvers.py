@@ -295,7 +295,10 @@ class BDF(AbstractKernel):
     ``n`` and ``I - c J`` a banded LU with partial pivoting (`simkit.kernels.banded`), O(n)
     memory (the same 3,200-state problem: 0.3-0.37 s; SciPy's BDF with the pattern 0.16-0.21
     s); or ``linear_solver="dense"`` for a few thousand states whose Jacobian is dense
-    (large reaction networks). On small systems at tight
+    (large reaction networks). `simkit.solve`'s default for a stiff model without a
+    preconditioner finds the pattern itself up to 4,096 states (`simkit.kernels.sparsity`:
+    the Jacobian probed at the model's state and two perturbations) and runs banded where
+    the band is narrow. On small systems at tight
     tolerances `Rodas5P` or `RadauIIA5` take far fewer steps. The order reached and the
     Jacobians with the LU factorisations (dense) or the GMRES iterations (matrix-free) are
     in ``Solution.stats`` (``final_order``, ``num_jacobians``, ``num_lu_decompositions`` or

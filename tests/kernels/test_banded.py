@@ -165,3 +165,50 @@ def test_an_explicitly_banded_bdf_runs():
     sol = simkit.solve(rob, (0.0, 1.0), saveat=3, solver=banded, rtol=1e-8, atol=1e-12)
     ref = simkit.solve(rob, (0.0, 1.0), saveat=3, solver=simkit.BDF(linear_solver="dense"), rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(np.asarray(sol.ys), np.asarray(ref.ys), rtol=1e-12, atol=1e-15)
+
+
+def _ring(n, coupling):
+    """y_i' = d (y_{i-1} - 2 y_i + y_{i+1}) + coupling y_i y_{i+3} - y_i^3 on a ring: a band
+    after reordering; with y0 = 0 on the odd states the product's derivative vanishes at y0."""
+    y0 = np.where(np.arange(n) % 2 == 0, np.sin(np.linspace(0, np.pi, n)), 0.0)
+    rhs = lambda t, y, p: (p["d"] * (jnp.roll(y, 1) - 2 * y + jnp.roll(y, -1))  # noqa: E731
+                           + coupling * y * jnp.roll(y, -3) - y ** 3)
+    return simkit.ODEModel(rhs=rhs, params={"d": 1e6}, y0=y0, state_names=tuple(f"y{i}" for i in range(n)),
+                           stiff=True), y0
+
+
+def test_a_large_stiff_model_without_a_preconditioner_gets_its_band_found():
+    """Found by probing: above 256 states without a preconditioner the default was
+    unpreconditioned GMRES, which cannot follow a very stiff chain (max_steps). The default
+    now probes the Jacobian's pattern (simkit/kernels/sparsity.py) and runs the banded BDF:
+    SciPy's BDF with the true pattern reached to its own accuracy. Entries that vanish at y0
+    (a product with states at 0) are found by the perturbed probes. A dense Jacobian keeps
+    the matrix-free default."""
+    from simkit.kernels.sparsity import detect_pattern
+
+    n = 260
+    model, y0 = _ring(n, 0.5)
+    pattern = detect_pattern(model.rhs, 0.0, y0, {"d": np.float64(1e6)})
+    i = np.arange(n)
+    truth = np.zeros((n, n), bool)
+    for shift in (0, 1, -1, 3):
+        truth[i, (i + shift) % n] = True
+    np.testing.assert_array_equal(pattern, truth)  # (i, i + 3) is zero at y0 for odd i
+    ts = np.array([0.0, 0.1, 1.0])
+    sol = simkit.solve(model, (0.0, 1.0), saveat=ts, rtol=1e-6, atol=1e-8)
+    assert "jac_sparsity=<260x260" in sol.solver_name, sol.solver_name
+
+    def f(t, y):
+        return 1e6 * (np.roll(y, 1) - 2 * y + np.roll(y, -1)) + 0.5 * y * np.roll(y, -3) - y ** 3
+
+    ref = scipy.integrate.solve_ivp(f, (0.0, 1.0), y0, method="BDF", t_eval=ts, rtol=1e-11, atol=1e-13,
+                                    jac_sparsity=truth)
+    theirs = scipy.integrate.solve_ivp(f, (0.0, 1.0), y0, method="BDF", t_eval=ts, rtol=1e-6, atol=1e-8,
+                                       jac_sparsity=truth)
+    err, err_scipy = np.max(np.abs(np.asarray(sol.ys).T - ref.y)), np.max(np.abs(theirs.y - ref.y))
+    assert err <= 3 * err_scipy, (err, err_scipy)
+    dense = simkit.ODEModel(rhs=lambda t, y, p: -p["a"] @ y, params={"a": np.eye(n) + 1e-3}, y0=np.ones(n),
+                            state_names=tuple(f"y{i}" for i in range(n)), stiff=True)
+    from simkit._prepare import choose_solver
+
+    assert repr(choose_solver(dense, None, n, False)) == "simkit.BDF()"  # matrix-free, as before
