@@ -24,18 +24,24 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-DETECT_MAX_STATES = 4096  # a dense probe Jacobian of this size is 128 MiB
+DETECT_MAX_STATES = 4096  # the probe's Jacobian of this size is 128 MiB (on the host)
 NARROW = 8  # banded when the band's block is at most n / NARROW (else dense or matrix-free)
+BLOCK = 512  # Jacobian columns per probe call: memory ~ BLOCK x n per intermediate (16 MiB at 4,096)
 
 
 @functools.lru_cache(maxsize=64)
 def _jacobian(rhs: Any) -> Any:
-    def columns(t, y, p):  # (the identity built in the program: jacfwd's became an n x n
-        # constant that XLA folded for seconds, 8 s at 3,200 states)
-        basis = jnp.eye(y.shape[0], dtype=y.dtype)
+    def columns(t, y, p, start):  # row j: the Jacobian's column start + j (zero past n)
+        basis = (jnp.arange(y.shape[0])[None, :] == start + jnp.arange(BLOCK)[:, None]).astype(y.dtype)
         return jax.vmap(lambda v: jax.jvp(lambda u: rhs(t, u, p), (y,), (v,))[1])(basis)
 
-    return jax.jit(columns)  # row j: the Jacobian's column j
+    jitted = jax.jit(columns)
+
+    def jacobian(t, y, p):  # (columns in blocks: a probe of 4,096 states whole held n x n per op)
+        blocks = [np.asarray(jitted(t, y, p, start)) for start in range(0, y.shape[0], BLOCK)]
+        return np.concatenate(blocks)[:y.shape[0]].T
+
+    return jacobian
 
 
 def _perturbed(x: Any, rng: np.random.Generator) -> Any:
@@ -60,7 +66,7 @@ def detect_pattern(rhs: Any, t0: float, y0: Any, params: dict) -> np.ndarray:
         except jax.errors.TracerArrayConversionError:  # called while a user's jit traces a solve
             with jax.ensure_compile_time_eval():  # (slower: 3 s against 0.2 s at 3,200 states)
                 j = np.asarray(jac(*args))
-        nonzero = (j.T != 0) | np.isnan(j.T)
+        nonzero = (j != 0) | np.isnan(j)
         pattern = nonzero if pattern is None else pattern | nonzero
     return pattern
 
