@@ -6,8 +6,8 @@ a fraction of its cost and needs no preconditioner; without one, above 256 state
 default was matrix-free GMRES, which fails on very stiff problems (a 300-state chain with
 d = 1e8: max_steps, where the banded and dense BDF take about 300 steps). A model written as
 a plain rhs does not say its pattern, so `detect_pattern` evaluates the dense Jacobian
-(``jax.jacfwd``) at the model's own state and parameters and at two random perturbations of
-both, and takes every entry that is non-zero (or NaN) at any of them. A missed entry (zero at
+(Jacobian-vector products on blocks of 512 unit vectors) at the model's own state and
+parameters and at two random perturbations of both, and takes every entry that is non-zero (or NaN) at any of them. A missed entry (zero at
 all three points by coincidence, or in a branch of ``jnp.where`` none of them took) costs
 Newton iterations, never accuracy: the Jacobian only shapes the Newton matrix, the residual
 is the model's own rhs.
@@ -23,6 +23,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from .banded import band_structure
 
 DETECT_MAX_STATES = 4096  # the probe's Jacobian of this size is 128 MiB (on the host)
 NARROW = 8  # banded when the band's block is at most n / NARROW (else dense or matrix-free)
@@ -79,8 +81,6 @@ def narrow_pattern(model: Any) -> np.ndarray | None:
     narrow enough for the banded BDF to pay, or None (too many states to probe, a wide band,
     a model that cannot be probed). Probed at the model's own ``y0`` and ``params`` (and
     perturbations) once per (rhs, number of states)."""
-    from .banded import band_structure
-
     n = model.n_states
     if n > DETECT_MAX_STATES:
         return None
