@@ -34,8 +34,6 @@ from .errors import InputError, InputTypeError, ParameterError, ShapeError
 from .events import Event, as_events
 from .kernels import BDF, AbstractKernel, AutoSwitch, Rodas5P, Tsit5
 from .kernels.banded import check_pattern_size
-from .kernels.bdf import DENSE_MAX_STATES
-from .kernels.sparsity import narrow_pattern
 from .model import ODEModel
 from .params import _HOST, check_key, concrete, is_traced, merge_params  # noqa: F401 (re-exported)
 from .save_times import SaveAt, as_saveat
@@ -301,13 +299,7 @@ def choose_solver(model: ODEModel, solver: Any, n_states: int, complex_state: bo
                 # the BDF kernel: one LU per step-size or order change, LAPACK above six states;
                 # 3.6-6x faster than Kvaerno5 at 100-1600 states (benchmarks/bdf_size.py); matrix-free
                 # above 256 states (100 with the model's preconditioner; benchmarks/stiff_mol.py)
-                # without a preconditioner above 256 states: the banded BDF where the Jacobian's
-                # pattern, found by probing, is a narrow band (unpreconditioned GMRES failed on
-                # very stiff ones; simkit/kernels/sparsity.py)
-                pattern = (narrow_pattern(model) if model.preconditioner is None and n_states > DENSE_MAX_STATES
-                           else None)
-                return (BDF() if pattern is None else BDF(jac_sparsity=pattern)).with_model_preconditioner(
-                    model.preconditioner)
+                return BDF().with_model_preconditioner(model.preconditioner)
             if n_states <= DENSE_JACOBIAN_MAX_STATES:
                 return _diffrax_default(True)  # complex states: diffrax on (re, im)
             return _diffrax_default(True, matrix_free=True)
@@ -323,6 +315,7 @@ def choose_solver(model: ODEModel, solver: Any, n_states: int, complex_state: bo
         raise InputError(f"{type(solver).__name__}() has no error estimate, and simkit.solve adapts its steps to "
                          "rtol/atol: use an adaptive method (simkit.Tsit5(), diffrax.Heun(), ...)")
     if isinstance(solver, BDF):
+        solver = solver.with_detected_pattern(model)
         if solver.jac_sparsity is not None:
             check_pattern_size(solver._band, n_states, repr(solver), model.name)
         solver = solver.with_model_preconditioner(model.preconditioner)

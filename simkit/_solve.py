@@ -85,10 +85,7 @@ def solve(
         unknown) ones: with a dense Jacobian up to 256 states (100 when the model has a
         preconditioner, as a PDE with a ``linear`` part), matrix-free above (Newton-GMRES
         on Jacobian-vector products, preconditioned by the model's ``preconditioner``), so
-        large PDE systems never build a dense Jacobian. Without a preconditioner, up to
-        4,096 states, the Jacobian's sparsity pattern is found by probing it and, where it
-        is a narrow band, the BDF runs banded (``solver_name`` shows the band;
-        `simkit.kernels.sparsity`). Complex stiff states above 64 get
+        large PDE systems never build a dense Jacobian. Complex stiff states above 64 get
         ``diffrax.Kvaerno5()`` (matrix-free above 2,048 states).
     rtol, atol : float
         Error tolerances of the adaptive step controller (>= 0, not both 0; an rtol below
@@ -291,7 +288,8 @@ def _failure_message(model: ODEModel, sol: Solution, t0: Any, t1: Any, solver: A
     stalled = int(np.asarray(sol.stats.get("num_linear_failures", 0)))
     linear = (f" {stalled} Newton iterations stopped because GMRES did not converge within krylov_dim = "
               f"{getattr(solver, 'krylov_dim', '?')} products: give a preconditioner (simkit.BDF(preconditioner="
-              "...)), the Jacobian's sparsity (simkit.BDF(jac_sparsity=...)) or a dense Jacobian up to a few "
+              "...)), the Jacobian's sparsity (simkit.BDF(jac_sparsity=pattern), or jac_sparsity='detect' to "
+              "find it by probing) or a dense Jacobian up to a few "
               "thousand states (simkit.BDF(linear_solver='dense')), or raise krylov_dim."
               if stalled and code in (Status.MAX_STEPS, Status.STEP_SIZE_UNDERFLOW, Status.NONLINEAR_FAILURE) else "")
     if code == Status.MAX_STEPS:

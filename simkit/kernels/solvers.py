@@ -295,10 +295,9 @@ class BDF(AbstractKernel):
     ``n`` and ``I - c J`` a banded LU with partial pivoting (`simkit.kernels.banded`), O(n)
     memory (the same 3,200-state problem: 0.3-0.37 s; SciPy's BDF with the pattern 0.16-0.21
     s); or ``linear_solver="dense"`` for a few thousand states whose Jacobian is dense
-    (large reaction networks). `simkit.solve`'s default for a stiff model without a
-    preconditioner finds the pattern itself up to 4,096 states (`simkit.kernels.sparsity`:
-    the Jacobian probed at the model's state and two perturbations) and runs banded where
-    the band is narrow. On small systems at tight
+    (large reaction networks); or ``jac_sparsity="detect"`` to find the pattern by probing
+    the Jacobian (not the default: a ``jnp.where`` branch the probes miss can defeat it).
+    On small systems at tight
     tolerances `Rodas5P` or `RadauIIA5` take far fewer steps. The order reached and the
     Jacobians with the LU factorisations (dense) or the GMRES iterations (matrix-free) are
     in ``Solution.stats`` (``final_order``, ``num_jacobians``, ``num_lu_decompositions`` or
@@ -323,8 +322,13 @@ class BDF(AbstractKernel):
         converge within it fails its Newton iteration (the first may only reduce the
         residual, CVODE's rule) and the step shrinks; ``stats["num_linear_failures"]``
         counts them, and a failed solve's message names them.
-    jac_sparsity : array_like or scipy.sparse matrix, shape (n_states, n_states), optional
-        Nonzero where ``d rhs_i / d y_j`` may be nonzero (SciPy's ``jac_sparsity``); the
+    jac_sparsity : array_like or scipy.sparse matrix, shape (n_states, n_states), or "detect", optional
+        ``"detect"``: found by probing the Jacobian (up to 4,096 states, at the model's
+        ``y0`` and ``params`` and two random perturbations; `simkit.kernels.sparsity`) and
+        used where its band is narrow. A dependence none of the probes shows (a
+        ``jnp.where`` branch they did not take) is missed, and a stiff missed coupling can
+        make the Newton iteration fail at every step size: pass the pattern when you know it.
+        Otherwise nonzero where ``d rhs_i / d y_j`` may be nonzero (SciPy's ``jac_sparsity``); the
         diagonal is always included. The band found is in the solver's repr
         (``band kl+ku``); a pattern that misses a nonzero gives a wrong Jacobian, which
         slows Newton's convergence (smaller steps) but is not used to judge accuracy.
@@ -357,6 +361,9 @@ class BDF(AbstractKernel):
                  jac_sparsity: Any = None):
         if linear_solver not in ("auto", "dense", "banded", "krylov"):
             raise InputError(f"BDF: linear_solver must be 'auto', 'dense', 'banded' or 'krylov', got {linear_solver!r}")
+        detect = isinstance(jac_sparsity, str)
+        if detect and jac_sparsity != "detect":
+            raise InputError(f"BDF: jac_sparsity must be an (n, n) pattern or 'detect', got {jac_sparsity!r}")
         if linear_solver == "banded" and jac_sparsity is None:
             raise InputError("BDF: linear_solver='banded' needs jac_sparsity, the (n, n) pattern of the Jacobian")
         if linear_solver in ("dense", "krylov") and jac_sparsity is not None:  # it was kept, unused, in silence
@@ -371,10 +378,11 @@ class BDF(AbstractKernel):
         self.preconditioner = preconditioner
         self.krylov_dim = int(krylov_dim)
         self.jac_sparsity = jac_sparsity
-        self._band = None if jac_sparsity is None else band_structure(jac_sparsity)
+        self._band = None if jac_sparsity is None or detect else band_structure(jac_sparsity)
 
     def _key(self) -> tuple:
-        return (type(self).__name__, self.linear_solver, self.preconditioner, self.krylov_dim, self._band)
+        return (type(self).__name__, self.linear_solver, self.preconditioner, self.krylov_dim, self._band,
+                isinstance(self.jac_sparsity, str))
 
     def __eq__(self, other: object) -> bool:
         return type(self) is type(other) and self._key() == other._key()
@@ -393,7 +401,25 @@ class BDF(AbstractKernel):
             args.append(f"krylov_dim={self.krylov_dim}")
         if self._band is not None:
             args.append(f"jac_sparsity=<{self._band.n}x{self._band.n}, band {self._band.kl}+{self._band.ku}>")
+        elif isinstance(self.jac_sparsity, str):
+            args.append("jac_sparsity='detect'")
         return f"simkit.BDF({', '.join(args)})"
+
+    def with_detected_pattern(self, model: Any) -> BDF:
+        """``jac_sparsity="detect"`` resolved for ``model`` (internal: the front door calls it):
+        the pattern found by probing (`simkit.kernels.sparsity`) where its band is narrow, or
+        ``linear_solver="banded"`` was asked for; otherwise no pattern (``"auto"``)."""
+        if not isinstance(self.jac_sparsity, str):
+            return self
+        from .sparsity import detected_pattern
+
+        pattern, narrow = detected_pattern(model)
+        use = pattern is not None and (narrow or self.linear_solver == "banded")
+        if not use and self.linear_solver == "banded":
+            raise InputError(f"BDF(linear_solver='banded', jac_sparsity='detect'): the Jacobian of model "
+                             f"{model.name!r} could not be probed; pass its pattern")
+        return BDF(linear_solver=self.linear_solver, preconditioner=self.preconditioner, krylov_dim=self.krylov_dim,
+                   jac_sparsity=pattern if use else None)
 
     def with_model_preconditioner(self, model_preconditioner: Any) -> BDF:
         """This solver with ``preconditioner="model"`` resolved to the model's (internal:

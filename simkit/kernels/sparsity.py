@@ -1,18 +1,22 @@
-"""The Jacobian's sparsity pattern of a model, found by evaluating it: the default for a
-large stiff model without a preconditioner.
+"""The Jacobian's sparsity pattern of a model, found by evaluating it:
+``simkit.BDF(jac_sparsity="detect")``.
 
 `simkit.BDF` with a sparsity pattern (`simkit.kernels.banded`) takes the dense BDF's steps at
-a fraction of its cost and needs no preconditioner; without one, above 256 states, the
-default was matrix-free GMRES, which fails on very stiff problems (a 300-state chain with
-d = 1e8: max_steps, where the banded and dense BDF take about 300 steps). A model written as
-a plain rhs does not say its pattern, so `detect_pattern` evaluates the dense Jacobian
-(Jacobian-vector products on blocks of 512 unit vectors) at the model's own state and
-parameters and at two random perturbations of both, and takes every entry that is non-zero (or NaN) at any of them. A missed entry (zero at
-all three points by coincidence, or in a branch of ``jnp.where`` none of them took) costs
-Newton iterations, never accuracy: the Jacobian only shapes the Newton matrix, the residual
-is the model's own rhs.
+a fraction of its cost and needs no preconditioner, where unpreconditioned GMRES (the
+default above 256 states) fails on very stiff problems: a 300-state chain with d = 1e8 ends
+at max_steps, and the banded BDF takes 308 steps. A model written as a plain rhs does not
+say its pattern, so `detect_pattern` evaluates the dense Jacobian (Jacobian-vector products
+on blocks of 512 unit vectors) at the model's own state and parameters and at two random
+perturbations of both, and takes every entry that is non-zero (or NaN) at any of them.
 
-Run once per (rhs, number of states) and cached, outside any trace the caller is in.
+Not the default, because a dependence that none of the probes shows is missed: a branch of
+``jnp.where`` that none of them took, or a product with a state that is zero at all three.
+The Jacobian only shapes the Newton matrix, so a missed entry never costs accuracy, but a
+stiff missed coupling can cost every step: a chain with a long-range coupling of 1e5 that
+switches on once a state passes 1 ran into max_steps (100,000 steps, 39 s) with the
+detected band, where the matrix-free and dense BDF took 33 steps.
+
+Run once per (rhs, number of states) and cached.
 """
 
 from __future__ import annotations
@@ -73,31 +77,32 @@ def detect_pattern(rhs: Any, t0: float, y0: Any, params: dict) -> np.ndarray:
     return pattern
 
 
-_PATTERNS: dict = {}  # (rhs, n) -> pattern or None; the first model seen with that rhs probes it
+_PATTERNS: dict = {}  # (rhs, n) -> (pattern or None, narrow); the first model seen with that rhs probes it
 
 
-def narrow_pattern(model: Any) -> np.ndarray | None:
-    """A detected sparsity pattern of ``model``'s Jacobian whose band (after reordering) is
-    narrow enough for the banded BDF to pay, or None (too many states to probe, a wide band,
-    a model that cannot be probed). Probed at the model's own ``y0`` and ``params`` (and
-    perturbations) once per (rhs, number of states)."""
+def detected_pattern(model: Any) -> tuple[np.ndarray | None, bool]:
+    """``model``'s Jacobian pattern found by probing at its own ``y0`` and ``params`` (and
+    perturbations), once per (rhs, number of states), and whether its band (after
+    reordering) is narrow enough for the banded BDF to pay (block at most n / 8). None for
+    a model too large to probe (above 4,096 states) or that cannot be probed."""
     n = model.n_states
     if n > DETECT_MAX_STATES:
-        return None
+        return None, False
     try:
         key = (model.rhs, n)
         if key in _PATTERNS:
             return _PATTERNS[key]
     except TypeError:  # an unhashable rhs
-        return None
+        key = None
     try:
         params = jax.tree_util.tree_map(lambda v: np.asarray(v, float), dict(model.params))
         t0 = float(model.t_span[0]) if model.t_span is not None else 0.0
         pattern = detect_pattern(model.rhs, t0, np.asarray(model.y0, float).reshape(n), params)
-    except Exception:  # noqa: BLE001 - a model that cannot be probed keeps the default path
+    except Exception:  # noqa: BLE001 - a model that cannot be probed gets no pattern
         pattern = None
-    found = pattern if pattern is not None and band_structure(pattern).block <= n // NARROW else None
-    if len(_PATTERNS) >= 64:
-        _PATTERNS.pop(next(iter(_PATTERNS)))
-    _PATTERNS[key] = found
+    found = (pattern, pattern is not None and band_structure(pattern).block <= n // NARROW)
+    if key is not None:
+        if len(_PATTERNS) >= 64:
+            _PATTERNS.pop(next(iter(_PATTERNS)))
+        _PATTERNS[key] = found
     return found

@@ -177,13 +177,14 @@ def _ring(n, coupling):
                            stiff=True), y0
 
 
-def test_a_large_stiff_model_without_a_preconditioner_gets_its_band_found():
-    """Found by probing: above 256 states without a preconditioner the default was
-    unpreconditioned GMRES, which cannot follow a very stiff chain (max_steps). The default
-    now probes the Jacobian's pattern (simkit/kernels/sparsity.py) and runs the banded BDF:
-    SciPy's BDF with the true pattern reached to its own accuracy. Entries that vanish at y0
-    (a product with states at 0) are found by the perturbed probes. A dense Jacobian keeps
-    the matrix-free default."""
+def test_a_detected_pattern_runs_banded_and_a_dense_one_does_not():
+    """Found by probing: above 256 states without a preconditioner the default is
+    unpreconditioned GMRES, which cannot follow a very stiff chain (max_steps).
+    `BDF(jac_sparsity="detect")` probes the Jacobian's pattern (simkit/kernels/sparsity.py)
+    and runs the banded BDF: SciPy's BDF with the true pattern reached to its own accuracy.
+    Entries that vanish at y0 (a product with states at 0) are found by the perturbed
+    probes. A dense Jacobian gets no pattern; the default does not probe."""
+    from simkit._prepare import choose_solver
     from simkit.kernels.sparsity import detect_pattern
 
     n = 260
@@ -195,7 +196,7 @@ def test_a_large_stiff_model_without_a_preconditioner_gets_its_band_found():
         truth[i, (i + shift) % n] = True
     np.testing.assert_array_equal(pattern, truth)  # (i, i + 3) is zero at y0 for odd i
     ts = np.array([0.0, 0.1, 1.0])
-    sol = simkit.solve(model, (0.0, 1.0), saveat=ts, rtol=1e-6, atol=1e-8)
+    sol = simkit.solve(model, (0.0, 1.0), saveat=ts, rtol=1e-6, atol=1e-8, solver=simkit.BDF(jac_sparsity="detect"))
     assert "jac_sparsity=<260x260" in sol.solver_name, sol.solver_name
 
     def f(t, y):
@@ -207,8 +208,9 @@ def test_a_large_stiff_model_without_a_preconditioner_gets_its_band_found():
                                        jac_sparsity=truth)
     err, err_scipy = np.max(np.abs(np.asarray(sol.ys).T - ref.y)), np.max(np.abs(theirs.y - ref.y))
     assert err <= 3 * err_scipy, (err, err_scipy)
+    assert repr(choose_solver(model, None, n, False)) == "simkit.BDF()"  # the default does not probe
     dense = simkit.ODEModel(rhs=lambda t, y, p: -p["a"] @ y, params={"a": np.eye(n) + 1e-3}, y0=np.ones(n),
                             state_names=tuple(f"y{i}" for i in range(n)), stiff=True)
-    from simkit._prepare import choose_solver
-
-    assert repr(choose_solver(dense, None, n, False)) == "simkit.BDF()"  # matrix-free, as before
+    assert repr(choose_solver(dense, simkit.BDF(jac_sparsity="detect"), n, False)) == "simkit.BDF()"
+    with pytest.raises(InputError, match="'detect'"):
+        simkit.BDF(jac_sparsity="auto")
