@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _config
-from ._traced_checks import clip_save_times, floor_rtol, harmless_args, traced_inputs_ok
+from ._traced_checks import SAVE_TIME_SLACK, clip_save_times, floor_rtol, harmless_args, traced_inputs_ok
 from .engines.programs import DiffraxProgram, KernelProgram
 from .errors import InputError, InputTypeError, ParameterError, ShapeError
 from .events import Event, as_events
@@ -218,7 +218,7 @@ def check_save_times(ts: Any, t0: Any, t1: Any) -> None:
     if c0 is None or c1 is None:
         return
     lo, hi = min(c0, c1), max(c0, c1)
-    slack = 1e-12 * abs(hi - lo) if np.isfinite(hi - lo) else 0.0
+    slack = SAVE_TIME_SLACK * abs(hi - lo) if np.isfinite(hi - lo) else 0.0
     if c.min() < lo - slack or c.max() > hi + slack:  # (one pass each; the mask only to report)
         bad = (c < lo - slack) | (c > hi + slack)
         raise InputError(f"saveat times must lie in t_span [{c0}, {c1}]; got {c[bad][:5]} outside")

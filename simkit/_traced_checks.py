@@ -30,6 +30,8 @@ import numpy as np
 
 from .params import is_traced
 
+SAVE_TIME_SLACK = 1e-12  # save times this fraction of the span outside it are its ends (rounding)
+
 
 def clip_save_times(save_ts: Any, t0: Any, t1: Any) -> Any:
     """Save times within the host check's rounding slack outside ``[t0, t1]`` as the span's ends;
@@ -47,7 +49,7 @@ def clip_save_times(save_ts: Any, t0: Any, t1: Any) -> Any:
 def _save_times_ok(ts: Any, t0: Any, t1: Any) -> Any:
     lo, hi = jnp.minimum(t0, t1), jnp.maximum(t0, t1)
     width = hi - lo
-    slack = jnp.where(jnp.isfinite(width), 1e-12 * width, 0.0)
+    slack = jnp.where(jnp.isfinite(width), SAVE_TIME_SLACK * width, 0.0)
     inside = jnp.all(jnp.isfinite(ts) & (ts >= lo - slack) & (ts <= hi + slack))
     steps = jnp.diff(ts)
     ordered = jnp.all(jnp.where(t1 >= t0, steps >= 0, steps <= 0))

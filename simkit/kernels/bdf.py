@@ -292,7 +292,7 @@ class BDFMethod:
         # by the rounding of t + hs (then the factors are kept, as SciPy's BDF keeps them)
         h_ref = jnp.where(first | resize, h, ctrl["h_D"])
         c_lu = lax.stop_gradient(jnp.sign(hs) * h_ref / alpha[k])
-        scale = jnp.maximum(atol + rtol * jnp.abs(y_predict), jnp.finfo(dtype).tiny)  # (see `_scale`)
+        scale = _scale(y_predict, y_predict, rtol, atol)
         newton_tol = jnp.maximum(10 * eps / rtol, jnp.minimum(0.03, jnp.sqrt(rtol)))
         zero_i = jnp.asarray(0, jnp.int32)
 

@@ -173,7 +173,7 @@ class RadauIIA5Method:
         z0 = [jnp.where(ctrl["have_prev"], extrapolate(float(ci)), jnp.zeros_like(y)) for ci in self.c]
         w0 = [_combine(self.ti[i], z0) for i in range(3)]
 
-        scale = jnp.maximum(atol + rtol * jnp.abs(y), jnp.finfo(dtype).tiny)  # (see `methods._scale`)
+        scale = _scale(y, y, rtol, atol)
         newton_tol = jnp.maximum(10 * eps / rtol, jnp.minimum(0.03, jnp.sqrt(rtol)))
         mu_r, mu_c = self.mu_real / hs, self.mu_complex / hs
 

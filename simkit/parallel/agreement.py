@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import InputError
 
-SLOTS = 16  # digests per call (the call's name, then up to 15 inputs; more share the last)
+SLOTS = 16  # digests per call: the call's name, then up to 15 inputs
 
 
 def _encode(value: Any, out: list[bytes]) -> None:
@@ -78,12 +78,11 @@ def same_call(what: str, **inputs: Any) -> None:
     from jax.experimental import multihost_utils
 
     names = sorted(inputs)
-    shown = names[:SLOTS - 2] + ([", ".join(names[SLOTS - 2:])] if len(names) > SLOTS - 2 else [])
-    values = [inputs[n] for n in names[:SLOTS - 2]] + ([[inputs[n] for n in names[SLOTS - 2:]]]
-                                                      if len(names) > SLOTS - 2 else [])
+    if len(names) >= SLOTS:
+        raise ValueError(f"same_call: at most {SLOTS - 1} inputs, got {len(names)}")  # (a caller's mistake)
     row = np.zeros(SLOTS, np.uint32)
     row[0] = digest((what, tuple(names)))
-    row[1:1 + len(values)] = [digest(v) for v in values]
+    row[1:1 + len(names)] = [digest(inputs[n]) for n in names]
     table = np.asarray(multihost_utils.process_allgather(row))  # (processes, SLOTS)
     differ = table != table[0]
     if not differ.any():
@@ -92,7 +91,7 @@ def same_call(what: str, **inputs: Any) -> None:
     if differ[:, 0].any():
         raise InputError(f"{what}: processes {procs} made a different call from process 0 (under jax.distributed "
                          "every process makes the same calls, in the same order, with the same inputs)")
-    fields = [shown[i - 1] for i in range(1, 1 + len(values)) if differ[:, i].any()]
+    fields = [name for i, name in enumerate(names, start=1) if differ[:, i].any()]
     raise InputError(f"{what}: processes {procs} were given a different {', '.join(fields)} from process 0 "
                      "(under jax.distributed every process makes the same call with the same inputs: each "
                      "places its share of the work from its own copy)")
