@@ -275,6 +275,14 @@ def check_events(events: tuple[Event, ...], model: ODEModel, y0: Any, params: di
                              f"{getattr(out, 'shape', type(out).__name__)}")
 
 
+def _resolved_bdf(solver: BDF, model: ODEModel, n_states: int) -> BDF:
+    """A BDF with its pattern (given, or read from the rhs) and the model's preconditioner."""
+    solver = solver.with_detected_pattern(model)
+    if solver.jac_sparsity is not None:
+        check_pattern_size(solver._band, n_states, repr(solver), model.name)
+    return solver.with_model_preconditioner(model.preconditioner)
+
+
 def choose_solver(model: ODEModel, solver: Any, n_states: int, complex_state: bool) -> Any:
     """The one function that picks the method: the user's, else by stiffness and size."""
     if model.diffusion is not None:
@@ -297,9 +305,10 @@ def choose_solver(model: ODEModel, solver: Any, n_states: int, complex_state: bo
         if model.stiff is not False:  # stiff, or unknown (the safe side)
             if not complex_state:
                 # the BDF kernel: one LU per step-size or order change, LAPACK above six states;
-                # 3.6-6x faster than Kvaerno5 at 100-1600 states (benchmarks/bdf_size.py); matrix-free
-                # above 256 states (100 with the model's preconditioner; benchmarks/stiff_mol.py)
-                return BDF().with_model_preconditioner(model.preconditioner)
+                # 3.6-6x faster than Kvaerno5 at 100-1600 states (benchmarks/bdf_size.py); above 256
+                # states banded where the rhs's pattern is a narrow band, else matrix-free (100 with
+                # the model's preconditioner; benchmarks/stiff_mol.py): resolved below
+                return _resolved_bdf(BDF(), model, n_states)
             if n_states <= DENSE_JACOBIAN_MAX_STATES:
                 return _diffrax_default(True)  # complex states: diffrax on (re, im)
             return _diffrax_default(True, matrix_free=True)
@@ -315,10 +324,7 @@ def choose_solver(model: ODEModel, solver: Any, n_states: int, complex_state: bo
         raise InputError(f"{type(solver).__name__}() has no error estimate, and simkit.solve adapts its steps to "
                          "rtol/atol: use an adaptive method (simkit.Tsit5(), diffrax.Heun(), ...)")
     if isinstance(solver, BDF):
-        solver = solver.with_detected_pattern(model)
-        if solver.jac_sparsity is not None:
-            check_pattern_size(solver._band, n_states, repr(solver), model.name)
-        solver = solver.with_model_preconditioner(model.preconditioner)
+        solver = _resolved_bdf(solver, model, n_states)
     if complex_state and getattr(solver, "stiff", False):
         raise InputTypeError(f"{solver!r} does not support complex states (its Jacobian and LU are real); "
                              "use an explicit kernel (simkit.Tsit5(), simkit.DOP853()) or split the state "

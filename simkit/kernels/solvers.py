@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import InputError
 from .banded import band_structure
-from .bdf import KRYLOV_DIM, BDFMethod
+from .bdf import DENSE_MAX_STATES, KRYLOV_DIM, BDFMethod
 from .methods import DOP853Method, ExplicitRK, Rosenbrock
 from .radau import RadauIIA5Method
 from .switching import AutoSwitchMethod
@@ -406,18 +406,24 @@ class BDF(AbstractKernel):
         return f"simkit.BDF({', '.join(args)})"
 
     def with_detected_pattern(self, model: Any) -> BDF:
-        """``jac_sparsity="detect"`` resolved for ``model`` (internal: the front door calls it):
-        the pattern found by probing (`simkit.kernels.sparsity`) where its band is narrow, or
-        ``linear_solver="banded"`` was asked for; otherwise no pattern (``"auto"``)."""
-        if not isinstance(self.jac_sparsity, str):
+        """The pattern read from ``model``'s rhs (`simkit.kernels.sparsity`) where this
+        solver asks for it (internal: the front door calls it): ``jac_sparsity="detect"``,
+        or ``"auto"`` with no pattern and no preconditioner above 256 states. Banded where
+        the band is narrow, or ``linear_solver="banded"`` was asked for; otherwise as
+        ``"auto"`` without a pattern (dense or matrix-free)."""
+        if self.jac_sparsity is None:
+            preconditioner = model.preconditioner if _is_model(self.preconditioner) else self.preconditioner
+            if self.linear_solver != "auto" or preconditioner is not None or model.n_states <= DENSE_MAX_STATES:
+                return self
+        elif not isinstance(self.jac_sparsity, str):
             return self
         from .sparsity import detected_pattern
 
         pattern, narrow = detected_pattern(model)
         use = pattern is not None and (narrow or self.linear_solver == "banded")
         if not use and self.linear_solver == "banded":
-            raise InputError(f"BDF(linear_solver='banded', jac_sparsity='detect'): the Jacobian of model "
-                             f"{model.name!r} could not be probed; pass its pattern")
+            raise InputError(f"BDF(linear_solver='banded', jac_sparsity='detect'): the Jacobian's pattern of model "
+                             f"{model.name!r} could not be read from its rhs; pass it")
         return BDF(linear_solver=self.linear_solver, preconditioner=self.preconditioner, krylov_dim=self.krylov_dim,
                    jac_sparsity=pattern if use else None)
 

@@ -177,26 +177,27 @@ def _ring(n, coupling):
                            stiff=True), y0
 
 
-def test_a_detected_pattern_runs_banded_and_a_dense_one_does_not():
-    """Found by probing: above 256 states without a preconditioner the default is
-    unpreconditioned GMRES, which cannot follow a very stiff chain (max_steps).
-    `BDF(jac_sparsity="detect")` probes the Jacobian's pattern (simkit/kernels/sparsity.py)
-    and runs the banded BDF: SciPy's BDF with the true pattern reached to its own accuracy.
-    Entries that vanish at y0 (a product with states at 0) are found by the perturbed
-    probes. A dense Jacobian gets no pattern; the default does not probe."""
+def test_the_default_reads_the_pattern_and_runs_banded_and_a_dense_one_does_not():
+    """Above 256 states without a preconditioner the default BDF reads the Jacobian's
+    pattern from the rhs (simkit/kernels/structure.py) and runs banded; before, it ran
+    unpreconditioned GMRES, which cannot follow a very stiff chain (max_steps). The
+    pattern holds the entries that vanish at y0 (a product with states at 0), and the
+    solve reaches SciPy's BDF with the true pattern to its own accuracy. A dense Jacobian
+    gets no pattern (matrix-free)."""
     from simkit._prepare import choose_solver
-    from simkit.kernels.sparsity import detect_pattern
+    from simkit.kernels.sparsity import detected_pattern
 
     n = 260
     model, y0 = _ring(n, 0.5)
-    pattern = detect_pattern(model.rhs, 0.0, y0, {"d": np.float64(1e6)})
+    pattern, narrow = detected_pattern(model)
     i = np.arange(n)
     truth = np.zeros((n, n), bool)
     for shift in (0, 1, -1, 3):
         truth[i, (i + shift) % n] = True
-    np.testing.assert_array_equal(pattern, truth)  # (i, i + 3) is zero at y0 for odd i
+    np.testing.assert_array_equal(pattern.toarray() != 0, truth)  # (i, i + 3) is zero at y0 for odd i
+    assert narrow
     ts = np.array([0.0, 0.1, 1.0])
-    sol = simkit.solve(model, (0.0, 1.0), saveat=ts, rtol=1e-6, atol=1e-8, solver=simkit.BDF(jac_sparsity="detect"))
+    sol = simkit.solve(model, (0.0, 1.0), saveat=ts, rtol=1e-6, atol=1e-8)
     assert "jac_sparsity=<260x260" in sol.solver_name, sol.solver_name
 
     def f(t, y):
@@ -208,9 +209,36 @@ def test_a_detected_pattern_runs_banded_and_a_dense_one_does_not():
                                        jac_sparsity=truth)
     err, err_scipy = np.max(np.abs(np.asarray(sol.ys).T - ref.y)), np.max(np.abs(theirs.y - ref.y))
     assert err <= 3 * err_scipy, (err, err_scipy)
-    assert repr(choose_solver(model, None, n, False)) == "simkit.BDF()"  # the default does not probe
     dense = simkit.ODEModel(rhs=lambda t, y, p: -p["a"] @ y, params={"a": np.eye(n) + 1e-3}, y0=np.ones(n),
                             state_names=tuple(f"y{i}" for i in range(n)), stiff=True)
+    assert repr(choose_solver(dense, None, n, False)) == "simkit.BDF()"
     assert repr(choose_solver(dense, simkit.BDF(jac_sparsity="detect"), n, False)) == "simkit.BDF()"
     with pytest.raises(InputError, match="'detect'"):
         simkit.BDF(jac_sparsity="auto")
+
+
+def test_a_where_coupling_not_taken_at_y0_is_in_the_pattern():
+    """The case that kept numerical probing opt-in (session 27): a coupling of 1e5 to the
+    mirrored state, switched on by ``jnp.where`` once y[0] passes 1. Probes at y0 never saw
+    it, and the banded BDF ran 100,000 steps into max_steps. Read from the program, both
+    branches are in the pattern, and the default takes the dense BDF's steps and values."""
+    n = 300
+
+    def rhs(t, y, p):
+        lap = jnp.concatenate([y[1:2] - y[:1], y[2:] - 2 * y[1:-1] + y[:-2], y[-2:-1] - y[-1:]])
+        far = jnp.where(y[0] > 1.0, 1e5 * (y[::-1] - y), 0.0)
+        return p["d"] * lap + far + jnp.where(jnp.arange(n) == 0, 1.0, 0.0)
+
+    model = simkit.ODEModel(rhs=rhs, params={"d": 1e4}, y0=np.zeros(n), state_names=tuple(f"y{i}" for i in range(n)),
+                            stiff=True)
+    from simkit.kernels.sparsity import detected_pattern
+
+    pattern = detected_pattern(model)[0].toarray() != 0
+    i = np.arange(n)
+    assert pattern[i, n - 1 - i].all()  # the branch not taken at y0
+    sol = simkit.solve(model, (0.0, 2.0), saveat=3, rtol=1e-6, atol=1e-8)
+    dense = simkit.solve(model, (0.0, 2.0), saveat=3, rtol=1e-6, atol=1e-8, solver=simkit.BDF(linear_solver="dense"))
+    assert "jac_sparsity=<300x300" in sol.solver_name, sol.solver_name
+    assert float(sol.ts[-1]) == 2.0 and int(sol.status) == 0
+    assert int(sol.stats["num_steps"]) <= int(dense.stats["num_steps"]) + 5, (sol.stats, dense.stats)
+    np.testing.assert_allclose(np.asarray(sol.ys), np.asarray(dense.ys), rtol=1e-5, atol=1e-7)

@@ -1,0 +1,98 @@
+"""The Jacobian's pattern read from the rhs's program (simkit/kernels/structure.py).
+
+The pattern must hold every entry the Jacobian can have (else the banded BDF's Newton
+matrix misses a coupling): each case's pattern is compared with the union of exact
+Jacobians (``jax.jacfwd``) at random states, times and parameters, and where the analysis
+is exact, equal to it."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+
+import simkit
+from simkit.kernels.structure import MAX_ENTRIES, Unstructured, jacobian_structure
+
+N = 12
+A = np.diag(-2.0 * np.ones(N)) + np.diag(np.ones(N - 1), 1)
+IDX = np.array([3, 3, 7])
+SWAP = np.array([1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10])
+
+# (rhs, exact): exact where the pattern equals the Jacobian's union over random points
+CASES = {
+    "roll stencil": (lambda t, y, p: jnp.roll(y, 1) - 2 * y + jnp.roll(y, -1), True),
+    "matrix constant": (lambda t, y, p: A @ y * p["k"], True),
+    "matrix parameter": (lambda t, y, p: p["M"] @ y, True),  # its zeros are not known: dense
+    "scatter set and add": (lambda t, y, p: jnp.zeros_like(y).at[1:-1].set(y[2:] - y[:-2]).at[IDX].add(y[:3]), True),
+    "convolve": (lambda t, y, p: jnp.convolve(y, jnp.array([1.0, -2.0, 1.0]), mode="same"), True),
+    "convolve, kernel zero": (lambda t, y, p: jnp.convolve(y, jnp.array([1.0, 0.0, 1.0]), mode="same"), True),
+    "gather": (lambda t, y, p: y[SWAP] * y, True),
+    "fori_loop": (lambda t, y, p: lax.fori_loop(0, 3, lambda i, c: jnp.roll(c, 1) * y, y), True),
+    "cond on t": (lambda t, y, p: lax.cond(t > 1, lambda y: y[::-1], lambda y: y, y), True),
+    "constant mask": (lambda t, y, p: y * jnp.array([0.0, 1.0] * (N // 2)), True),
+    "2-D reshape": (lambda t, y, p: (y.reshape(3, 4) @ jnp.ones((4, 4))).T.ravel(), True),
+    "relu and norm": (lambda t, y, p: jax.nn.relu(y) + jnp.linalg.norm(y[:2]), True),
+    "stack of scalars": (lambda t, y, p: jnp.stack([y[0] * y[1], y[1] - y[2]] + [y[i] for i in range(2, N)]), True),
+    "stop_gradient, floor": (lambda t, y, p: lax.stop_gradient(y) + jnp.floor(y) + y, True),
+    "pad edge": (lambda t, y, p: jnp.diff(jnp.pad(y, 1, mode="edge"), 2), True),
+    "while_loop": (lambda t, y, p: lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, jnp.roll(c[1], 1) * y),
+                                                  (0, y))[1], False),
+    "cumsum": (lambda t, y, p: jnp.cumsum(y), False),  # the whole axis, not the prefix
+    "sort": (lambda t, y, p: jnp.sort(y), False),  # everything
+}
+
+
+def _union_of_jacobians(f, n, rng):
+    jac = jax.jit(jax.jacfwd(f, 1))
+    out = np.zeros((n, n), bool)
+    for t in (0.0, 2.0):
+        for _ in range(3):
+            p = {"k": 2.0, "M": rng.normal(size=(n, n))}
+            out |= np.asarray(jac(t, rng.uniform(0.0, 3.0, n), p)) != 0
+    return out
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_the_pattern_holds_every_entry_of_the_jacobian(name):
+    f, exact = CASES[name]
+    pattern = jacobian_structure(f, 0.0, jnp.ones(N), {"k": 2.0, "M": np.eye(N)}).toarray() != 0
+    truth = _union_of_jacobians(f, N, np.random.default_rng(0))
+    assert np.all(pattern >= truth), np.argwhere(truth & ~pattern)
+    if exact:
+        np.testing.assert_array_equal(pattern, truth)
+
+
+def test_a_where_branch_the_state_never_takes_is_in_the_pattern():
+    """Both branches of ``jnp.where``, whatever the state: here y < 1e9 at every probe."""
+    def f(t, y, p):
+        return jnp.where(y > 1e9, 1e5 * y[::-1], -y)
+
+    pattern = jacobian_structure(f, 0.0, jnp.ones(N), {}).toarray() != 0
+    i = np.arange(N)
+    assert pattern[i, i].all() and pattern[i, N - 1 - i].all() and pattern.sum() == 2 * N
+
+
+@pytest.mark.parametrize("name", ["heat_1d", "burgers", "kuramoto_sivashinsky", "pollu", "hires", "oregonator"])
+def test_the_library_models_patterns_are_their_jacobians(name):
+    model = simkit.models.get(name)
+    model = model.to_ode() if hasattr(model, "to_ode") else model
+    n = model.n_states
+    y0 = np.asarray(model.y0, float).reshape(n)
+    params = {k: np.asarray(v, float) for k, v in dict(model.params).items()}
+    pattern = jacobian_structure(model.rhs, 0.0, y0, params).toarray() != 0
+    jac = jax.jit(jax.jacfwd(model.rhs, 1))
+    rng = np.random.default_rng(1)
+    truth = np.zeros((n, n), bool)
+    for k in range(3):
+        y = y0 * rng.uniform(0.5, 1.5, n) + 1e-3 * rng.uniform(0.5, 1.5, n)
+        truth |= np.asarray(jac(0.3 * k, y, params)) != 0
+    np.testing.assert_array_equal(pattern, truth)
+
+
+def test_a_pattern_too_large_to_hold_gives_up():
+    """An all-to-all coupling of sqrt(MAX_ENTRIES) + 1 states: the analysis raises
+    Unstructured (the model is then treated as dense), not a memory error."""
+    n = int(np.sqrt(MAX_ENTRIES)) + 1
+    with pytest.raises(Unstructured):
+        jacobian_structure(lambda t, y, p: jnp.sort(y), 0.0, jax.ShapeDtypeStruct((n,), jnp.float64), {})
