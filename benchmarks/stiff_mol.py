@@ -16,6 +16,10 @@ n = 32, 10,368 at n = 72, 66,248 at n = 182), alpha = 10 (the diffusion: c |lamb
   preconditioner, at every size);
 * ``unpreconditioned``: `simkit.BDF(linear_solver="krylov", preconditioner=None)` (n <= 72:
   at n = 182, rtol 1e-4, one run had not finished after 5.5 minutes);
+* ``plain``: the same rhs as a plain `simkit.ODEModel` (no preconditioner), simkit's default
+  for it: `simkit.BDF` with the Jacobian's pattern read from the rhs
+  (`simkit.kernels.structure`), banded where that band is narrow, as a user who writes the
+  model by hand gets it;
 * SciPy's BDF (and Radau, n <= 32: minutes beyond) in their best honest form for a large
   system: a vectorised NumPy rhs (``np.roll`` Laplacian, as a SciPy user writes it) and
   ``jac_sparsity`` (the 5-point pattern of each species plus the coupling of u and v at a
@@ -105,17 +109,26 @@ def error(y, ref) -> float:
 
 
 SOLVERS = {"default": None, "dense": simkit.BDF(linear_solver="dense"), "krylov": simkit.BDF(linear_solver="krylov"),
-           "unpreconditioned": simkit.BDF(linear_solver="krylov", preconditioner=None)}
+           "unpreconditioned": simkit.BDF(linear_solver="krylov", preconditioner=None), "plain": None}
 
 
 def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def plain(n: int) -> simkit.ODEModel:
+    """The model's rhs as a plain ODEModel: no preconditioner, nothing but the rhs."""
+    ode = model(n).to_ode()
+    return simkit.ODEModel(rhs=ode.rhs, params=ode.params, y0=ode.y0, state_names=ode.state_names, name="plain",
+                           t_span=ode.t_span, stiff=True)
+
+
 def row(kind: str, label: str, n: int, rtol: float, repeats: int, out: str) -> None:
     """One row, in this process: writes its final state to ``out`` (.npy) and prints a JSON line."""
     m = model(n)
     if kind == "simkit":
+        if label == "plain":
+            m = plain(n)
         kw = {} if SOLVERS[label] is None else {"solver": SOLVERS[label]}
 
         def call():

@@ -288,8 +288,8 @@ def _failure_message(model: ODEModel, sol: Solution, t0: Any, t1: Any, solver: A
     stalled = int(np.asarray(sol.stats.get("num_linear_failures", 0)))
     linear = (f" {stalled} Newton iterations stopped because GMRES did not converge within krylov_dim = "
               f"{getattr(solver, 'krylov_dim', '?')} products: give a preconditioner (simkit.BDF(preconditioner="
-              "...)), the Jacobian's sparsity (simkit.BDF(jac_sparsity=pattern), or jac_sparsity='detect' to "
-              "find it by probing) or a dense Jacobian up to a few "
+              "...)), the Jacobian's sparsity (simkit.BDF(jac_sparsity=pattern), or linear_solver='banded', "
+              "jac_sparsity='detect' for the band read from the rhs however wide) or a dense Jacobian up to a few "
               "thousand states (simkit.BDF(linear_solver='dense')), or raise krylov_dim."
               if stalled and code in (Status.MAX_STEPS, Status.STEP_SIZE_UNDERFLOW, Status.NONLINEAR_FAILURE) else "")
     if code == Status.MAX_STEPS:

@@ -289,14 +289,15 @@ class BDF(AbstractKernel):
     s for SciPy's BDF with ``jac_sparsity``; at 66,248 states 6 s against SciPy's 200+ s
     (``benchmarks/stiff_mol.py``). Without a preconditioner GMRES needs many iterations on
     very stiff problems (1-D Brusselator of 3,200 states: 2.9 s, SciPy's sparse LU 0.13 s;
-    ``benchmarks/bdf_size.py``): pass one, or the Jacobian's sparsity pattern
-    (``jac_sparsity``, as SciPy's): the states are then reordered into a band (reverse
-    Cuthill-McKee), the Jacobian costs ``kl + ku + 1`` Jacobian-vector products instead of
-    ``n`` and ``I - c J`` a banded LU with partial pivoting (`simkit.kernels.banded`), O(n)
-    memory (the same 3,200-state problem: 0.3-0.37 s; SciPy's BDF with the pattern 0.16-0.21
-    s); or ``linear_solver="dense"`` for a few thousand states whose Jacobian is dense
-    (large reaction networks); or ``jac_sparsity="detect"`` to find the pattern by probing
-    the Jacobian (not the default: a ``jnp.where`` branch the probes miss can defeat it).
+    ``benchmarks/bdf_size.py``). So above 256 states without a preconditioner the Jacobian's
+    sparsity pattern is read from the rhs's program (`simkit.kernels.structure`: every entry
+    that may be nonzero for any state, time and parameters) and, where it is a narrow band
+    after reordering, used as a given ``jac_sparsity`` is: the states are reordered into a
+    band (reverse Cuthill-McKee), the Jacobian costs ``kl + ku + 1`` Jacobian-vector products
+    instead of ``n`` and ``I - c J`` a banded LU with partial pivoting
+    (`simkit.kernels.banded`), O(n) memory. Where the pattern is not a narrow band (a dense
+    coupling, an FFT) it stays matrix-free; ``linear_solver="dense"`` keeps a dense
+    Jacobian for a few thousand states whose Jacobian is dense (large reaction networks).
     On small systems at tight
     tolerances `Rodas5P` or `RadauIIA5` take far fewer steps. The order reached and the
     Jacobians with the LU factorisations (dense) or the GMRES iterations (matrix-free) are
@@ -308,8 +309,10 @@ class BDF(AbstractKernel):
     ----------
     linear_solver : {"auto", "dense", "banded", "krylov"}
         How the Newton iteration solves with ``I - c J``: ``"auto"`` banded when
-        ``jac_sparsity`` is given, else dense up to 256 states (100 with a preconditioner)
-        and matrix-free above; or one of them always (``"banded"`` needs ``jac_sparsity``).
+        ``jac_sparsity`` is given, else dense up to 256 states (100 with a preconditioner);
+        above, with a preconditioner matrix-free, without one banded where the pattern read
+        from the rhs is a narrow band (block at most n / 8 and 128) and matrix-free
+        otherwise; or one of them always (``"banded"`` needs ``jac_sparsity``).
     preconditioner : callable, "model" or None
         For the matrix-free solves: ``preconditioner(t, y, params, c)`` returns a function
         ``v -> M^{-1} v`` with ``M`` an approximation of ``I - c J(t, y)`` (shape
@@ -323,11 +326,10 @@ class BDF(AbstractKernel):
         residual, CVODE's rule) and the step shrinks; ``stats["num_linear_failures"]``
         counts them, and a failed solve's message names them.
     jac_sparsity : array_like or scipy.sparse matrix, shape (n_states, n_states), or "detect", optional
-        ``"detect"``: found by probing the Jacobian (up to 4,096 states, at the model's
-        ``y0`` and ``params`` and two random perturbations; `simkit.kernels.sparsity`) and
-        used where its band is narrow. A dependence none of the probes shows (a
-        ``jnp.where`` branch they did not take) is missed, and a stiff missed coupling can
-        make the Newton iteration fail at every step size: pass the pattern when you know it.
+        ``"detect"``: read from the rhs's program (`simkit.kernels.structure`) at any size,
+        and used where its band is narrow (``"auto"`` does this by itself above 256 states
+        without a preconditioner). Operations it cannot follow (an FFT, a sort, a callback)
+        count as dense, so such a model runs as ``BDF()``.
         Otherwise nonzero where ``d rhs_i / d y_j`` may be nonzero (SciPy's ``jac_sparsity``); the
         diagonal is always included. The band found is in the solver's repr
         (``band kl+ku``); a pattern that misses a nonzero gives a wrong Jacobian, which

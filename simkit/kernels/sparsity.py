@@ -25,7 +25,10 @@ from .banded import band_structure
 from .structure import Unstructured, jacobian_structure
 
 NARROW = 8  # banded when the band's block is at most n / NARROW ...
-MAX_BLOCK = 512  # ... and at most this (a banded LU costs O(n m^2) work and O(n m) memory)
+# ... and at most MAX_BLOCK: a banded LU costs O(n m^2). Measured (session 28, one LU): 6 ms
+# at 512 states and m = 62, 39 ms at 2,048 and m = 126, 648 ms at 10,368 and m = 290 (a 72 x 72
+# grid: about 100 LUs per solve, where unpreconditioned GMRES took 15-32 s in all)
+MAX_BLOCK = 128
 
 
 def _spec(x: Any) -> jax.ShapeDtypeStruct:
@@ -38,7 +41,7 @@ _PATTERNS: dict = {}  # key -> (pattern or None, narrow)
 def detected_pattern(model: Any) -> tuple[Any, bool]:
     """``model``'s Jacobian pattern read from its rhs (a ``(n, n)`` CSR matrix; None when the
     analysis gave up) and whether its band after reordering is narrow enough for the banded
-    BDF to pay: block at most n / 8 and at most 512."""
+    BDF to pay: block at most n / 8 and at most 128."""
     n = model.n_states
     dtype = jax.dtypes.canonicalize_dtype(np.float64)  # (float32 where JAX runs without x64)
     params = jax.tree_util.tree_map(_spec, dict(model.params))
