@@ -18,8 +18,9 @@ of a loop, whatever the parameters' values. It may hold more than that (it never
 * reductions join along their axes; cumulative sums along the whole axis;
   ``dot_general`` joins over the contracted index, less the constant operand's zeros;
   a convolution with a constant kernel joins each output's window, less the kernel's zeros;
-* ``jit``, ``custom_jvp``/``custom_vjp`` functions and ``checkpoint`` are followed
-  inside; ``cond`` joins its branches (or takes the one a constant index names); ``while``
+* ``jit`` functions and ``checkpoint`` are followed inside, a ``custom_jvp`` function
+  through its JVP rule (its derivative), a ``custom_vjp`` one through its primal (forward
+  mode, which simkit's solvers use, cannot run its rule); ``cond`` joins its branches (or takes the one a constant index names); ``while``
   and ``scan`` iterate their carry's sets to a fixed point;
 * an operation whose derivative is zero (comparisons, ``floor``, ``sign``,
   ``stop_gradient``, integer results) depends on nothing;
@@ -233,6 +234,12 @@ _NUMPY_VALUES: dict[str, Callable] = {
 }
 
 
+def _bind_primitive(eqn, args: list) -> Any:
+    """``eqn``'s operation on ``args``, as ``jax.core.eval_jaxpr`` binds it (a call primitive
+    takes its function from its params)."""
+    return eqn.primitive.bind(*args, **eqn.primitive.get_bind_params(eqn.params))
+
+
 def _bind(eqn, args: list, out_avals, numbers: bool = False) -> list[np.ndarray]:
     """The operation on NumPy arrays: by NumPy where simkit knows it (no compilation), else
     by JAX (compiled once per shape). ``numbers``: the data are element numbers (integers
@@ -245,7 +252,7 @@ def _bind(eqn, args: list, out_avals, numbers: bool = False) -> list[np.ndarray]
         out = _NUMPY_VALUES[name](*args)
     else:
         with jax.ensure_compile_time_eval():
-            out = eqn.primitive.bind(*[jnp.asarray(a) for a in args], **eqn.params)
+            out = _bind_primitive(eqn, [jnp.asarray(a) for a in args])
     outs = [np.asarray(o) for o in (out if isinstance(out, (list, tuple)) else [out])]
     if numbers:
         return outs
@@ -452,6 +459,36 @@ def _call(eqn, ins: list[_V], out_avals) -> list[_V]:
     return _run(jaxpr, consts, ins[len(ins) - len(jaxpr.invars):])
 
 
+def _custom_jvp(eqn, ins: list[_V], out_avals) -> list[_V]:
+    """A ``custom_jvp`` function: its derivative is its JVP rule, not its primal (a table
+    lookup through an integer index, a straight-through ``round``, a rule that couples more
+    than the primal). The rule is traced (``jax.jvp`` of the call) and its tangent outputs
+    followed from tangents that carry the inputs' states; the primals keep their values."""
+    idx = [i for i, v in enumerate(eqn.invars) if _inexact(v.aval)]
+    n_in = len(eqn.invars)
+
+    def tangents(*args):
+        primals = list(args[:n_in])
+
+        def call(*xs):
+            full = list(primals)
+            for i, x in zip(idx, xs):
+                full[i] = x
+            out = _bind_primitive(eqn, full)
+            return tuple(out) if eqn.primitive.multiple_results else (out,)
+
+        return jax.jvp(call, tuple(primals[i] for i in idx), tuple(args[n_in:]))[1]
+
+    specs = [jax.ShapeDtypeStruct(v.aval.shape, v.aval.dtype) for v in eqn.invars]
+    try:
+        closed = jax.make_jaxpr(tangents)(*specs, *[specs[i] for i in idx])
+    except Exception:  # noqa: BLE001 - a rule that cannot be traced here: the safe side
+        return _conservative(eqn, ins, out_avals)
+    outs = _run(closed.jaxpr, [_constant(c) for c in closed.consts],
+                [_V(v.shape, None, v.value) for v in ins] + [ins[i] for i in idx])
+    return [_V(tuple(a.shape), o.deps) if _inexact(a) else _V(tuple(a.shape)) for o, a in zip(outs, out_avals)]
+
+
 def _join(a: _V, b: _V) -> _V:
     same = a.value is not None and b.value is not None and np.array_equal(a.value, b.value)
     return _V(a.shape, _union(a.deps, b.deps), a.value if same else None)
@@ -552,9 +589,9 @@ def _identity(eqn, ins: list[_V], out_avals) -> list[_V]:
     return [_V(tuple(a.shape), v.deps, v.value) for v, a in zip(ins, out_avals)]
 
 
-RULES: dict[str, Callable] = {"optimization_barrier": _identity, "dot_general": _dot_general, "conv_general_dilated": _conv, "cond": _cond,
+RULES: dict[str, Callable] = {"optimization_barrier": _identity, "custom_jvp_call": _custom_jvp, "dot_general": _dot_general, "conv_general_dilated": _conv, "cond": _cond,
                               "while": _while, "scan": _scan}
-RULES.update({name: _call for name in CALLS})
+RULES.update({name: _call for name in CALLS if name != "custom_jvp_call"})
 RULES.update({name: _reduce for name in REDUCTIONS})
 RULES.update({name: _cumulative for name in CUMULATIVE})
 RULES.update({name: _scatter for name in SCATTERS})

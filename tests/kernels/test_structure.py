@@ -19,6 +19,39 @@ A = np.diag(-2.0 * np.ones(N)) + np.diag(np.ones(N - 1), 1)
 IDX = np.array([3, 3, 7])
 SWAP = np.array([1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10])
 
+TABLE = np.linspace(0.0, 1.0, 50) ** 2
+
+
+@jax.custom_jvp
+def _coupled_sin(x):  # a JVP rule that couples more than the primal does
+    return jnp.sin(x)
+
+
+@_coupled_sin.defjvp
+def _(primals, tangents):
+    return _coupled_sin(primals[0]), jnp.cos(primals[0]) * tangents[0] + 0.1 * jnp.roll(tangents[0], 1)
+
+
+@jax.custom_jvp
+def _straight_through_round(x):
+    return jnp.round(x)
+
+
+@_straight_through_round.defjvp
+def _(primals, tangents):
+    return _straight_through_round(primals[0]), tangents[0]
+
+
+@jax.custom_jvp
+def _tabulated(x):  # a table lookup through an integer index, with its analytic derivative
+    return jnp.asarray(TABLE)[jnp.clip((x * 10).astype(jnp.int32) + 25, 0, 49)]
+
+
+@_tabulated.defjvp
+def _(primals, tangents):
+    return _tabulated(primals[0]), 2 * primals[0] * tangents[0]
+
+
 # (rhs, exact): exact where the pattern equals the Jacobian's union over random points
 CASES = {
     "roll stencil": (lambda t, y, p: jnp.roll(y, 1) - 2 * y + jnp.roll(y, -1), True),
@@ -36,6 +69,10 @@ CASES = {
     "stack of scalars": (lambda t, y, p: jnp.stack([y[0] * y[1], y[1] - y[2]] + [y[i] for i in range(2, N)]), True),
     "stop_gradient, floor": (lambda t, y, p: lax.stop_gradient(y) + jnp.floor(y) + y, True),
     "pad edge": (lambda t, y, p: jnp.diff(jnp.pad(y, 1, mode="edge"), 2), True),
+    # found by the session-28 helper: a custom_jvp function's derivative is its rule, not its primal
+    "custom_jvp rule couples": (lambda t, y, p: _coupled_sin(y), True),
+    "custom_jvp straight-through": (lambda t, y, p: _straight_through_round(y) + jnp.roll(y, 1), True),
+    "custom_jvp table lookup": (lambda t, y, p: _tabulated(y), True),
     "while_loop": (lambda t, y, p: lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, jnp.roll(c[1], 1) * y),
                                                   (0, y))[1], False),
     "cumsum": (lambda t, y, p: jnp.cumsum(y), False),  # the whole axis, not the prefix
