@@ -183,12 +183,12 @@ def _pad(a: np.ndarray, value: Any, config) -> np.ndarray:
             index[axis] = slice(None, None, interior + 1)
             spread[tuple(index)] = a
             a = spread
+        width = [(0, 0)] * a.ndim  # the padding first, then what negative padding removes of it
+        width[axis] = (max(lo, 0), max(hi, 0))
+        a = np.pad(a, width, constant_values=value)
         index = [slice(None)] * a.ndim
         index[axis] = slice(max(-lo, 0), a.shape[axis] - max(-hi, 0))
         a = a[tuple(index)]
-        width = [(0, 0)] * a.ndim
-        width[axis] = (max(lo, 0), max(hi, 0))
-        a = np.pad(a, width, constant_values=value)
     return a
 
 
@@ -229,8 +229,8 @@ _NUMPY: dict[str, Callable] = {
 _NUMPY_VALUES: dict[str, Callable] = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "neg": np.negative, "max": np.maximum,
     "min": np.minimum, "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
-    "gt": np.greater, "ge": np.greater_equal, "and": np.logical_and, "or": np.logical_or,
-    "not": np.logical_not, "abs": np.abs, "sign": np.sign, "select_n": lambda c, *x: np.choose(c.astype(int), x),
+    "gt": np.greater, "ge": np.greater_equal, "and": np.bitwise_and, "or": np.bitwise_or,
+    "not": np.invert, "xor": np.bitwise_xor, "abs": np.abs, "sign": np.sign, "select_n": lambda c, *x: np.choose(c.astype(int), x),
 }
 
 

@@ -73,6 +73,11 @@ CASES = {
     "custom_jvp rule couples": (lambda t, y, p: _coupled_sin(y), True),
     "custom_jvp straight-through": (lambda t, y, p: _straight_through_round(y) + jnp.roll(y, 1), True),
     "custom_jvp table lookup": (lambda t, y, p: _tabulated(y), True),
+    "bitwise constant indices": (lambda t, y, p: jnp.where((jnp.arange(N) & 1) == 0, y[jnp.arange(N) | 1],
+                                                             y[~jnp.arange(N)]), True),
+    "lax.pad shift past a short axis": (lambda t, y, p: (lax.pad(y.reshape(6, 2), 0.0, [(1, -1, 0), (0, 0, 0)])
+                                                         + lax.pad(y.reshape(6, 2), 0.0, [(0, 0, 0), (3, -3, 0)])
+                                                         + y.reshape(6, 2)).ravel(), True),
     "while_loop": (lambda t, y, p: lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, jnp.roll(c[1], 1) * y),
                                                   (0, y))[1], False),
     "cumsum": (lambda t, y, p: jnp.cumsum(y), False),  # the whole axis, not the prefix
