@@ -15,7 +15,7 @@ of a loop, whatever the parameters' values. It may hold more than that (it never
   are evaluated once on element numbers to learn where each element comes from;
 * ``scatter`` family with constant indices: each update's target, from the transpose of
   ``scatter_add`` applied to element numbers;
-* reductions join along their axes; cumulative sums along the whole axis;
+* reductions join along their axes, cumulative sums over the prefix, an FFT over its lines;
   ``dot_general`` joins over the contracted index, less the constant operand's zeros;
   a convolution with a constant kernel joins each output's window, less the kernel's zeros;
 * ``jit`` functions and ``checkpoint`` are followed inside, a ``custom_jvp`` function
@@ -24,7 +24,7 @@ of a loop, whatever the parameters' values. It may hold more than that (it never
   and ``scan`` iterate their carry's sets to a fixed point;
 * an operation whose derivative is zero (comparisons, ``floor``, ``sign``,
   ``stop_gradient``, integer results) depends on nothing;
-* any other operation (``fft``, ``sort``, a callback, ...): every output element depends on
+* any other operation (``sort``, a linear solve, a callback, ...): every output element depends on
   everything its inputs depend on. Safe, and dense.
 
 Constants of the program (arrays the rhs closes over, ``jnp.arange``, ...) are evaluated
@@ -140,7 +140,7 @@ convert_element_type reduce_precision select_n clamp tan
 ZERO_DERIVATIVE = frozenset("stop_gradient floor ceil round sign is_finite".split())
 MOVEMENT = frozenset("""
 reshape broadcast_in_dim transpose squeeze slice dynamic_slice dynamic_update_slice pad concatenate
-rev gather split expand_dims stack unstack
+rev gather split expand_dims stack unstack tile
 """.split())
 REDUCTIONS = frozenset("reduce_sum reduce_max reduce_min reduce_prod reduce_and reduce_or argmax argmin".split())
 CUMULATIVE = frozenset("cumsum cumprod cummax cummin cumlogsumexp".split())
@@ -166,6 +166,8 @@ def _elementwise(eqn, ins: list[_V], out_avals) -> list[_V]:
         others = [o for j, o in enumerate(ins) if j != k]
         if name == "mul" and others[0].value is not None:  # times a constant zero: no dependence
             rows = np.where(np.broadcast_to(others[0].value, shape).ravel() == 0, -1, rows)
+        if name == "pow" and k == 0 and ins[1].value is not None:  # y ** 0 (mass action's absent species)
+            rows = np.where(np.broadcast_to(ins[1].value, shape).ravel() == 0, -1, rows)
         if name == "div" and k == 1 and ins[0].value is not None:  # 0 / y
             rows = np.where(np.broadcast_to(ins[0].value, shape).ravel() == 0, -1, rows)
         parts.append(_checked(_select(rows, v.size) @ v.deps))
@@ -196,6 +198,42 @@ def _start(idx: list, shape: tuple, sizes: tuple) -> tuple:
     return tuple(int(np.clip(int(i), 0, d - s)) for i, d, s in zip(idx, shape, sizes))
 
 
+def _take(a: np.ndarray, indices: np.ndarray, dims: tuple, window_out: tuple, clip: bool) -> np.ndarray | None:
+    """``a`` indexed along ``dims`` by the rows of ``indices`` (index vectors last), the other
+    axes whole and placed at ``window_out`` of the result: the form ``jnp`` indexing gives
+    ``gather`` (and a scatter's targets). Out of bounds: clipped, or element number 0
+    (nothing) where dropped. None for any other form (JAX evaluates it)."""
+    k = len(dims)
+    if indices.ndim == 0 or indices.shape[-1] != k or list(dims) != sorted(dims):
+        return None
+    rest = [d for d in range(a.ndim) if d not in dims]
+    batch = indices.shape[:-1]
+    if len(window_out) != len(rest):
+        return None
+    idx = indices.reshape(-1, k).astype(np.int64)
+    bounds = np.array([a.shape[d] for d in dims])
+    inside = np.all((idx >= 0) & (idx < bounds), axis=1)
+    idx = np.clip(idx, 0, bounds - 1)
+    moved = np.moveaxis(a, dims, range(k))
+    out = moved[tuple(idx.T)]  # (batch, rest...)
+    if not clip:
+        out = np.where(inside.reshape((-1,) + (1,) * len(rest)), out, 0)
+    out = out.reshape(batch + tuple(a.shape[d] for d in rest))
+    return np.moveaxis(out, range(len(batch), out.ndim), window_out)
+
+
+def _gather(p: dict, a: np.ndarray, indices: np.ndarray) -> np.ndarray | None:
+    dn = p["dimension_numbers"]
+    mode = str(p["mode"])
+    if dn.operand_batching_dims or tuple(dn.collapsed_slice_dims) != tuple(dn.start_index_map) or (
+            "FILL" in mode and p.get("fill_value") is not None):
+        return None
+    whole = all(p["slice_sizes"][d] == (1 if d in dn.collapsed_slice_dims else a.shape[d]) for d in range(a.ndim))
+    if not whole:
+        return None
+    return _take(a, indices, tuple(dn.start_index_map), tuple(dn.offset_dims), clip="FILL" not in mode)
+
+
 def _broadcast_in_dim(a: np.ndarray, shape: tuple, dims: tuple) -> np.ndarray:
     expanded = [1] * len(shape)
     for i, d in enumerate(dims):
@@ -213,7 +251,7 @@ def _dynamic_update_slice(a, u, *idx):
 _NUMPY: dict[str, Callable] = {
     "slice": lambda p, a: a[tuple(slice(s, l, st) for s, l, st in
                                   zip(p["start_indices"], p["limit_indices"], p["strides"] or (1,) * a.ndim))],
-    "reshape": lambda p, a: a.reshape(p["new_sizes"]) if p.get("dimensions") is None else None,
+    "reshape": lambda p, a: (a if p.get("dimensions") is None else a.transpose(p["dimensions"])).reshape(p["new_sizes"]),
     "broadcast_in_dim": lambda p, a: _broadcast_in_dim(a, tuple(p["shape"]), tuple(p["broadcast_dimensions"])),
     "transpose": lambda p, a: a.transpose(p["permutation"]),
     "squeeze": lambda p, a: np.squeeze(a, axis=tuple(p["dimensions"])),
@@ -225,6 +263,8 @@ _NUMPY: dict[str, Callable] = {
     "dynamic_slice": lambda p, a, *i: a[tuple(slice(s, s + d) for s, d in
                                               zip(_start(i, a.shape, p["slice_sizes"]), p["slice_sizes"]))],
     "dynamic_update_slice": lambda p, a, u, *i: _dynamic_update_slice(a, u, *i),
+    "gather": _gather,
+    "tile": lambda p, a: np.tile(a, p["reps"]),
 }
 _NUMPY_VALUES: dict[str, Callable] = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "neg": np.negative, "max": np.maximum,
@@ -246,11 +286,12 @@ def _bind(eqn, args: list, out_avals, numbers: bool = False) -> list[np.ndarray]
     kept as they are), else values (cast to the outputs' dtypes)."""
     name = eqn.primitive.name
     args = [np.asarray(a) for a in args]
-    if name in _NUMPY:
+    out = None
+    if name in _NUMPY and (numbers or name != "gather"):  # (gather's fill of values: JAX's)
         out = _NUMPY[name](eqn.params, *args)
     elif name in _NUMPY_VALUES and not numbers:
         out = _NUMPY_VALUES[name](*args)
-    else:
+    if out is None:
         with jax.ensure_compile_time_eval():
             out = _bind_primitive(eqn, [jnp.asarray(a) for a in args])
     outs = [np.asarray(o) for o in (out if isinstance(out, (list, tuple)) else [out])]
@@ -308,10 +349,33 @@ def _reduce(eqn, ins: list[_V], out_avals) -> list[_V]:
 
 
 def _cumulative(eqn, ins: list[_V], out_avals) -> list[_V]:
-    v = ins[0]  # every element along the axis (a superset of the prefix)
-    out, kept = _reduction_rows(v.shape, (eqn.params["axis"],))
-    s = _csr(out, np.arange(v.size), (int(np.prod(kept, dtype=np.int64)), v.size))
-    return [_V(v.shape, _checked(s.T.tocsr() @ _checked(s @ v.deps)))]
+    """Each element joins the elements before it along the axis (after it, reversed)."""
+    v = ins[0]
+    axis = eqn.params["axis"] % len(v.shape)
+    length = v.shape[axis]
+    if v.size * length // 2 > MAX_ENTRIES:
+        raise Unstructured("a cumulative operation too large to follow")
+    ids = np.moveaxis(np.arange(v.size).reshape(v.shape), axis, -1).reshape(-1, length)  # (lines, length)
+    i, j = np.tril_indices(length)  # output i joins input j <= i
+    if eqn.params.get("reverse", False):
+        i, j = length - 1 - i, length - 1 - j
+    rows, cols = ids[:, i].ravel(), ids[:, j].ravel()
+    return [_V(v.shape, _checked(_csr(rows, cols, (v.size, v.size)) @ v.deps))]
+
+
+def _fft(eqn, ins: list[_V], out_avals) -> list[_V]:
+    """Each output element joins its line (the transformed trailing axes) of the input."""
+    v, out = ins[0], tuple(out_avals[0].shape)
+    k = len(eqn.params["fft_lengths"])
+    lead = v.shape[:len(v.shape) - k]
+    lines = int(np.prod(lead, dtype=np.int64))
+    per_in, per_out = v.size // max(lines, 1), int(np.prod(out[len(lead):], dtype=np.int64))
+    if lines * per_in * per_out > MAX_ENTRIES:
+        raise Unstructured("an FFT too large to follow")
+    line = np.arange(lines)
+    rows = (line[:, None, None] * per_out + np.arange(per_out)[None, :, None] + 0 * np.arange(per_in)[None, None, :])
+    cols = (line[:, None, None] * per_in + np.arange(per_in)[None, None, :] + 0 * np.arange(per_out)[None, :, None])
+    return [_V(out, _checked(_csr(rows.ravel(), cols.ravel(), (lines * per_out, v.size)) @ v.deps))]
 
 
 def _dot_general(eqn, ins: list[_V], out_avals) -> list[_V]:
@@ -409,10 +473,18 @@ def _scatter(eqn, ins: list[_V], out_avals) -> list[_V]:
                                indices_are_sorted=p["indices_are_sorted"], unique_indices=p["unique_indices"],
                                mode=p["mode"])
 
-    with jax.ensure_compile_time_eval():  # each update's target: the transpose gathers element numbers
-        numbers = jnp.asarray(_ids(operand.shape, 1), dt)
-        target = np.asarray(jax.linear_transpose(add, jax.ShapeDtypeStruct(updates.shape, dt))(numbers)[0])
-    target = np.rint(target).astype(np.int64).ravel() - 1
+    dn = p["dimension_numbers"]
+    target = None
+    if not dn.operand_batching_dims and tuple(dn.inserted_window_dims) == tuple(dn.scatter_dims_to_operand_dims):
+        target = _take(_ids(operand.shape, 1), np.asarray(indices.value), tuple(dn.scatter_dims_to_operand_dims),
+                       tuple(dn.update_window_dims), clip="FILL" not in str(p["mode"]))  # the indexing form
+        if target is not None and target.shape != tuple(updates.shape):
+            target = None
+    if target is None:
+        with jax.ensure_compile_time_eval():  # each update's target: the transpose gathers element numbers
+            numbers = jnp.asarray(_ids(operand.shape, 1), dt)
+            target = np.rint(np.asarray(jax.linear_transpose(add, jax.ShapeDtypeStruct(updates.shape, dt))(numbers)[0]))
+    target = np.asarray(target).astype(np.int64).ravel() - 1
     parts = []
     if updates.deps is not None:
         valid = target >= 0
@@ -578,6 +650,8 @@ def _row(v: _V, i: int) -> _V:
 
 
 def _stack(rows: list[_V], aval) -> _V:
+    if not rows:  # a scan of no steps
+        return _V(tuple(aval.shape))
     if all(r.value is not None for r in rows):
         return _V(tuple(aval.shape), value=np.stack([r.value for r in rows]))
     if all(r.deps is None for r in rows):
@@ -589,7 +663,7 @@ def _identity(eqn, ins: list[_V], out_avals) -> list[_V]:
     return [_V(tuple(a.shape), v.deps, v.value) for v, a in zip(ins, out_avals)]
 
 
-RULES: dict[str, Callable] = {"optimization_barrier": _identity, "custom_jvp_call": _custom_jvp, "dot_general": _dot_general, "conv_general_dilated": _conv, "cond": _cond,
+RULES: dict[str, Callable] = {"optimization_barrier": _identity, "fft": _fft, "custom_jvp_call": _custom_jvp, "dot_general": _dot_general, "conv_general_dilated": _conv, "cond": _cond,
                               "while": _while, "scan": _scan}
 RULES.update({name: _call for name in CALLS if name != "custom_jvp_call"})
 RULES.update({name: _reduce for name in REDUCTIONS})

@@ -78,9 +78,12 @@ CASES = {
     "lax.pad shift past a short axis": (lambda t, y, p: (lax.pad(y.reshape(6, 2), 0.0, [(1, -1, 0), (0, 0, 0)])
                                                          + lax.pad(y.reshape(6, 2), 0.0, [(0, 0, 0), (3, -3, 0)])
                                                          + y.reshape(6, 2)).ravel(), True),
+    "reshape with dimensions": (lambda t, y, p: lax.reshape(y.reshape(3, 4), (12,), dimensions=(1, 0)) * y, True),
+    "scan of no steps": (lambda t, y, p: y + lax.scan(lambda c, x: (c + x, x * c), 0.0, y[:0])[1].sum(), True),
     "while_loop": (lambda t, y, p: lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, jnp.roll(c[1], 1) * y),
                                                   (0, y))[1], False),
-    "cumsum": (lambda t, y, p: jnp.cumsum(y), False),  # the whole axis, not the prefix
+    "cumsum": (lambda t, y, p: jnp.cumsum(y) + lax.cumsum(y[::-1].reshape(3, 4), axis=1, reverse=True).ravel(), True),
+    "tile, pow by constants, per-row fft": (lambda t, y, p: jnp.tile(y[:6], 2) * jnp.prod(y.reshape(3, 4) ** jnp.array([[0.0, 1.0, 2.0, 0.0]]), axis=1).repeat(4) + jnp.abs(jnp.fft.rfft(y.reshape(3, 4))).repeat(2, axis=1)[:, :4].ravel(), True),
     "sort": (lambda t, y, p: jnp.sort(y), False),  # everything
 }
 
