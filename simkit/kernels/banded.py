@@ -168,14 +168,15 @@ def _blocks(band, s: BandStructure):
 
 def banded_factor(band, c, s: BandStructure):
     """Factors of ``I - c A`` (``A`` given by its reordered band ``(n, kl + ku + 1)``) for
-    `banded_solve`: per block step, the forward elimination as one ``2m x 2m`` matrix
-    (row order, ``L^-1``, and ``U^-1`` of the diagonal block) and the back substitution's
-    coupling to the next two blocks, ``U1^-1 U12`` (``m x 2m``)."""
+    `banded_solve`, per block step: the ``2m x m`` panel's LU with partial pivoting (its row
+    order ``P``, ``L = [L1; L2]`` and ``U1``: LAPACK's ``getrf``), the block row's coupling to
+    the next two blocks ``U12 = L1^-1 (P rows)[:m, m:]`` (``m x 2m``), and ``L1^-1``,
+    ``U1^-1`` for the solve's matrix-vector products (a triangular solve per block is a
+    LAPACK call each, which costs more than the product at these sizes)."""
     m = s.block
     eye = jnp.zeros((1, s.width), band.dtype).at[0, s.kl].set(1.0)
     B, D, C = _blocks(eye - c * band, s)
     zero = jnp.zeros((m, m), band.dtype)
-
     eye_m = jnp.eye(m, dtype=band.dtype)
 
     def step(top, nxt):
@@ -183,17 +184,10 @@ def banded_factor(band, c, s: BandStructure):
         rows = jnp.concatenate([jnp.concatenate([top, zero], axis=1),
                                 jnp.concatenate([b_next, d_next, c_next], axis=1)])  # (2m, 3m)
         lu, _, perm = lapack_lu(rows[:, :m])
-        rows = rows[perm]
+        rest = rows[perm, m:]  # (2m, 2m)
         l_inv = lapack_unit_lower_solve(lu[:m], eye_m)
-        u_inv = lapack_upper_solve(lu[:m], eye_m)
-        u12 = l_inv @ rows[:m, m:]
-        top_next = rows[m:, m:] - lu[m:] @ u12
-        # the forward step as one matrix, T = [[U1^-1 L1^-1, 0], [-L2 L1^-1, I]] P (columns
-        # permuted: T = T0 P), and the backward coupling U1^-1 U12
-        forward = jnp.concatenate([jnp.concatenate([u_inv @ l_inv, zero], axis=1),
-                                   jnp.concatenate([-lu[m:] @ l_inv, eye_m], axis=1)])
-        forward = forward[:, jnp.argsort(perm)]
-        return top_next, (forward, u_inv @ u12)
+        u12 = l_inv @ rest[:m]
+        return rest[m:] - lu[m:] @ u12, (perm, l_inv, lu[m:], lapack_upper_solve(lu[:m], eye_m), u12)
 
     top0 = jnp.concatenate([D[0], C[0]], axis=1)
     _, factors = lax.scan(step, top0, (B[1:], D[1:], C[1:]))
@@ -202,24 +196,26 @@ def banded_factor(band, c, s: BandStructure):
 
 def banded_solve(factors, b, s: BandStructure):
     """Solve ``(I - c A) x = b`` from `banded_factor`'s output; ``b`` and ``x`` in the
-    model's order, shape ``(n,)``. One small matrix-vector product per block and direction."""
-    forward, coupling = factors
-    nb, m = forward.shape[0], s.block
+    model's order, shape ``(n,)``. Per block: a row exchange and five ``m``-wide
+    matrix-vector products."""
+    perm, l_inv, l2, u_inv, u12 = factors
+    nb, m = perm.shape[0], s.block
     bp = jnp.zeros(((nb + 1) * m,), b.dtype).at[: s.n].set(b[s.perm]).reshape(nb + 1, m)
 
     def down(top, x):
-        t_i, b_next = x
-        w = t_i @ jnp.concatenate([top, b_next])
-        return w[m:], w[:m]
+        p, l_inv_i, l2_i, b_next = x
+        r = jnp.concatenate([top, b_next])[p]
+        z = l_inv_i @ r[:m]
+        return r[m:] - l2_i @ z, z
 
-    _, y = lax.scan(down, bp[0], (forward, bp[1:]))
+    _, z = lax.scan(down, bp[0], (perm, l_inv, l2, bp[1:]))
 
     def up(after, x):
-        h_i, y_i = x
-        xi = y_i - h_i @ after
+        u_inv_i, u12_i, z_i = x
+        xi = u_inv_i @ (z_i - u12_i @ after)
         return jnp.concatenate([xi, after[:m]]), xi
 
-    _, xs = lax.scan(up, jnp.zeros((2 * m,), b.dtype), (coupling, y), reverse=True)
+    _, xs = lax.scan(up, jnp.zeros((2 * m,), b.dtype), (u_inv, u12, z), reverse=True)
     x = xs.reshape(-1)[: s.n]
     return jnp.zeros_like(x).at[s.perm].set(x)
 
