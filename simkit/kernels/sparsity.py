@@ -25,8 +25,8 @@ from .banded import band_structure
 from .structure import Unstructured, jacobian_structure
 
 NARROW = 8  # banded when the band's block is at most n / NARROW ...
-# ... and at most MAX_BLOCK: a banded LU costs O(n m^2). Measured (session 28, one LU): 6 ms
-# at 512 states and m = 62, 39 ms at 2,048 and m = 126, 648 ms at 10,368 and m = 290 (a 72 x 72
+# ... and at most MAX_BLOCK: a banded LU costs O(n m^2). Measured (session 28, one LU): 1.7 ms
+# at 512 states and m = 62, 21 ms at 2,048 and m = 126, 470 ms at 10,368 and m = 290 (a 72 x 72
 # grid: about 100 LUs per solve, where unpreconditioned GMRES took 15-32 s in all)
 MAX_BLOCK = 128
 
