@@ -20,8 +20,9 @@ of a loop, whatever the parameters' values. It may hold more than that (it never
   a convolution with a constant kernel joins each output's window, less the kernel's zeros;
 * ``jit`` functions and ``checkpoint`` are followed inside, a ``custom_jvp`` function
   through its JVP rule (its derivative), a ``custom_vjp`` one through its primal (forward
-  mode, which simkit's solvers use, cannot run its rule); ``cond`` joins its branches (or takes the one a constant index names); ``while``
-  and ``scan`` iterate their carry's sets to a fixed point;
+  mode, which simkit's solvers use, cannot run its rule); ``cond`` joins its branches (or takes the one a constant index names); a ``scan`` of
+  up to 32 steps is followed step by step, ``lax.map`` as ``jax.vmap`` of its function, and
+  other ``while`` and ``scan`` loops iterate their carry's sets to a fixed point;
 * an operation whose derivative is zero (comparisons, ``floor``, ``sign``,
   ``stop_gradient``, integer results) depends on nothing;
 * any other operation (``sort``, a linear solve, a callback, ...): every output element depends on
@@ -621,6 +622,15 @@ def _scan(eqn, ins: list[_V], out_avals) -> list[_V]:
             ys_steps.append((i, ys))
         ys_steps.sort(key=lambda s: s[0])
         return carry + [_stack([s[1][k] for s in ys_steps], aval) for k, aval in enumerate(out_avals[n_carry:])]
+    if n_carry == 0:  # lax.map: every step the same function of its own slice, followed as jax.vmap of it
+        mapped = jax.vmap(jcore.jaxpr_as_fun(p["jaxpr"]), in_axes=(None,) * n_consts + (0,) * len(xs))
+        specs = [jax.ShapeDtypeStruct(v.aval.shape, v.aval.dtype) for v in eqn.invars]
+        try:
+            closed = jax.make_jaxpr(mapped)(*specs)
+        except Exception:  # noqa: BLE001 - the join below is the safe side
+            closed = None
+        if closed is not None:
+            return _run(closed.jaxpr, [_constant(c) for c in closed.consts], consts + xs)
     joined = []
     for v in xs:  # one iteration's slice: the join over the scanned axis
         rows, kept = _reduction_rows(v.shape, (0,))

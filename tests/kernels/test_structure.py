@@ -108,6 +108,18 @@ def test_the_pattern_holds_every_entry_of_the_jacobian(name):
         np.testing.assert_array_equal(pattern, truth)
 
 
+def test_a_lax_map_of_more_steps_than_are_unrolled_is_followed_row_by_row():
+    """lax.map (a scan without a carry) over 40 rows: each row's own pairs, as jax.vmap of its
+    function; joined over the scanned axis it was dense (found by the session-28 helper)."""
+    n = 80
+
+    def f(t, y, p):
+        return lax.map(lambda r: r * r[::-1] + jnp.sin(r), y.reshape(40, 2)).ravel()
+
+    pattern = jacobian_structure(f, 0.0, jnp.ones(n), {}).toarray() != 0
+    np.testing.assert_array_equal(pattern, _union_of_jacobians(f, n, np.random.default_rng(2)))
+
+
 def test_a_where_branch_the_state_never_takes_is_in_the_pattern():
     """Both branches of ``jnp.where``, whatever the state: here y < 1e9 at every probe."""
     def f(t, y, p):
