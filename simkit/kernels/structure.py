@@ -20,13 +20,14 @@ of a loop, whatever the parameters' values. It may hold more than that (it never
   a convolution with a constant kernel joins each output's window, less the kernel's zeros;
 * ``jit`` functions and ``checkpoint`` are followed inside, a ``custom_jvp`` function
   through its JVP rule (its derivative), a ``custom_vjp`` one through its primal (forward
-  mode, which simkit's solvers use, cannot run its rule); ``cond`` joins its branches (or takes the one a constant index names); a ``scan`` of
-  up to 32 steps is followed step by step, ``lax.map`` as ``jax.vmap`` of its function, and
+  mode, which simkit's solvers use, cannot run its rule);
+* ``cond`` joins its branches (or takes the one a constant index names); a ``scan`` of up
+  to 32 steps is followed step by step, ``lax.map`` as ``jax.vmap`` of its function, and
   other ``while`` and ``scan`` loops iterate their carry's sets to a fixed point;
 * an operation whose derivative is zero (comparisons, ``floor``, ``sign``,
   ``stop_gradient``, integer results) depends on nothing;
-* any other operation (``sort``, a linear solve, a callback, ...): every output element depends on
-  everything its inputs depend on. Safe, and dense.
+* any other operation (``sort``, a linear solve, a callback, ...): every output element
+  depends on everything its inputs depend on. Safe, and dense.
 
 Constants of the program (arrays the rhs closes over, ``jnp.arange``, ...) are evaluated
 so that their zeros and indices can be used; ``t`` and ``params`` are not (a pattern read
@@ -50,6 +51,8 @@ import numpy as np
 import scipy.sparse as sp
 from jax import lax
 from jax.extend import core as jcore
+
+from .lax_numpy import bind_primitive, evaluate, take
 
 MAX_ENTRIES = 10_000_000  # (element, state) pairs held by one array's set: 80 MB; beyond, give up
 MAX_CONSTANT = 4_000_000  # constants above this many elements are not evaluated (their values unknown)
@@ -175,132 +178,6 @@ def _elementwise(eqn, ins: list[_V], out_avals) -> list[_V]:
     return [_V(shape, _union(*parts) if parts else None)] + _unknown(out_avals[1:])
 
 
-def _pad(a: np.ndarray, value: Any, config) -> np.ndarray:
-    for axis, (lo, hi, interior) in enumerate(config):
-        if interior:
-            n = a.shape[axis]
-            shape = list(a.shape)
-            shape[axis] = max(n + (n - 1) * interior, 0)
-            spread = np.full(shape, value, a.dtype)
-            index = [slice(None)] * a.ndim
-            index[axis] = slice(None, None, interior + 1)
-            spread[tuple(index)] = a
-            a = spread
-        width = [(0, 0)] * a.ndim  # the padding first, then what negative padding removes of it
-        width[axis] = (max(lo, 0), max(hi, 0))
-        a = np.pad(a, width, constant_values=value)
-        index = [slice(None)] * a.ndim
-        index[axis] = slice(max(-lo, 0), a.shape[axis] - max(-hi, 0))
-        a = a[tuple(index)]
-    return a
-
-
-def _start(idx: list, shape: tuple, sizes: tuple) -> tuple:
-    return tuple(int(np.clip(int(i), 0, d - s)) for i, d, s in zip(idx, shape, sizes))
-
-
-def _take(a: np.ndarray, indices: np.ndarray, dims: tuple, window_out: tuple, clip: bool) -> np.ndarray | None:
-    """``a`` indexed along ``dims`` by the rows of ``indices`` (index vectors last), the other
-    axes whole and placed at ``window_out`` of the result: the form ``jnp`` indexing gives
-    ``gather`` (and a scatter's targets). Out of bounds: clipped, or element number 0
-    (nothing) where dropped. None for any other form (JAX evaluates it)."""
-    k = len(dims)
-    if indices.ndim == 0 or indices.shape[-1] != k or list(dims) != sorted(dims):
-        return None
-    rest = [d for d in range(a.ndim) if d not in dims]
-    batch = indices.shape[:-1]
-    if len(window_out) != len(rest):
-        return None
-    idx = indices.reshape(-1, k).astype(np.int64)
-    bounds = np.array([a.shape[d] for d in dims])
-    inside = np.all((idx >= 0) & (idx < bounds), axis=1)
-    idx = np.clip(idx, 0, bounds - 1)
-    moved = np.moveaxis(a, dims, range(k))
-    out = moved[tuple(idx.T)]  # (batch, rest...)
-    if not clip:
-        out = np.where(inside.reshape((-1,) + (1,) * len(rest)), out, 0)
-    out = out.reshape(batch + tuple(a.shape[d] for d in rest))
-    return np.moveaxis(out, range(len(batch), out.ndim), window_out)
-
-
-def _gather(p: dict, a: np.ndarray, indices: np.ndarray) -> np.ndarray | None:
-    dn = p["dimension_numbers"]
-    mode = str(p["mode"])
-    if dn.operand_batching_dims or tuple(dn.collapsed_slice_dims) != tuple(dn.start_index_map) or (
-            "FILL" in mode and p.get("fill_value") is not None):
-        return None
-    whole = all(p["slice_sizes"][d] == (1 if d in dn.collapsed_slice_dims else a.shape[d]) for d in range(a.ndim))
-    if not whole:
-        return None
-    return _take(a, indices, tuple(dn.start_index_map), tuple(dn.offset_dims), clip="FILL" not in mode)
-
-
-def _broadcast_in_dim(a: np.ndarray, shape: tuple, dims: tuple) -> np.ndarray:
-    expanded = [1] * len(shape)
-    for i, d in enumerate(dims):
-        expanded[d] = a.shape[i]
-    return np.broadcast_to(a.reshape(expanded), shape)
-
-
-def _dynamic_update_slice(a, u, *idx):
-    out = np.array(a)
-    start = _start(idx, a.shape, u.shape)
-    out[tuple(slice(s, s + d) for s, d in zip(start, u.shape))] = u
-    return out
-
-
-_NUMPY: dict[str, Callable] = {
-    "slice": lambda p, a: a[tuple(slice(s, l, st) for s, l, st in
-                                  zip(p["start_indices"], p["limit_indices"], p["strides"] or (1,) * a.ndim))],
-    "reshape": lambda p, a: (a if p.get("dimensions") is None else a.transpose(p["dimensions"])).reshape(p["new_sizes"]),
-    "broadcast_in_dim": lambda p, a: _broadcast_in_dim(a, tuple(p["shape"]), tuple(p["broadcast_dimensions"])),
-    "transpose": lambda p, a: a.transpose(p["permutation"]),
-    "squeeze": lambda p, a: np.squeeze(a, axis=tuple(p["dimensions"])),
-    "rev": lambda p, a: np.flip(a, axis=tuple(p["dimensions"])) if p["dimensions"] else a,
-    "concatenate": lambda p, *a: np.concatenate(a, axis=p["dimension"]),
-    "stack": lambda p, *a: np.stack(a, axis=p["axis"]),
-    "split": lambda p, a: np.split(a, np.cumsum(p["sizes"])[:-1], axis=p["axis"]),
-    "pad": lambda p, a, v: _pad(a, v, p["padding_config"]),
-    "dynamic_slice": lambda p, a, *i: a[tuple(slice(s, s + d) for s, d in
-                                              zip(_start(i, a.shape, p["slice_sizes"]), p["slice_sizes"]))],
-    "dynamic_update_slice": lambda p, a, u, *i: _dynamic_update_slice(a, u, *i),
-    "gather": _gather,
-    "tile": lambda p, a: np.tile(a, p["reps"]),
-}
-_NUMPY_VALUES: dict[str, Callable] = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "neg": np.negative, "max": np.maximum,
-    "min": np.minimum, "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
-    "gt": np.greater, "ge": np.greater_equal, "and": np.bitwise_and, "or": np.bitwise_or,
-    "not": np.invert, "xor": np.bitwise_xor, "abs": np.abs, "sign": np.sign, "select_n": lambda c, *x: np.choose(c.astype(int), x),
-}
-
-
-def _bind_primitive(eqn, args: list) -> Any:
-    """``eqn``'s operation on ``args``, as ``jax.core.eval_jaxpr`` binds it (a call primitive
-    takes its function from its params)."""
-    return eqn.primitive.bind(*args, **eqn.primitive.get_bind_params(eqn.params))
-
-
-def _bind(eqn, args: list, out_avals, numbers: bool = False) -> list[np.ndarray]:
-    """The operation on NumPy arrays: by NumPy where simkit knows it (no compilation), else
-    by JAX (compiled once per shape). ``numbers``: the data are element numbers (integers
-    kept as they are), else values (cast to the outputs' dtypes)."""
-    name = eqn.primitive.name
-    args = [np.asarray(a) for a in args]
-    out = None
-    if name in _NUMPY and (numbers or name != "gather"):  # (gather's fill of values: JAX's)
-        out = _NUMPY[name](eqn.params, *args)
-    elif name in _NUMPY_VALUES and not numbers:
-        out = _NUMPY_VALUES[name](*args)
-    if out is None:
-        with jax.ensure_compile_time_eval():
-            out = _bind_primitive(eqn, [jnp.asarray(a) for a in args])
-    outs = [np.asarray(o) for o in (out if isinstance(out, (list, tuple)) else [out])]
-    if numbers:
-        return outs
-    return [np.asarray(o, dtype=a.dtype).reshape(tuple(a.shape)) for o, a in zip(outs, out_avals)]
-
-
 def _ids(shape: tuple, start: int) -> np.ndarray:
     size = int(np.prod(shape, dtype=np.int64))
     return (start + np.arange(size, dtype=np.int64)).reshape(shape)
@@ -321,7 +198,7 @@ def _movement(eqn, ins: list[_V], out_avals) -> list[_V]:
             return _conservative(eqn, ins, out_avals)
     if start >= 2**31 - 1:
         return _conservative(eqn, ins, out_avals)
-    outs = _bind(eqn, args, out_avals, numbers=True)
+    outs = evaluate(eqn, args, out_avals, numbers=True)
     stacked = sp.csr_matrix(sp.vstack(rows)) if len(rows) > 1 else rows[0]
     result = []
     for o, aval in zip(outs, out_avals):
@@ -477,7 +354,7 @@ def _scatter(eqn, ins: list[_V], out_avals) -> list[_V]:
     dn = p["dimension_numbers"]
     target = None
     if not dn.operand_batching_dims and tuple(dn.inserted_window_dims) == tuple(dn.scatter_dims_to_operand_dims):
-        target = _take(_ids(operand.shape, 1), np.asarray(indices.value), tuple(dn.scatter_dims_to_operand_dims),
+        target = take(_ids(operand.shape, 1), np.asarray(indices.value), tuple(dn.scatter_dims_to_operand_dims),
                        tuple(dn.update_window_dims), clip="FILL" not in str(p["mode"]))  # the indexing form
         if target is not None and target.shape != tuple(updates.shape):
             target = None
@@ -547,7 +424,7 @@ def _custom_jvp(eqn, ins: list[_V], out_avals) -> list[_V]:
             full = list(primals)
             for i, x in zip(idx, xs):
                 full[i] = x
-            out = _bind_primitive(eqn, full)
+            out = bind_primitive(eqn, full)
             return tuple(out) if eqn.primitive.multiple_results else (out,)
 
         return jax.jvp(call, tuple(primals[i] for i in idx), tuple(args[n_in:]))[1]
@@ -673,7 +550,8 @@ def _identity(eqn, ins: list[_V], out_avals) -> list[_V]:
     return [_V(tuple(a.shape), v.deps, v.value) for v, a in zip(ins, out_avals)]
 
 
-RULES: dict[str, Callable] = {"optimization_barrier": _identity, "fft": _fft, "custom_jvp_call": _custom_jvp, "dot_general": _dot_general, "conv_general_dilated": _conv, "cond": _cond,
+RULES: dict[str, Callable] = {"optimization_barrier": _identity, "fft": _fft, "custom_jvp_call": _custom_jvp,
+                              "dot_general": _dot_general, "conv_general_dilated": _conv, "cond": _cond,
                               "while": _while, "scan": _scan}
 RULES.update({name: _call for name in CALLS if name != "custom_jvp_call"})
 RULES.update({name: _reduce for name in REDUCTIONS})
@@ -698,7 +576,7 @@ def _no_dependence(eqn, ins: list[_V], out_avals) -> list[_V]:
     """Inputs that depend on no state: the outputs' values where every input is known."""
     if all(v.value is not None for v in ins) and sum(a.size for a in out_avals) <= MAX_CONSTANT:
         try:
-            outs = _bind(eqn, [v.value for v in ins], out_avals)
+            outs = evaluate(eqn, [v.value for v in ins], out_avals)
             return [_V(tuple(a.shape), value=o) for o, a in zip(outs, out_avals)]
         except Exception:  # noqa: BLE001 - an operation that cannot run here: its values unknown
             pass
