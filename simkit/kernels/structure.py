@@ -157,7 +157,6 @@ CALLS = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr", "core_cal
 def _elementwise(eqn, ins: list[_V], out_avals) -> list[_V]:
     shape = tuple(out_avals[0].shape)
     name = eqn.primitive.name
-    size = int(np.prod(shape, dtype=np.int64))
     parts = []
     for k, v in enumerate(ins):
         if v.deps is None:
