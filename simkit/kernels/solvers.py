@@ -296,8 +296,9 @@ class BDF(AbstractKernel):
     band (reverse Cuthill-McKee), the Jacobian costs ``kl + ku + 1`` Jacobian-vector products
     instead of ``n`` and ``I - c J`` a banded LU with partial pivoting
     (`simkit.kernels.banded`), O(n) memory. Where the pattern is not a narrow band (a dense
-    coupling, an FFT) it stays matrix-free; ``linear_solver="dense"`` keeps a dense
-    Jacobian for a few thousand states whose Jacobian is dense (large reaction networks).
+    coupling, an FFT of the whole state, a 2-D grid of more than about 32 x 32 cells, whose
+    band passes 128) it stays matrix-free; ``linear_solver="dense"`` keeps a dense Jacobian
+    for a few thousand states whose Jacobian is dense (large reaction networks).
     On small systems at tight
     tolerances `Rodas5P` or `RadauIIA5` take far fewer steps. The order reached and the
     Jacobians with the LU factorisations (dense) or the GMRES iterations (matrix-free) are
@@ -328,8 +329,8 @@ class BDF(AbstractKernel):
     jac_sparsity : array_like or scipy.sparse matrix, shape (n_states, n_states), or "detect", optional
         ``"detect"``: read from the rhs's program (`simkit.kernels.structure`) at any size,
         and used where its band is narrow (``"auto"`` does this by itself above 256 states
-        without a preconditioner). Operations it cannot follow (an FFT, a sort, a callback)
-        count as dense, so such a model runs as ``BDF()``.
+        without a preconditioner). Operations it cannot follow (a sort, a linear solve, a
+        callback) count as dense, so such a model runs as ``BDF()``.
         Otherwise nonzero where ``d rhs_i / d y_j`` may be nonzero (SciPy's ``jac_sparsity``); the
         diagonal is always included. The band found is in the solver's repr
         (``band kl+ku``); a pattern that misses a nonzero gives a wrong Jacobian, which
