@@ -18,21 +18,16 @@ from __future__ import annotations
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from .banded import band_structure
-from .structure import Unstructured, jacobian_structure
+from .structure import abstract, jacobian_structure
 
 NARROW = 8  # banded when the band's block is at most n / NARROW ...
 # ... and at most MAX_BLOCK: a banded LU costs O(n m^2). Measured (session 28, one LU): 1.7 ms
 # at 512 states and m = 62, 21 ms at 2,048 and m = 126, 470 ms at 10,368 and m = 290 (a 72 x 72
 # grid: about 100 LUs per solve, where unpreconditioned GMRES took 15-32 s in all)
 MAX_BLOCK = 128
-
-
-def _spec(x: Any) -> jax.ShapeDtypeStruct:
-    return jax.ShapeDtypeStruct(np.shape(x), jnp.result_type(x))
 
 
 _PATTERNS: dict = {}  # key -> (pattern or None, narrow)
@@ -44,7 +39,7 @@ def detected_pattern(model: Any) -> tuple[Any, bool]:
     BDF to pay: block at most n / 8 and at most 128."""
     n = model.n_states
     dtype = jax.dtypes.canonicalize_dtype(np.float64)  # (float32 where JAX runs without x64)
-    params = jax.tree_util.tree_map(_spec, dict(model.params))
+    params = jax.tree_util.tree_map(abstract, dict(model.params))
     try:
         key = (model.rhs, n, str(jax.tree_util.tree_structure(params)),
                tuple((p.shape, str(p.dtype)) for p in jax.tree_util.tree_leaves(params)))
@@ -56,9 +51,7 @@ def detected_pattern(model: Any) -> tuple[Any, bool]:
     try:
         pattern = jacobian_structure(model.rhs, jax.ShapeDtypeStruct((), dtype), jax.ShapeDtypeStruct((n,), dtype),
                                      params)
-    except Unstructured:
-        pattern = None
-    except Exception:  # noqa: BLE001 - an rhs the analysis trips on runs as before (matrix-free)
+    except Exception:  # noqa: BLE001 - Unstructured, or an rhs the analysis trips on: as before (matrix-free)
         pattern = None
     found = pattern, pattern is not None and band_structure(pattern).block <= min(n // NARROW, MAX_BLOCK)
     if key is not None:

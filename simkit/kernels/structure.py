@@ -614,6 +614,11 @@ def _run(jaxpr, consts: list[_V], args: list[_V]) -> list[_V]:
     return [read(v) for v in jaxpr.outvars]
 
 
+def abstract(x: Any) -> jax.ShapeDtypeStruct:
+    """``x``'s shape and dtype (``x`` itself if it is a ``jax.ShapeDtypeStruct``)."""
+    return x if isinstance(x, jax.ShapeDtypeStruct) else jax.ShapeDtypeStruct(np.shape(x), jnp.result_type(x))
+
+
 def jacobian_structure(rhs: Callable, t: Any, y: Any, params: Any) -> sp.csr_matrix:
     """Every ``(i, j)`` where ``d rhs(t, y, params)_i / d y_j`` may be nonzero, read from the
     program (see the module's docstring): a ``(n, n)`` CSR matrix with ones, ``n = y.size``.
@@ -631,12 +636,9 @@ def jacobian_structure(rhs: Callable, t: Any, y: Any, params: Any) -> sp.csr_mat
     Unstructured
         The dependency sets grew past `MAX_ENTRIES` or a loop's did not settle.
     """
-    def spec(x):
-        return x if isinstance(x, jax.ShapeDtypeStruct) else jax.ShapeDtypeStruct(np.shape(x), jnp.result_type(x))
-
-    y_spec = spec(y)
+    y_spec = abstract(y)
     n = int(np.prod(y_spec.shape, dtype=np.int64))
-    closed = jax.make_jaxpr(rhs)(spec(t), y_spec, jax.tree_util.tree_map(spec, params))
+    closed = jax.make_jaxpr(rhs)(abstract(t), y_spec, jax.tree_util.tree_map(abstract, params))
     _N[0] = n
     args = [_V(tuple(v.aval.shape)) for v in closed.jaxpr.invars]
     args[1] = _V(tuple(y_spec.shape), sp.identity(n, dtype=np.float32, format="csr"))
