@@ -16,8 +16,12 @@ quasi-constant step size, as in MATLAB's ``ode15s`` and SciPy's ``BDF``.
   orders 1-4 at the same accuracy, with little loss of stability; order 5 is the BDF).
 * **Simplified Newton** on that system with ``(I - c J)``: at most four iterations,
   stopped as SciPy does on the estimated contraction rate. ``J`` (``jax.jacfwd`` of the rhs)
-  is kept across steps and recomputed only when Newton fails with a stale ``J``; the
-  iteration matrix is refactored whenever ``c`` changes (a new step size or order). With a
+  is kept across steps and recomputed only when Newton fails with a stale ``J``. The
+  iteration matrix's factors are kept while ``c`` stays within ``refactor_ratio`` (30 %)
+  of the ``c`` they were made for, the Newton correction scaled by ``2 / (1 + c / c_f)``
+  (CVODE, Hindmarsh et al. 2005: its ``dgmax`` and ``gamrat`` rules); a Newton failure with
+  stale factors refactors first, then with a stale ``J`` recomputes it. Up to eight states
+  (the straight-line LU) they are refactored whenever ``c`` changes, as SciPy's. With a
   sparsity pattern (``BDF(jac_sparsity=...)``) ``J`` is a band of the reordered states
   (one JVP per band diagonal) and the factors are banded (`simkit.kernels.banded`); large
   systems without one go matrix-free (Newton-Krylov, `simkit.kernels.gmres`).
@@ -53,7 +57,7 @@ from jax import lax
 from ..errors import ShapeError
 from .banded import BandStructure, banded_factor, banded_jacobian, banded_solve
 from .gmres import gmres
-from .linalg import factor, solve
+from .linalg import SMALL_SYSTEM, factor, solve
 from .methods import _rms, _scale
 
 MAX_ORDER = 5
@@ -69,6 +73,14 @@ ROWS = MAX_ORDER + 3  # D[0..k+2]: the differences and the two the order test ne
 DENSE_MAX_STATES = 256
 PRECONDITIONED_DENSE_MAX_STATES = 100
 KRYLOV_DIM = 30  # the largest Krylov space of one linear solve (SPGMR's maxl is 5; no restarts)
+# I - c J is refactored when c moves by more than this fraction of the c it was factored for
+# (CVODE's dgmax), above SMALL_SYSTEM states; at most SMALL_SYSTEM (the straight-line LU) a
+# factorisation costs about what the extra Newton iterations of a stale one do, and the
+# factors follow every change of c, as SciPy's BDF. Measured (refactor_ratio 0 against 0.3,
+# benchmarks/experiments/refactor_ratio_ab.py): 2-D Brusselator, banded, 1,152 / 2,048 states
+# 1.15x / 1.26x faster; 1-D Brusselator dense 100 / 200 states 1.11x / 1.15x, banded 3,200 /
+# 6,400 1.27x / 1.32x; POLLU (20 states) 0.90-1.03x; Robertson, HIRES, van der Pol 0.83-1.09x.
+REFACTOR_RATIO = 0.3
 KRYLOV_FRACTION = 0.05  # linear residual / Newton tolerance (CVODE's epslin)
 
 # Shampine & Reichelt (1997), Table 1 (index: the order; kappa_0 unused, kappa_5 = 0: BDF5)
@@ -188,8 +200,9 @@ class BDFMethod:
     error_order = MAX_ORDER  # unused by the loop: the step size is this method's own
 
     def __init__(self, linear_solver: str = "auto", preconditioner=None, krylov_dim: int = KRYLOV_DIM,
-                 band: BandStructure | None = None):
+                 band: BandStructure | None = None, refactor_ratio: float | None = None):
         self.rhs_per_step = 1  # per Newton iteration; the count travels in ``work``
+        self.refactor_ratio = refactor_ratio
         self.linear_solver = linear_solver
         self.preconditioner = preconditioner
         self.krylov_dim = krylov_dim
@@ -204,6 +217,14 @@ class BDFMethod:
             return "banded"
         return "krylov" if n > (DENSE_MAX_STATES if self.preconditioner is None else PRECONDITIONED_DENSE_MAX_STATES) \
             else "dense"
+
+    def refactor_ratio_for(self, n: int) -> float:
+        """How far ``c`` may move from the ``c`` of the factors before they are remade
+        (static): the given ``refactor_ratio``, else `REFACTOR_RATIO` above `SMALL_SYSTEM`
+        states and 0 at or below."""
+        if self.refactor_ratio is not None:
+            return float(self.refactor_ratio)
+        return REFACTOR_RATIO if n > SMALL_SYSTEM else 0.0
 
     def krylov(self, n: int) -> bool:
         """Whether a system of ``n`` states is solved matrix-free (static)."""
@@ -374,10 +395,18 @@ class BDFMethod:
                            lambda: r["jac"])
             lu = lax.cond(r["need_lu"], lambda: jax.tree_util.tree_map(lax.stop_gradient, self._factor(jac, c_lu)),
                           lambda: r["lu"])
-            s = newton(lambda b: (self._solve(lu, b), zero, True, True))
-            retry = ~s["converged"] & ~r["jac_current"]
+            lu_c = jnp.where(r["need_lu"], c_lu, r["lu_c"])
+            # factors of I - c' J for this step's c: the correction scaled by 2 / (1 + c / c')
+            # (CVODE's gamrat rule; exact for J = 0 and for c |J| >> 1 on average), 1 when c' = c
+            gain = 2.0 / (1.0 + c_lu / lu_c)
+            s = newton(lambda b: (gain * self._solve(lu, b), zero, True, True))
+            # a failure: the factors made for this c first, then (with them) a new Jacobian
+            stale_lu = lu_c != c_lu
+            retry = ~s["converged"] & (~r["jac_current"] | stale_lu)
+            new_jac = retry & ~stale_lu
             return dict(
-                jac=jac, lu=lu, jac_current=r["jac_current"] | retry, need_jac=retry, need_lu=retry,
+                jac=jac, lu=lu, lu_c=lu_c, jac_current=r["jac_current"] | new_jac,
+                need_jac=new_jac, need_lu=retry,
                 t_jac=t_new, y_jac=y_predict, done=~retry, s=s, iters=r["iters"] + s["k"],
                 num_jac=r["num_jac"] + jnp.where(r["need_jac"], one, 0),
                 num_lu=r["num_lu"] + jnp.where(r["need_lu"], one, 0),
@@ -385,13 +414,17 @@ class BDFMethod:
 
         # the first step's Jacobian at (t0, y0), as SciPy's (not "current" for the step)
         need_jac = lin["want_jac"]
-        r0 = dict(jac=lin["jac"], lu=lin["lu"], jac_current=lin["jac_current"], need_jac=need_jac,
-                  need_lu=need_jac | (c_lu != lin["lu_c"]), t_jac=t, y_jac=y, done=jnp.asarray(False),
+        # the factors are kept while c stays within refactor_ratio of theirs (CVODE's rule);
+        # 0: refactored whenever c changes, as SciPy's BDF
+        old_c = lin["lu_c"]
+        kept = (old_c != 0) & (jnp.abs(c_lu - old_c) <= self.refactor_ratio_for(n) * jnp.abs(old_c))
+        r0 = dict(jac=lin["jac"], lu=lin["lu"], lu_c=old_c, jac_current=lin["jac_current"], need_jac=need_jac,
+                  need_lu=need_jac | ~kept, t_jac=t, y_jac=y, done=jnp.asarray(False),
                   s=dict(y=y, d=jnp.zeros_like(y), k=zero, norm_old=jnp.asarray(0.0, dtype),
                          converged=jnp.asarray(False), bad=jnp.asarray(False), lin=zero, lin_failed=jnp.asarray(False)),
                   iters=zero, num_jac=zero, num_lu=zero)
         r = lax.while_loop(lambda r: ~r["done"], run, r0)
-        new = dict(jac=r["jac"], want_jac=jnp.asarray(False), jac_current=r["jac_current"], lu=r["lu"], lu_c=c_lu,
+        new = dict(jac=r["jac"], want_jac=jnp.asarray(False), jac_current=r["jac_current"], lu=r["lu"], lu_c=r["lu_c"],
                    num_jac=r["num_jac"], num_lu=r["num_lu"])
         return r["s"], new, r["iters"] + r["num_jac"] * self._jacobian_cost(n)
 
