@@ -30,13 +30,14 @@ NARROW = 8  # banded when the band's block is at most n / NARROW ...
 MAX_BLOCK = 128
 
 
-_PATTERNS: dict = {}  # key -> (pattern or None, narrow)
+_PATTERNS: dict = {}  # key -> (pattern or None, narrow, band or None)
 
 
-def detected_pattern(model: Any) -> tuple[Any, bool]:
+def detected_pattern(model: Any) -> tuple[Any, bool, Any]:
     """``model``'s Jacobian pattern read from its rhs (a ``(n, n)`` CSR matrix; None when the
-    analysis gave up) and whether its band after reordering is narrow enough for the banded
-    BDF to pay: block at most n / 8 and at most 128."""
+    analysis gave up), whether its band after reordering is narrow enough for the banded
+    BDF to pay (block at most n / 8 and at most 128) and that band (`banded.BandStructure`,
+    or None), computed once per cached pattern rather than once per solve."""
     n = model.n_states
     dtype = jax.dtypes.canonicalize_dtype(np.float64)  # (float32 where JAX runs without x64)
     params = jax.tree_util.tree_map(abstract, dict(model.params))
@@ -53,7 +54,8 @@ def detected_pattern(model: Any) -> tuple[Any, bool]:
                                      params)
     except Exception:  # noqa: BLE001 - Unstructured, or an rhs the analysis trips on: as before (matrix-free)
         pattern = None
-    found = pattern, pattern is not None and band_structure(pattern).block <= min(n // NARROW, MAX_BLOCK)
+    band = None if pattern is None else band_structure(pattern)
+    found = pattern, band is not None and band.block <= min(n // NARROW, MAX_BLOCK), band
     if key is not None:
         if len(_PATTERNS) >= 64:
             _PATTERNS.pop(next(iter(_PATTERNS)))

@@ -189,13 +189,19 @@ def test_the_default_reads_the_pattern_and_runs_banded_and_a_dense_one_does_not(
 
     n = 260
     model, y0 = _ring(n, 0.5)
-    pattern, narrow = detected_pattern(model)
+    pattern, narrow, band = detected_pattern(model)
     i = np.arange(n)
     truth = np.zeros((n, n), bool)
     for shift in (0, 1, -1, 3):
         truth[i, (i + shift) % n] = True
     np.testing.assert_array_equal(pattern.toarray() != 0, truth)  # (i, i + 3) is zero at y0 for odd i
     assert narrow
+    # the solver the front door resolves is the one the pattern gives, with the cached band
+    # (reordered once per rhs, not once per solve)
+    resolved = choose_solver(model, None, n, False)
+    assert resolved._band is band and band == simkit.BDF(jac_sparsity=pattern)._band
+    assert repr(resolved) == "simkit.BDF(jac_sparsity=<260x260, band 7+7>)"
+    assert choose_solver(model, None, n, False)._band is band
     ts = np.array([0.0, 0.1, 1.0])
     sol = simkit.solve(model, (0.0, 1.0), saveat=ts, rtol=1e-6, atol=1e-8)
     assert "jac_sparsity=<260x260" in sol.solver_name, sol.solver_name
