@@ -286,3 +286,19 @@ def test_event_records_of_every_member():
     assert ds["event_count"].values.tolist() == [[3], [6], [10]]
     np.testing.assert_array_equal(ds["event_t"].values[1, 0, :6], ens.t_events[1][0])
     assert np.isnan(ds["event_t"].values[0, 0, 3:]).all()
+
+
+@pytest.mark.parametrize("solver, saveat", [(simkit.Rodas5P(), 2), (simkit.AutoSwitch(), 4)], ids=["Rodas5P", "AutoSwitch"])
+def test_stiff_members_do_not_depend_on_chunks_or_devices(solver, saveat):
+    # found by probing (session 27), fixed in session 29: the Rosenbrock step divided vectors
+    # by the lane's step, which XLA compiled as a division on one device and as a product
+    # with the reciprocal under shard_map; members differed by up to 5e-14 between one
+    # device and several. Blocks of attempts (saveat=2) and the per-attempt loop (saveat=4)
+    vdp = models.get("van_der_pol")
+    mus = np.random.default_rng(0).uniform(10.0, 200.0, 40)
+    kwargs = dict(params={"mu": mus}, saveat=saveat, rtol=1e-6, atol=1e-8, solver=solver)
+    base = simkit.ensemble(vdp, (0.0, 20.0), **kwargs)  # 4 devices
+    one = simkit.ensemble(vdp, (0.0, 20.0), chunk_size=8, devices=jax.local_devices()[:1], **kwargs)
+    np.testing.assert_array_equal(one.ys, base.ys)
+    np.testing.assert_array_equal(one.stats["num_steps"], base.stats["num_steps"])
+    assert (base.status == simkit.Status.SUCCESS).all()
