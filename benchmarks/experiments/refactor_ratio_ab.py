@@ -5,9 +5,10 @@ whenever c changes, SciPy's rule) against 0.3 (kept while c moves by under 30 %,
 
 Robertson to 1e5, HIRES and van der Pol (mu = 1000) at rtol 1e-4 ... 1e-10 (atol = rtol x each
 problem's smallest significant component, as `benchmarks/stiff.py`), POLLU (20 states) at 1e-6
-and 1e-10, the 1-D Brusselator of `benchmarks/bdf_size.py` at 100 ... 6,400 states (dense up to
-256, banded above) and the 2-D Brusselator of `benchmarks/stiff_mol.py` as a plain ODEModel
-(banded, 1,152 and 2,048 states), rtol 1e-6. One process, both settings compiled first, then
+and 1e-10, the 1-D Brusselator of `benchmarks/bdf_size.py` dense at 20 ... 256 states (rtol 1e-6
+and 1e-9) and banded at 3,200 and 6,400 (1e-6), and the 2-D Brusselator of
+`benchmarks/stiff_mol.py` as a plain ODEModel (banded, 1,152 and 2,048 states, 1e-6). Every
+row sets ``refactor_ratio`` explicitly (the default is 0 up to 128 states, 0.3 above). One process, both settings compiled first, then
 interleaved rounds (3 for the Brusselators); medians. Error: against the problem's reference
 (`stiff.reference_state`) where it has one, else against the ``refactor_ratio=0`` result.
 """
@@ -45,7 +46,10 @@ def cases():
             out.append((f"{name} {rtol:g}", models.get(model_name), t1, rtol, rtol * scale, ref, scale))
     for rtol in (1e-6, 1e-10):
         out.append((f"pollu {rtol:g}", models.get("pollu"), 60.0, rtol, rtol * 1e-8, None, 1.0))
-    for n in (50, 100, 1600, 3200):
+    for n in (10, 25, 50, 75, 128):  # dense
+        for rtol in (1e-6, 1e-9):
+            out.append((f"brusselator_1d {2 * n} {rtol:g}", bdf_size.brusselator_jax(n), 10.0, rtol, rtol, None, 1.0))
+    for n in (1600, 3200):  # banded
         out.append((f"brusselator_1d {2 * n}", bdf_size.brusselator_jax(n), 10.0, 1e-6, 1e-6, None, 1.0))
     for n in (24, 32):
         out.append((f"brusselator_2d {2 * n * n}", stiff_mol.plain(n), stiff_mol.T1, 1e-6, 1e-6, None, 1.0))
@@ -65,7 +69,7 @@ def main(argv=None) -> dict:
 
         sols = {r: call(r) for r in RATIOS}
         times = {r: [] for r in RATIOS}
-        for _ in range(args.rounds if "brusselator" not in label else 3):
+        for _ in range(args.rounds if "brusselator_2d" not in label and "3200" not in label and "6400" not in label else 3):
             for r in RATIOS:
                 start = time.perf_counter()
                 call(r)

@@ -20,8 +20,8 @@ quasi-constant step size, as in MATLAB's ``ode15s`` and SciPy's ``BDF``.
   iteration matrix's factors are kept while ``c`` stays within ``refactor_ratio`` (30 %)
   of the ``c`` they were made for, the Newton correction scaled by ``2 / (1 + c / c_f)``
   (CVODE, Hindmarsh et al. 2005: its ``dgmax`` and ``gamrat`` rules); a Newton failure with
-  stale factors refactors first, then with a stale ``J`` recomputes it. Up to eight states
-  (the straight-line LU) they are refactored whenever ``c`` changes, as SciPy's. With a
+  stale factors refactors first, then with a stale ``J`` recomputes it. Up to 128 states
+  they are refactored whenever ``c`` changes, as SciPy's. With a
   sparsity pattern (``BDF(jac_sparsity=...)``) ``J`` is a band of the reordered states
   (one JVP per band diagonal) and the factors are banded (`simkit.kernels.banded`); large
   systems without one go matrix-free (Newton-Krylov, `simkit.kernels.gmres`).
@@ -57,7 +57,7 @@ from jax import lax
 from ..errors import ShapeError
 from .banded import BandStructure, banded_factor, banded_jacobian, banded_solve
 from .gmres import gmres
-from .linalg import SMALL_SYSTEM, factor, solve
+from .linalg import factor, solve
 from .methods import _rms, _scale
 
 MAX_ORDER = 5
@@ -73,14 +73,17 @@ ROWS = MAX_ORDER + 3  # D[0..k+2]: the differences and the two the order test ne
 DENSE_MAX_STATES = 256
 PRECONDITIONED_DENSE_MAX_STATES = 100
 KRYLOV_DIM = 30  # the largest Krylov space of one linear solve (SPGMR's maxl is 5; no restarts)
-# I - c J is refactored when c moves by more than this fraction of the c it was factored for
-# (CVODE's dgmax), above SMALL_SYSTEM states; at most SMALL_SYSTEM (the straight-line LU) a
-# factorisation costs about what the extra Newton iterations of a stale one do, and the
-# factors follow every change of c, as SciPy's BDF. Measured (refactor_ratio 0 against 0.3,
-# benchmarks/experiments/refactor_ratio_ab.py): 2-D Brusselator, banded, 1,152 / 2,048 states
-# 1.15x / 1.26x faster; 1-D Brusselator dense 100 / 200 states 1.11x / 1.15x, banded 3,200 /
-# 6,400 1.27x / 1.32x; POLLU (20 states) 0.90-1.03x; Robertson, HIRES, van der Pol 0.83-1.09x.
+# I - c J is refactored when c moves by more than REFACTOR_RATIO of the c it was factored for
+# (CVODE's dgmax), above REFACTOR_MIN_STATES states; at or below, a factorisation costs about
+# what the extra Newton iterations of stale factors do (and their step sizes: SciPy's safety
+# factor shrinks with the iterations, +4 % steps at rtol 1e-9), and the factors follow every
+# change of c, as SciPy's BDF. Measured (refactor_ratio 0 against 0.3, one process,
+# interleaved, two runs; benchmarks/experiments/refactor_ratio_ab.py, benchmarks/README.md,
+# session 29): the 1-D Brusselator dense at 20-100 states 0.88-1.08x, at 150-256 states
+# 0.96-1.35x, banded at 3,200 / 6,400 states 1.19-1.32x; the 2-D Brusselator banded at 1,152 /
+# 2,048 states 1.13-1.26x; POLLU (20 states) 0.90-1.03x; Robertson, HIRES, van der Pol 0.80-1.11x.
 REFACTOR_RATIO = 0.3
+REFACTOR_MIN_STATES = 128
 KRYLOV_FRACTION = 0.05  # linear residual / Newton tolerance (CVODE's epslin)
 
 # Shampine & Reichelt (1997), Table 1 (index: the order; kappa_0 unused, kappa_5 = 0: BDF5)
@@ -220,11 +223,11 @@ class BDFMethod:
 
     def refactor_ratio_for(self, n: int) -> float:
         """How far ``c`` may move from the ``c`` of the factors before they are remade
-        (static): the given ``refactor_ratio``, else `REFACTOR_RATIO` above `SMALL_SYSTEM`
-        states and 0 at or below."""
+        (static): the given ``refactor_ratio``, else `REFACTOR_RATIO` above
+        `REFACTOR_MIN_STATES` states and 0 at or below."""
         if self.refactor_ratio is not None:
             return float(self.refactor_ratio)
-        return REFACTOR_RATIO if n > SMALL_SYSTEM else 0.0
+        return REFACTOR_RATIO if n > REFACTOR_MIN_STATES else 0.0
 
     def krylov(self, n: int) -> bool:
         """Whether a system of ``n`` states is solved matrix-free (static)."""

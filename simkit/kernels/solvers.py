@@ -277,12 +277,12 @@ class BDF(AbstractKernel):
 
     One Newton solve per step. Small systems (``linear_solver="auto"``: up to 256 states,
     100 with a preconditioner) use a dense Jacobian (``jax.jacfwd``) kept across steps and
-    recomputed only when Newton fails; the matrix ``I - c J`` is refactored when the step
-    size or the order moves ``c`` by more than 30 % (CVODE's rule; the Newton correction
-    scaled by ``2 / (1 + c / c_factored)`` in between) and, up to eight states, whenever
-    ``c`` changes (`simkit.kernels.linalg`'s straight-line LU; LAPACK above). Up to eight
-    states the same algorithm and first step as SciPy's ``BDF``: on Robertson the same step
-    counts (327 at rtol 1e-6, atol 1e-10). A step costs two or three rhs evaluations and triangular solves
+    recomputed only when Newton fails; the matrix ``I - c J`` is refactored whenever the
+    step size or the order changes ``c`` (`simkit.kernels.linalg`: straight-line LU up to
+    eight states, LAPACK above) and, above 128 states, only when they move ``c`` by more
+    than 30 % (CVODE's rule; the Newton correction scaled by ``2 / (1 + c / c_factored)`` in
+    between). Up to 128 states the same algorithm and first step as SciPy's ``BDF``: on
+    Robertson the same step counts (327 at rtol 1e-6, atol 1e-10). A step costs two or three rhs evaluations and triangular solves
     where `Rodas5P` does a new LU and eight evaluations. Larger systems run matrix-free
     (Newton-Krylov): no Jacobian, one Jacobian-vector product per GMRES iteration, memory
     O(n), and the model's preconditioner if it has one (a `simkit.stencil.PDEModel` with a
@@ -340,11 +340,12 @@ class BDF(AbstractKernel):
 
     refactor_ratio : float in [0, 1), optional
         The factors of ``I - c J`` (dense or banded) are kept while ``c`` stays within this
-        fraction of the ``c`` they were made for. Default: 0.3 above eight states (fewer
-        factorisations for a few more Newton iterations: 1.1-1.3x faster on the 1-D and 2-D
-        Brusselator of 100-6,400 states, dense and banded), 0 at or below
-        (refactored whenever ``c`` changes, as SciPy's ``BDF``; there the extra iterations
-        cost what the factorisations save). Ignored by matrix-free solves.
+        fraction of the ``c`` they were made for. Default: 0.3 above 128 states (fewer
+        factorisations for a few more Newton iterations: 1.13-1.32x faster on banded
+        Brusselators of 1,152-6,400 states, 0.96-1.22x on dense ones of 150-256), 0 at or
+        below (refactored whenever ``c`` changes, as SciPy's ``BDF``; there the extra
+        iterations and the slightly smaller steps they cause cost what the factorisations
+        save: 0.80-1.11x at 2-100 states). Ignored by matrix-free solves.
 
     Raises
     ------

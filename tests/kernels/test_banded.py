@@ -251,15 +251,19 @@ def test_a_where_coupling_not_taken_at_y0_is_in_the_pattern():
 
 
 def test_factors_are_kept_while_c_moves_little_and_follow_it_when_asked(problem):
-    """Above eight states the factors of I - c J are kept while c stays within 30 % of
-    theirs (CVODE's rule): fewer factorisations, the same steps and accuracy; with
-    ``refactor_ratio=0`` they follow every change of c, as SciPy's BDF, whose count of LU
-    factorisations they then match."""
+    """``refactor_ratio=0.3`` (the default above 128 states) keeps the factors of I - c J
+    while c stays within 30 % of theirs (CVODE's rule): fewer factorisations, the same
+    steps and accuracy; ``refactor_ratio=0`` (the default up to 128 states) follows every
+    change of c, as SciPy's BDF, whose count of LU factorisations it then matches."""
+    from simkit.kernels.bdf import REFACTOR_MIN_STATES, REFACTOR_RATIO, BDFMethod
+
+    assert BDFMethod().refactor_ratio_for(REFACTOR_MIN_STATES) == 0.0
+    assert BDFMethod().refactor_ratio_for(REFACTOR_MIN_STATES + 1) == REFACTOR_RATIO == 0.3
     model, pattern, ref = problem
-    kept = simkit.solve(model, (0.0, 10.0), saveat=1, rtol=RTOL, atol=ATOL, solver=simkit.BDF(jac_sparsity=pattern))
-    scipy_rule = simkit.solve(model, (0.0, 10.0), saveat=1, rtol=RTOL, atol=ATOL,
-                              solver=simkit.BDF(jac_sparsity=pattern, refactor_ratio=0))
-    assert scipy_rule.solver_name.endswith("refactor_ratio=0, jac_sparsity=<50x50, band 2+2>)")
+    kept = simkit.solve(model, (0.0, 10.0), saveat=1, rtol=RTOL, atol=ATOL,
+                        solver=simkit.BDF(jac_sparsity=pattern, refactor_ratio=0.3))
+    scipy_rule = simkit.solve(model, (0.0, 10.0), saveat=1, rtol=RTOL, atol=ATOL, solver=simkit.BDF(jac_sparsity=pattern))
+    assert kept.solver_name.endswith("refactor_ratio=0.3, jac_sparsity=<50x50, band 2+2>)")
     n_kept, n_scipy_rule = (int(s.stats["num_lu_decompositions"]) for s in (kept, scipy_rule))
     assert n_kept <= 0.75 * n_scipy_rule, (n_kept, n_scipy_rule)  # measured 22 against 39
     steps = [int(s.stats["num_accepted_steps"]) for s in (kept, scipy_rule)]

@@ -56,7 +56,7 @@ def reference():
 @pytest.mark.parametrize("solver", [simkit.Rodas5P(), simkit.BDF(), simkit.BDF(refactor_ratio=0.3)], ids=repr)
 def test_rate_sensitivities_match_scipy(solver, reference):
     # BDF(refactor_ratio=0.3): the factors kept while c moves little, as the default does above
-    # eight states: the tangents go through the same Newton iterations with stale factors
+    # 128 states: the tangents go through the same Newton iterations with stale factors
     # (measured 1.1e-7 of each one's scale, against 8.8e-8 refactoring at every change of c)
     ys_ref, s_ref = reference
 
