@@ -49,6 +49,26 @@ def test_results_do_not_depend_on_chunks_devices_or_balancing():
     np.testing.assert_array_equal(lockstep.ys, balanced.ys)  # lockstep: the same bits whatever the chunks
 
 
+def test_one_chosen_device_runs_the_members(monkeypatch):
+    """devices=[d] runs on d, not on the default device (an accelerator's host CPU, say)."""
+    from simkit import _ensemble
+
+    ran_on = []
+    run = _ensemble._run
+
+    def spy(*args, **kwargs):
+        out = run(*args, **kwargs)
+        ran_on.extend(leaf.devices() for leaf in jax.tree_util.tree_leaves(out))
+        return out
+
+    monkeypatch.setattr(_ensemble, "_run", spy)
+    last = jax.local_devices()[-1]
+    ens = simkit.ensemble(LV, (0.0, 2.0), params={"alpha": ALPHAS}, saveat=3, devices=[last])
+    assert ran_on and all(d == {last} for d in ran_on)
+    base = simkit.ensemble(LV, (0.0, 2.0), params={"alpha": ALPHAS}, saveat=3, devices=jax.local_devices()[:1])
+    np.testing.assert_array_equal(ens.ys, base.ys)
+
+
 def test_batched_initial_states_and_failed_members_are_reported():
     # y' = k y^2, y(0) = y0: blows up at t = 1 / (k y0); the others are exact 1/(1/y0 - k t)
     model = simkit.ODEModel(rhs=lambda t, y, p: p["k"] * y**2, params={"k": 1.0}, y0=[0.5],
