@@ -7,7 +7,9 @@ library model's rhs source run with NumPy in place of jax.numpy, `stiff.numpy_rh
 implicit methods, SciPy's own finite-difference Jacobian; numbalsoda (DOP853, LSODA) with numba
 cfuncs when installed (`pip install ".[bench]"`, needs a Fortran compiler to build). Extra rows,
 labelled as such: SciPy with the jitted JAX rhs (`simkit.reference.solve_ivp`, a JAX dispatch per
-evaluation and the ``jax.jacfwd`` Jacobian) and diffrax through ``simkit.solve``.
+evaluation and the ``jax.jacfwd`` Jacobian), diffrax through ``simkit.solve``, and simkit's
+default inside the user's ``jax.jit`` (a parameter passed in: each call runs the compiled
+program alone, without the front door's checks and `Solution`).
 
 Rows: Lorenz t 0..100, rtol = atol = 1e-8, 1000 evenly spaced saves: simkit's default (Tsit5)
 and DOP853 against SciPy DOP853 and RK45 and numbalsoda DOP853. Robertson t 0..1e5, rtol 1e-6,
@@ -127,6 +129,17 @@ def simkit_row(model, t1, ts, rtol, atol, solver=None):
     return lambda: simkit.solve(model, (0.0, t1), saveat=ts, rtol=rtol, atol=atol, **kw).ys[-1]
 
 
+def simkit_jit_row(model, t1, ts, rtol, atol):
+    """simkit's default inside the user's ``jax.jit``, one parameter passed in as a number: the
+    front door runs once, at tracing, and each call runs the compiled program alone. Returns
+    the row and its first call (tracing, compiling and running) in seconds."""
+    name = next(iter(model.params))
+    fn = jax.jit(lambda v: simkit.solve(model, (0.0, t1), saveat=ts, rtol=rtol, atol=atol, params={name: v}).ys[-1])
+    value = float(model.params[name])
+    row = lambda: fn(value)  # noqa: E731
+    return row, timed(row)
+
+
 def simkit_first(model, t1, ts, rtol, atol, solver=None):
     """The first call (compile and run): the name of the kernel that ran and the seconds."""
     kw = {} if solver is None else {"solver": solver}
@@ -193,6 +206,8 @@ def main() -> None:
                                                                    atol=lc["atol"]))
         extra["numbalsoda DOP853"] = peers["lorenz_compile"]
     fns[diffrax_row] = simkit_row(lz, *lz_args, dfx.Tsit5())
+    jit_row = f"extra: simkit default ({name}) inside the user's jax.jit"
+    fns[jit_row], first[jit_row] = simkit_jit_row(lz, *lz_args)
     if not args.no_jax_rhs_scipy:
         fns["extra: scipy DOP853 with the jitted JAX rhs"] = lambda: reference.solve_ivp(
             lz, (0.0, lc["t1"]), saveat=lc["saves"], method="DOP853", rtol=lc["rtol"], atol=lc["atol"]).ys[-1]
@@ -222,6 +237,8 @@ def main() -> None:
                                                                  atol=rc["atol"]))
         extra["numbalsoda LSODA"] = peers["robertson_compile"]
     fns[diffrax_row] = simkit_row(rob, *rob_args, dfx.Kvaerno5())
+    jit_row = f"extra: simkit default ({name}) inside the user's jax.jit"
+    fns[jit_row], first[jit_row] = simkit_jit_row(rob, *rob_args)
     if not args.no_jax_rhs_scipy:
         for m in ("LSODA", "Radau", "BDF"):
             fns[f"extra: scipy {m} with the jitted JAX rhs + jacfwd"] = (lambda m=m: reference.solve_ivp(
