@@ -107,16 +107,18 @@ def numbalsoda_loops():
     return dict(lorenz=members_loop(dop853, lorenz.address), van_der_pol=members_loop(lsoda, vdp.address))
 
 
-def lane_efficiency(steps, n_devices, lanes=256, refill_fraction=16, block=None):
+def lane_efficiency(steps, n_devices, lanes=256, refill_fraction=16, block=None, queue_lanes=None):
     """Useful lane-iterations over all lane-iterations, from each member's step attempts
     (``stats["num_steps"]``) and the schedule of each ensemble mode, per device (members in
     contiguous blocks): lockstep chunks of ``lanes`` run each chunk for its slowest member;
-    refilled lanes are simulated as `simkit.engines.kernel_queue` runs them (a refill once
-    1/16 of the lanes, or the last ones, are done): with ``block=None`` one attempt per
+    refilled lanes (``queue_lanes`` of them, default ``lanes``) are simulated as
+    `simkit.engines.kernel_queue` runs them (a refill once 1/16 of the lanes, or the last
+    ones, are done): with ``block=None`` one attempt per
     iteration and a member's first iteration saving at t0; with ``block`` (members saving at
     t0 and t1 only: `kernel_queue.BLOCK`) ``block`` attempts between refills, a member's t0
     saved when it starts."""
     steps = np.asarray(steps, int)
+    queue_lanes = queue_lanes or lanes
     out = dict(lockstep=[], refilled=[])
     extra = 1 if block is None else 0
     every = 1 if block is None else block
@@ -125,22 +127,29 @@ def lane_efficiency(steps, n_devices, lanes=256, refill_fraction=16, block=None)
         lock = sum(part[i:i + lanes].max() for i in range(0, len(part), lanes))
         out["lockstep"].append(work / (lanes * lock))
         queue = list(part + extra)[::-1]
-        left = np.array([queue.pop() for _ in range(min(lanes, len(part)))])
+        left = np.array([queue.pop() for _ in range(min(queue_lanes, len(part)))])
         live = np.ones(len(left), bool)
         iterations = 0
         while live.any():
             iterations += every
             left = np.where(live, left - every, left)
             done = live & (left <= 0)
-            if done.sum() >= max(1, lanes // refill_fraction) or (done.any() and (done.sum() == live.sum()
+            if done.sum() >= max(1, queue_lanes // refill_fraction) or (done.any() and (done.sum() == live.sum()
                                                                                 or not queue)):
                 for i in np.flatnonzero(done):
                     if queue:
                         left[i] = queue.pop()
                     else:
                         live[i] = False
-        out["refilled"].append(work / (lanes * iterations))
+        out["refilled"].append(work / (len(left) * iterations))
     return {k: float(np.mean(v)) for k, v in out.items()}
+
+
+def default_lanes(members, n_devices):
+    """The refilled lanes per CPU device that `simkit.ensemble` takes by default."""
+    from simkit._ensemble import lanes_per_device
+
+    return lanes_per_device(-(-members // n_devices), "cpu", True, fits=10**9)
 
 
 def report(title, n, t, compile_s, scipy_row=None):
@@ -209,7 +218,8 @@ def main() -> None:
     k = min(args.scipy_members, n)
     scipy_s = scipy_loop(lorenz, "rho", rhos[:k], 10.0, "RK45", 1e-6)
     effs = lane_efficiency(simkit.ensemble(lorenz, (0.0, 10.0), params={"rho": rhos}, saveat=2, rtol=1e-6,
-                                           atol=1e-6).stats["num_steps"], len(devices), block=BLOCK)
+                                           atol=1e-6).stats["num_steps"], len(devices), block=BLOCK,
+                           queue_lanes=default_lanes(n, len(devices)))
     print(f"lane efficiency (from the members' step counts): {effs}")
     results["lorenz"] = report("Lorenz, rho ~ U[10, 50], t 0..10, rtol = atol = 1e-6", n, t, compile_s,
                                ("scipy RK45 loop (NumPy rhs)", k, scipy_s))
@@ -242,7 +252,7 @@ def main() -> None:
     scipy_s = scipy_loop(vdp, "mu", mus[:k], 20.0, "LSODA", 1e-6)
     effs_vdp = lane_efficiency(simkit.ensemble(vdp, (0.0, 20.0), params={"mu": mus}, saveat=2, rtol=1e-6, atol=1e-6,
                                                solver=simkit.Rodas4()).stats["num_steps"], len(devices),
-                               block=BLOCK)
+                               block=BLOCK, queue_lanes=default_lanes(m, len(devices)))
     print(f"lane efficiency (from the members' step counts): {effs_vdp}")
     results["van_der_pol"] = report("Van der Pol, mu log-uniform in [0.1, 100], t 0..20, 1e-6, Rodas4", m, t,
                                     compile_s, ("scipy LSODA loop (NumPy rhs)", k, scipy_s))

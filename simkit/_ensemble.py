@@ -47,6 +47,13 @@ ACCELERATOR_CHUNK = 2**17  # lanes per accelerator: a narrow loop is launch-boun
 # refilled queue needs more members than lanes. Measured on an H200 (benchmarks/results/
 # gpu_ensemble.json, lane counts interleaved): 1M Lorenz members fastest at 2^17 in float64
 # (2^15: 0.82x, 2^20: 0.74x), within 2 % of 2^18 in float32; 100k Robertson members on 100k lanes
+MEMBERS_PER_LANE = 16  # on a CPU, fewer refilled lanes than DEFAULT_CHUNK where a device has
+MIN_QUEUE_LANES = 64  # fewer than 16 members per lane (but at least 64 lanes): once the queue is
+# empty, its last members run on a few lanes while the others idle at the loop's full width, a
+# drain of about one slow member's steps. Measured (session 30, 2 cores, 7 interleaved rounds):
+# van der Pol, mu log-uniform in [0.1, 100], 2,500 members: 80 or 128 lanes 1.10x 256; Lorenz,
+# rho in [10, 50], 2,000 members: 64 lanes 1.09x 256; 10,000 members of either: 128 lanes
+# 1.00-1.02x 256 (this rule keeps 256 there)
 VECTOR_WIDTH = 8  # chunks are a multiple of the CPU's vector width (8 doubles, AVX-512): a
 # member's result is then the same bits whatever the chunk size or device count. Lanes that
 # fall into XLA's scalar remainder loop round differently (measured: 1e-11 apart after
@@ -119,6 +126,22 @@ def _member_arrays(model: ODEModel, params: dict | None, y0: Any) -> tuple[int, 
     if not np.all(np.isfinite(y0_b)):
         raise ParameterError("y0 is not finite for some members")
     return members, out, y0_b
+
+
+def lanes_per_device(per_device: int, platform: str, queue: bool, fits: int, chunk_size: int | None = None) -> int:
+    """The lanes (refilled queue) or members per vmapped chunk (lockstep) on each device:
+    ``chunk_size`` if given, else `DEFAULT_CHUNK` on a CPU (on refilled lanes fewer where a
+    device has under `MEMBERS_PER_LANE` members per lane, at least `MIN_QUEUE_LANES`) and
+    `ACCELERATOR_CHUNK` elsewhere, at most ``per_device`` members and ``fits`` (the memory
+    budget's); rounded up to a multiple of `VECTOR_WIDTH`."""
+    cap = DEFAULT_CHUNK if platform == "cpu" else ACCELERATOR_CHUNK
+    if queue and platform == "cpu":
+        cap = min(cap, max(MIN_QUEUE_LANES, per_device // MEMBERS_PER_LANE))
+    chunk = int(chunk_size or min(cap, per_device, fits))
+    chunk = VECTOR_WIDTH * math.ceil(chunk / VECTOR_WIDTH)
+    if chunk in (2 * VECTOR_WIDTH, 3 * VECTOR_WIDTH):  # round half a vector apart (VECTOR_WIDTH's note)
+        chunk = 4 * VECTOR_WIDTH
+    return chunk
 
 
 def _run_members(program: EnsembleProgram, args, params, y0, keys):
@@ -213,7 +236,8 @@ def ensemble(
     chunk_size : int, optional
         Lanes per device of the refilled queue, or members per vmapped chunk in lockstep
         (default 256 on a CPU, 131,072 on an accelerator; fewer for small ensembles or to fit
-        ``memory_budget``; rounded up to a multiple of 8). Results do not
+        ``memory_budget``, and on a CPU's refilled lanes at least 16 members per lane where
+        that leaves 64 lanes or more; rounded up to a multiple of 8). Results do not
         depend on it, nor on the devices, bit for bit.
     memory_budget : int
         Bytes one chunk's saved trajectories may take (default 256 MiB); the default chunk
@@ -292,11 +316,9 @@ def ensemble(
     n_save = plan.saveat.count if plan.saveat.count is not None else max_steps + 1
     member_bytes = 2 * n_save * model.n_states * np.dtype(dtype).itemsize  # ys + its update
     fits = max(1, int(memory_budget) // member_bytes)
-    cap = DEFAULT_CHUNK if devices[0].platform == "cpu" else ACCELERATOR_CHUNK
-    chunk = int(chunk_size or min(cap, per_device, fits))
-    chunk = VECTOR_WIDTH * math.ceil(chunk / VECTOR_WIDTH)
-    if chunk in (2 * VECTOR_WIDTH, 3 * VECTOR_WIDTH):  # round half a vector apart (VECTOR_WIDTH's note)
-        chunk = 4 * VECTOR_WIDTH
+    stochastic = model.diffusion is not None
+    queue = bool(refill) and not balance and not stochastic and queue_eligible(plan.program)
+    chunk = lanes_per_device(per_device, devices[0].platform, queue, fits, chunk_size)
     chunks_per_device = math.ceil(per_device / chunk)
     batched = _progress.active(progress) and chunks_per_device > 1
     # host-level batches of `per_batch` chunks per device (<= 20 batches; padding < 1 batch)
@@ -304,8 +326,6 @@ def ensemble(
     n_batches = math.ceil(chunks_per_device / per_batch)
     chunks_per_device = n_batches * per_batch
     padded = n_dev * chunks_per_device * chunk
-    stochastic = model.diffusion is not None
-    queue = bool(refill) and not balance and not stochastic and queue_eligible(plan.program)
     program = EnsembleProgram(engine=plan.program, chunk=chunk, devices=tuple(devices), queue=queue)
     if any(d.process_index != jax.process_index() for d in devices):  # across processes: the same call
         a = plan.args

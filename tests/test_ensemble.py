@@ -69,6 +69,23 @@ def test_one_chosen_device_runs_the_members(monkeypatch):
     np.testing.assert_array_equal(ens.ys, base.ys)
 
 
+def test_default_lanes_per_device():
+    from simkit._ensemble import lanes_per_device
+
+    big = 10**9  # no memory limit
+    # a CPU's refilled queue: 256 lanes, fewer below 16 members per lane, at least 64
+    assert lanes_per_device(5000, "cpu", True, big) == 256
+    assert lanes_per_device(1250, "cpu", True, big) == 80  # 78 rounded up to the vector width
+    assert lanes_per_device(250, "cpu", True, big) == 64
+    assert lanes_per_device(37, "cpu", True, big) == 40  # never more than the members (rounded)
+    assert lanes_per_device(1250, "cpu", False, big) == 256  # lockstep chunks keep 256
+    assert lanes_per_device(1250, "cpu", True, 40) == 40  # the memory budget's
+    assert lanes_per_device(1250, "cpu", True, big, chunk_size=100) == 104  # given: only rounded
+    # an accelerator: 2^17 lanes, or every member where there are fewer
+    assert lanes_per_device(10**6, "gpu", True, big) == 2**17
+    assert lanes_per_device(100_000, "gpu", True, big) == 100_000
+
+
 def test_batched_initial_states_and_failed_members_are_reported():
     # y' = k y^2, y(0) = y0: blows up at t = 1 / (k y0); the others are exact 1/(1/y0 - k t)
     model = simkit.ODEModel(rhs=lambda t, y, p: p["k"] * y**2, params={"k": 1.0}, y0=[0.5],
