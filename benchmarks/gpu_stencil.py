@@ -9,15 +9,22 @@ own process (``SIMKIT_ENABLE_X64=0`` for float32), medians of ``--repeats`` inte
 rounds, each call running many steps inside one compiled program:
 
 - heat n x n: 2-D, explicit Euler, periodic 5-point Laplacian (`benchmarks/stencil.py`'s
-  model), `simkit.stencil.integrate`; and a plain ``jax.jit`` + ``fori_loop`` with
-  ``jnp.roll`` (the JAX a user writes by hand);
-- Gray-Scott n x n (two components, the library model on an n x n grid) with `RK4`: time
-  per step and per stage;
-- roofline: a triad ``a = b + s a`` on n x n arrays, repeated in a ``fori_loop`` under
-  ``jax.jit`` (one launch per pass, as the steps), its bandwidth counting 3 arrays; the heat step's roofline is one read and one write of the field at that bandwidth,
-  Gray-Scott's per stage one read and one write of both components (a lower bound: an RK4
-  stage also reads the step's start and accumulates; `benchmarks/experiments/gs_rk4_floor.py`
-  counts at least 80 bytes per point against the heat step's 16).
+  model): `simkit.stencil.rollout` under ``jax.jit`` (the stepping loop, the fields staying
+  on the device), `simkit.stencil.integrate` (a whole call: ``u0`` checked on the host and
+  sent, the saved fields copied back into NumPy), and a plain ``jax.jit`` + ``fori_loop``
+  with ``jnp.roll`` (the JAX a user writes by hand);
+- Gray-Scott n x n (two components, the library model on an n x n grid) with `RK4`, through
+  ``rollout`` under ``jax.jit`` and ``integrate``: time per step and per stage;
+- roofline: the bandwidth of one large elementwise pass (``a * s`` over at least 1 GiB, read
+  and written, ``jax.jit``), measured once per process; the heat step's roofline is one read
+  and one write of the field at that bandwidth, Gray-Scott's per stage one read and one
+  write of both components (a lower bound: an RK4 stage also reads the step's start and
+  accumulates; `benchmarks/experiments/gs_rk4_floor.py` counts at least 80 bytes per point
+  against the heat step's 16). A field that fits in the GPU's cache (2048^2) can beat it.
+
+Session 30's committed run (`results/gpu_stencil.json`) came from the script before the
+``rollout`` rows and this bandwidth measure (commit 3750507): its roofline fractions used a
+``fori_loop`` triad that measured too low.
 
 Configurations still to run once ``--budget-s`` seconds have passed in a process are skipped
 and listed under ``skipped``; results are written after each size.
@@ -62,6 +69,18 @@ def child(args) -> None:
             json.dump(out, fh, indent=1)
 
     euler = dict(stepper=sk.ForwardEuler(), check_stability=False)
+    big = jnp.ones((max(2**30 // np.dtype(dtype).itemsize, 1024),), dtype)
+    scale = jax.jit(lambda a, s: a * s)
+    factor = jnp.asarray(1.0000001, dtype)
+    jax.block_until_ready(scale(big, factor))
+    passes = []
+    for _ in range(max(args.repeats, 5)):
+        t0 = time.perf_counter()
+        jax.block_until_ready(scale(big, factor))
+        passes.append(time.perf_counter() - t0)
+    bandwidth = 2 * big.nbytes / statistics.median(passes)
+    out["copy_bandwidth_GBps"] = bandwidth / 1e9
+    del big
     for n in (int(s) for s in args.sizes.split(",")):
         if time.perf_counter() - start > args.budget_s:
             out["skipped"].append(n)
@@ -85,22 +104,24 @@ def child(args) -> None:
                 return u + c * lap
             return jax.lax.fori_loop(0, steps["roll"], body, u)
 
-        @jax.jit
-        def triad_loop(a, b):  # a = b + s a, as many times as the heat rows step: 3 arrays per pass
-            return jax.lax.fori_loop(0, steps["heat"], lambda _, a: b + 0.5 * a, a)
-
-        rng = np.random.default_rng(0)
-        b, cc = (jnp.asarray(rng.random((n, n)), dtype) for _ in range(2))
+        heat_rollout = jax.jit(lambda u: sk.rollout(heat, u0=u, dt=dt, steps=steps["heat"],
+                                                    stepper=sk.ForwardEuler())[0][-1])
+        gs_rollout = jax.jit(lambda u: sk.rollout(gs, u0=u, dt=gs_dt, steps=steps["gs"], stepper=sk.RK4())[0][-1])
         u0 = jnp.asarray(heat.u0[0], dtype)
+        u0_heat, u0_gs = jnp.asarray(heat.u0, dtype), jnp.asarray(gs.u0, dtype)
         fns = {
-            "simkit heat (Euler)": lambda: sk.integrate(heat, dt=dt, steps=steps["heat"], **euler).us,
+            "simkit heat (Euler), rollout under jax.jit": lambda: heat_rollout(u0_heat),
+            "simkit heat (Euler), integrate call": lambda: sk.integrate(heat, dt=dt, steps=steps["heat"], **euler).us,
             "jax roll heat (fori_loop)": lambda: roll_loop(u0),
-            "simkit gray-scott (RK4)": lambda: sk.integrate(gs, dt=gs_dt, steps=steps["gs"], stepper=sk.RK4(),
-                                                            check_stability=False).us,
-            "triad": lambda: triad_loop(cc, b),
+            "simkit gray-scott (RK4), rollout under jax.jit": lambda: gs_rollout(u0_gs),
+            "simkit gray-scott (RK4), integrate call": lambda: sk.integrate(gs, dt=gs_dt, steps=steps["gs"],
+                                                                            stepper=sk.RK4(),
+                                                                            check_stability=False).us,
         }
-        per_call = {"simkit heat (Euler)": steps["heat"], "jax roll heat (fori_loop)": steps["roll"],
-                    "simkit gray-scott (RK4)": steps["gs"], "triad": steps["heat"]}
+        per_call = {"simkit heat (Euler), rollout under jax.jit": steps["heat"],
+                    "simkit heat (Euler), integrate call": steps["heat"], "jax roll heat (fori_loop)": steps["roll"],
+                    "simkit gray-scott (RK4), rollout under jax.jit": steps["gs"],
+                    "simkit gray-scott (RK4), integrate call": steps["gs"]}
         first = {}
         for k, f in fns.items():
             t0 = time.perf_counter()
@@ -113,26 +134,25 @@ def child(args) -> None:
                 jax.block_until_ready(f())
                 samples[k].append((time.perf_counter() - t0) / per_call[k])
         median = {k: statistics.median(v) for k, v in samples.items()}
-        bandwidth = 3 * bytes_field / median["triad"]
+        heat_s, gs_s = median["simkit heat (Euler), rollout under jax.jit"], median["simkit gray-scott (RK4), rollout under jax.jit"]
         heat_roof = 2 * bytes_field / bandwidth
         gs_stage_roof = 2 * 2 * bytes_field / bandwidth
-        final = np.asarray(fns["simkit heat (Euler)"]())[-1]
+        final = np.asarray(fns["simkit heat (Euler), integrate call"]())[-1]
         row = dict(n=n, steps_per_call=steps, per_step_s=median, samples_per_step_s=samples,
-                   compile_and_first_call_s=first, triad_bandwidth_GBps=bandwidth / 1e9,
-                   heat_roofline_s=heat_roof, heat_roofline_fraction=heat_roof / median["simkit heat (Euler)"],
-                   roll_over_simkit=median["jax roll heat (fori_loop)"] / median["simkit heat (Euler)"],
-                   gs_per_stage_s=median["simkit gray-scott (RK4)"] / 4,
-                   gs_stage_roofline_s=gs_stage_roof,
-                   gs_stage_roofline_fraction=gs_stage_roof / (median["simkit gray-scott (RK4)"] / 4),
-                   gs_stage_over_heat_step=median["simkit gray-scott (RK4)"] / 4 / median["simkit heat (Euler)"],
+                   compile_and_first_call_s=first, heat_roofline_s=heat_roof, heat_roofline_fraction=heat_roof / heat_s,
+                   roll_over_simkit=median["jax roll heat (fori_loop)"] / heat_s,
+                   integrate_call_fixed_s_estimate=(median["simkit heat (Euler), integrate call"] - heat_s) * steps["heat"],
+                   gs_per_stage_s=gs_s / 4, gs_stage_roofline_s=gs_stage_roof,
+                   gs_stage_roofline_fraction=gs_stage_roof / (gs_s / 4), gs_stage_over_heat_step=gs_s / 4 / heat_s,
                    heat_final_finite=bool(np.all(np.isfinite(final))),
                    heat_mean_drift=float(abs(final.mean() - float(np.mean(heat.u0[0])))))
         out["sizes"][str(n)] = row
-        print(f"{out['precision']} {n}^2: heat {median['simkit heat (Euler)'] * 1e3:.3f} ms/step "
-              f"({row['heat_roofline_fraction']:.0%} of the roofline at {row['triad_bandwidth_GBps']:.0f} GB/s; "
-              f"jnp.roll loop {median['jax roll heat (fori_loop)'] * 1e3:.3f}); Gray-Scott RK4 "
-              f"{median['simkit gray-scott (RK4)'] * 1e3:.3f} ms/step, {row['gs_stage_over_heat_step']:.2f}x the "
-              f"heat step per stage ({row['gs_stage_roofline_fraction']:.0%} of its stage roofline)", flush=True)
+        print(f"{out['precision']} {n}^2: heat {heat_s * 1e3:.3f} ms/step under rollout "
+              f"({row['heat_roofline_fraction']:.0%} of the roofline at {bandwidth / 1e9:.0f} GB/s; jnp.roll loop "
+              f"{median['jax roll heat (fori_loop)'] * 1e3:.3f}; an integrate call's fixed cost about "
+              f"{row['integrate_call_fixed_s_estimate']:.2f} s); Gray-Scott RK4 {gs_s * 1e3:.3f} ms/step, "
+              f"{row['gs_stage_over_heat_step']:.2f}x the heat step per stage "
+              f"({row['gs_stage_roofline_fraction']:.0%} of its stage roofline)", flush=True)
         out["wall_s"] = time.perf_counter() - start
         save()
 
