@@ -48,12 +48,14 @@ ACCELERATOR_CHUNK = 2**17  # lanes per accelerator: a narrow loop is launch-boun
 # gpu_ensemble.json, lane counts interleaved): 1M Lorenz members fastest at 2^17 in float64
 # (2^15: 0.82x, 2^20: 0.74x), within 2 % of 2^18 in float32; 100k Robertson members on 100k lanes
 MEMBERS_PER_LANE = 16  # on a CPU, fewer refilled lanes than DEFAULT_CHUNK where a device has
-MIN_QUEUE_LANES = 64  # fewer than 16 members per lane (but at least 64 lanes): once the queue is
-# empty, its last members run on a few lanes while the others idle at the loop's full width, a
-# drain of about one slow member's steps. Measured (session 30, 2 cores, 7 interleaved rounds):
-# van der Pol, mu log-uniform in [0.1, 100], 2,500 members: 80 or 128 lanes 1.10x 256; Lorenz,
-# rho in [10, 50], 2,000 members: 64 lanes 1.09x 256; 10,000 members of either: 128 lanes
-# 1.00-1.02x 256 (this rule keeps 256 there)
+MIN_QUEUE_LANES = 64  # fewer than 16 members per lane (but at least 64 lanes, and only where
+MIN_NARROWED = 3  # those get 3 members each or more): once the queue is empty, its last
+# members run on a few lanes while the others idle at the loop's full width, a drain of about
+# one slow member's steps. Measured (session 30, 2 cores, 15 interleaved rounds, against the
+# lanes of the rule before): van der Pol, mu log-uniform in [0.1, 100]: 500 members 1.27x,
+# 2,500 1.07-1.09x; Lorenz, rho in [10, 50]: 500 1.15x, 2,000 1.09-1.11x; 10,000 of either
+# 1.00x (256 kept). Below 3 members per lane a second round for a few members cost more:
+# van der Pol with 130 members on 64 lanes 0.72x, Lorenz with 300 on 64 0.92x.
 VECTOR_WIDTH = 8  # chunks are a multiple of the CPU's vector width (8 doubles, AVX-512): a
 # member's result is then the same bits whatever the chunk size or device count. Lanes that
 # fall into XLA's scalar remainder loop round differently (measured: 1e-11 apart after
@@ -131,11 +133,12 @@ def _member_arrays(model: ODEModel, params: dict | None, y0: Any) -> tuple[int, 
 def lanes_per_device(per_device: int, platform: str, queue: bool, fits: int, chunk_size: int | None = None) -> int:
     """The lanes (refilled queue) or members per vmapped chunk (lockstep) on each device:
     ``chunk_size`` if given, else `DEFAULT_CHUNK` on a CPU (on refilled lanes fewer where a
-    device has under `MEMBERS_PER_LANE` members per lane, at least `MIN_QUEUE_LANES`) and
+    device has under `MEMBERS_PER_LANE` members per lane: at least `MIN_QUEUE_LANES`, each
+    with `MIN_NARROWED` members or more) and
     `ACCELERATOR_CHUNK` elsewhere, at most ``per_device`` members and ``fits`` (the memory
     budget's); rounded up to a multiple of `VECTOR_WIDTH`."""
     cap = DEFAULT_CHUNK if platform == "cpu" else ACCELERATOR_CHUNK
-    if queue and platform == "cpu":
+    if queue and platform == "cpu" and per_device >= MIN_NARROWED * MIN_QUEUE_LANES:
         cap = min(cap, max(MIN_QUEUE_LANES, per_device // MEMBERS_PER_LANE))
     chunk = int(chunk_size or min(cap, per_device, fits))
     chunk = VECTOR_WIDTH * math.ceil(chunk / VECTOR_WIDTH)
@@ -237,7 +240,7 @@ def ensemble(
         Lanes per device of the refilled queue, or members per vmapped chunk in lockstep
         (default 256 on a CPU, 131,072 on an accelerator; fewer for small ensembles or to fit
         ``memory_budget``, and on a CPU's refilled lanes at least 16 members per lane where
-        that leaves 64 lanes or more; rounded up to a multiple of 8). Results do not
+        that leaves 64 lanes of 3 members or more; rounded up to a multiple of 8). Results do not
         depend on it, nor on the devices, bit for bit.
     memory_budget : int
         Bytes one chunk's saved trajectories may take (default 256 MiB); the default chunk

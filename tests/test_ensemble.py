@@ -77,6 +77,7 @@ def test_default_lanes_per_device():
     assert lanes_per_device(5000, "cpu", True, big) == 256
     assert lanes_per_device(1250, "cpu", True, big) == 80  # 78 rounded up to the vector width
     assert lanes_per_device(250, "cpu", True, big) == 64
+    assert lanes_per_device(150, "cpu", True, big) == 152  # under 3 members per lane at 64: one round
     assert lanes_per_device(37, "cpu", True, big) == 40  # never more than the members (rounded)
     assert lanes_per_device(1250, "cpu", False, big) == 256  # lockstep chunks keep 256
     assert lanes_per_device(1250, "cpu", True, 40) == 40  # the memory budget's
