@@ -174,17 +174,35 @@ def test_memory_budget_limits_the_chunk_without_changing_results():
 
 def test_progress_batches_give_identical_results_and_draw_a_bar(capsys):
     lorenz = models.get("lorenz")
-    rhos = np.random.default_rng(3).uniform(10.0, 50.0, 200)
+    rhos = np.random.default_rng(3).uniform(10.0, 50.0, 1100)
     kwargs = dict(params={"rho": rhos}, saveat=4, rtol=1e-6, atol=1e-6, chunk_size=8)
     quiet = simkit.ensemble(lorenz, (0.0, 2.0), progress=False, **kwargs)
     assert capsys.readouterr().err == ""
     shown = simkit.ensemble(lorenz, (0.0, 2.0), progress=True, **kwargs)
     err = capsys.readouterr().err
-    # 200 members on 4 devices in chunks of 8: 7 chunks per device, one batch each; the bar
-    # (tqdm) counts members, padding excluded
-    assert "200/200" in err and "ensemble lorenz" in err and "members" in err
+    # 1100 members on 4 devices in chunks of 8: 35 chunks per device, two batches of 18 (a
+    # refilled queue's batch holds 16 members per lane or more); the bar (tqdm) counts
+    # members, padding excluded
+    assert "1100/1100" in err and "ensemble lorenz" in err and "members" in err
     np.testing.assert_array_equal(shown.ys, quiet.ys)
     np.testing.assert_array_equal(shown.status, quiet.status)
+    locked = simkit.ensemble(lorenz, (0.0, 2.0), progress=True, refill=False, **kwargs)  # 20 batches
+    assert "1100/1100" in capsys.readouterr().err
+    np.testing.assert_allclose(locked.ys, quiet.ys, rtol=1e-12, atol=1e-12)
+
+
+def test_host_batches_keep_many_members_per_lane():
+    from simkit._ensemble import host_batches
+
+    assert host_batches(20, False, True) == (1, 20)  # no bar: one batch
+    assert host_batches(20, True, False) == (20, 1)  # lockstep chunks: up to 20 batches
+    assert host_batches(41, True, False) == (14, 3)
+    assert host_batches(20, True, True) == (1, 20)  # a queue: under 2 x 16 chunks, one batch
+    assert host_batches(35, True, True) == (2, 18)
+    n, per = host_batches(196, True, True)  # 100,000 members on 2 devices, 256 lanes
+    assert per >= 16 and n * per == 196 and 6 <= n <= 12  # no padding here
+    n, per = host_batches(1954, True, True)  # a million
+    assert 10 <= n <= 20 and 0 <= per * n - 1954 < n  # (17, 115): one chunk of padding
 
 
 def test_members_saving_at_the_ends_step_in_blocks():
