@@ -30,9 +30,7 @@ os.environ.setdefault("SIMKIT_COMPILATION_CACHE", "0")
 
 import argparse
 import json
-import platform
 import statistics
-import subprocess
 import sys
 import time
 
@@ -139,43 +137,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--budget-s", type=float, default=480.0,
                         help="per precision: configurations not started by then are skipped")
-    parser.add_argument("--precisions", default="float64,float32")
-    parser.add_argument("--out", default=os.path.join(HERE, "results", "gpu_ensemble.json"))
-    parser.add_argument("--child-out", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child_out:
-        child(args)
-        return
-    start = time.perf_counter()
-    result = dict(command=" ".join(["python benchmarks/gpu_ensemble.py", *sys.argv[1:]]),
-                  machine=dict(platform=platform.platform(), python=platform.python_version(),
-                               cores=os.cpu_count(), cpu=_cpu_model()), runs={})
-    for precision in args.precisions.split(","):
-        env = dict(os.environ, SIMKIT_ENABLE_X64="1" if precision == "float64" else "0")
-        part = f"{args.out}.{precision}.part"
-        cmd = [sys.executable, __file__, *sys.argv[1:], "--child-out", part]
-        code = subprocess.call(cmd, env=env)
-        try:
-            with open(part) as fh:
-                result["runs"][precision] = json.load(fh)
-            os.remove(part)
-        except OSError:
-            result["runs"][precision] = dict(error=f"exit code {code}, no results")
-        if code:
-            result["runs"][precision]["exit_code"] = code
-        result["wall_s"] = time.perf_counter() - start
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, "w") as fh:
-            json.dump(result, fh, indent=1)
-    print(f"wrote {args.out} ({result['wall_s']:.0f} s)")
+    sys.path.insert(0, HERE)
+    from timing import precision_main  # benchmarks/timing.py
 
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as fh:
-            return next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), "unknown")
-    except OSError:
-        return "unknown"
+    precision_main(parser, child, __file__, os.path.join(HERE, "results", "gpu_ensemble.json"))
 
 
 if __name__ == "__main__":

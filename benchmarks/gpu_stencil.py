@@ -38,9 +38,7 @@ os.environ.setdefault("SIMKIT_COMPILATION_CACHE", "0")
 
 import argparse
 import json
-import platform
 import statistics
-import subprocess
 import sys
 import time
 
@@ -53,7 +51,8 @@ def child(args) -> None:
     import numpy as np
 
     sys.path.insert(0, HERE)
-    from stencil import gray_scott_model, heat_model  # benchmarks/stencil.py
+    from stencil import gray_scott_model, heat_model, roll_heat  # benchmarks/stencil.py
+    from timing import first_and_rounds  # benchmarks/timing.py
 
     from simkit import stencil as sk
 
@@ -97,13 +96,7 @@ def child(args) -> None:
         steps = dict(heat=max(2, round(100 * scale)), gs=max(1, round(10 * scale)))
         steps["roll"] = steps["heat"]
 
-        @jax.jit
-        def roll_loop(u):
-            def body(_, u):
-                lap = jnp.roll(u, 1, 0) + jnp.roll(u, -1, 0) + jnp.roll(u, 1, 1) + jnp.roll(u, -1, 1) - 4 * u
-                return u + c * lap
-            return jax.lax.fori_loop(0, steps["roll"], body, u)
-
+        roll_loop = roll_heat(c, steps["roll"])
         heat_rollout = jax.jit(lambda u: sk.rollout(heat, u0=u, dt=dt, steps=steps["heat"],
                                                     stepper=sk.ForwardEuler())[0][-1])
         gs_rollout = jax.jit(lambda u: sk.rollout(gs, u0=u, dt=gs_dt, steps=steps["gs"], stepper=sk.RK4())[0][-1])
@@ -122,17 +115,7 @@ def child(args) -> None:
                     "simkit heat (Euler), integrate call": steps["heat"], "jax roll heat (fori_loop)": steps["roll"],
                     "simkit gray-scott (RK4), rollout under jax.jit": steps["gs"],
                     "simkit gray-scott (RK4), integrate call": steps["gs"]}
-        first = {}
-        for k, f in fns.items():
-            t0 = time.perf_counter()
-            jax.block_until_ready(f())
-            first[k] = time.perf_counter() - t0
-        samples = {k: [] for k in fns}
-        for _ in range(args.repeats):
-            for k, f in fns.items():
-                t0 = time.perf_counter()
-                jax.block_until_ready(f())
-                samples[k].append((time.perf_counter() - t0) / per_call[k])
+        first, samples = first_and_rounds(fns, args.repeats, per_call)
         median = {k: statistics.median(v) for k, v in samples.items()}
         heat_s, gs_s = median["simkit heat (Euler), rollout under jax.jit"], median["simkit gray-scott (RK4), rollout under jax.jit"]
         heat_roof = 2 * bytes_field / bandwidth
@@ -163,37 +146,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--budget-s", type=float, default=200.0,
                         help="per precision: sizes not started by then are skipped")
-    parser.add_argument("--precisions", default="float64,float32")
     parser.add_argument("--steps-scale", type=float, default=1.0,
                         help="steps per call: 100 heat and 10 Gray-Scott steps at 8192^2 times this, "
                              "as many more as the grid has fewer points")
-    parser.add_argument("--out", default=os.path.join(HERE, "results", "gpu_stencil.json"))
-    parser.add_argument("--child-out", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child_out:
-        child(args)
-        return
-    start = time.perf_counter()
-    result = dict(command=" ".join(["python benchmarks/gpu_stencil.py", *sys.argv[1:]]),
-                  machine=dict(platform=platform.platform(), python=platform.python_version(), cores=os.cpu_count()),
-                  runs={})
-    for precision in args.precisions.split(","):
-        env = dict(os.environ, SIMKIT_ENABLE_X64="1" if precision == "float64" else "0")
-        part = f"{args.out}.{precision}.part"
-        code = subprocess.call([sys.executable, __file__, *sys.argv[1:], "--child-out", part], env=env)
-        try:
-            with open(part) as fh:
-                result["runs"][precision] = json.load(fh)
-            os.remove(part)
-        except OSError:
-            result["runs"][precision] = dict(error=f"exit code {code}, no results")
-        if code:
-            result["runs"][precision]["exit_code"] = code
-        result["wall_s"] = time.perf_counter() - start
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, "w") as fh:
-            json.dump(result, fh, indent=1)
-    print(f"wrote {args.out} ({result['wall_s']:.0f} s)")
+    sys.path.insert(0, HERE)
+    from timing import precision_main  # benchmarks/timing.py
+
+    precision_main(parser, child, __file__, os.path.join(HERE, "results", "gpu_stencil.json"))
 
 
 if __name__ == "__main__":

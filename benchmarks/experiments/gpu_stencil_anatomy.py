@@ -20,7 +20,6 @@ import json
 import os
 import statistics
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
@@ -33,7 +32,8 @@ import numpy as np  # noqa: E402
 from simkit import stencil as sk  # noqa: E402
 from simkit.stencil.pde import Space  # noqa: E402
 from simkit.stencil.stepping import repeat_in_two_buffers  # noqa: E402
-from stencil import heat_model  # noqa: E402  (benchmarks/stencil.py)
+from stencil import heat_model, roll_heat  # noqa: E402  (benchmarks/stencil.py)
+from timing import first_and_rounds  # noqa: E402  (benchmarks/timing.py)
 
 
 def main() -> None:
@@ -68,13 +68,7 @@ def main() -> None:
         def two_buffers(u):
             return repeat_in_two_buffers(lambda s: (step(s[0]),), steps, (u,))[0]
 
-        @jax.jit
-        def roll(u):
-            def body(_, u):
-                lap = jnp.roll(u, 1, -2) + jnp.roll(u, -1, -2) + jnp.roll(u, 1, -1) + jnp.roll(u, -1, -1) - 4 * u
-                return u + c * lap
-            return jax.lax.fori_loop(0, steps, body, u)
-
+        roll = roll_heat(c, steps)
         fns = {
             "A simkit integrate": lambda: sk.integrate(heat, dt=dt, steps=steps, stepper=sk.ForwardEuler(),
                                                        check_stability=False).us[-1],
@@ -82,17 +76,8 @@ def main() -> None:
             "C simkit rhs, two buffers (lax.cond)": lambda: two_buffers(u0),
             "D jnp.roll, plain fori_loop": lambda: roll(u0),
         }
-        first, results = {}, {}
-        for k, f in fns.items():
-            t0 = time.perf_counter()
-            results[k] = np.asarray(f())
-            first[k] = time.perf_counter() - t0
-        samples = {k: [] for k in fns}
-        for _ in range(args.repeats):
-            for k, f in fns.items():
-                t0 = time.perf_counter()
-                jax.block_until_ready(f())
-                samples[k].append((time.perf_counter() - t0) / steps)
+        first, samples = first_and_rounds(fns, args.repeats, dict.fromkeys(fns, steps))
+        results = {k: np.asarray(f()) for k, f in fns.items()}
         median = {k: statistics.median(v) for k, v in samples.items()}
         ref = results["D jnp.roll, plain fori_loop"].reshape(-1)
         agree = {k: float(np.max(np.abs(v.reshape(-1) - ref))) for k, v in results.items()}
