@@ -134,9 +134,9 @@ def lanes_per_device(per_device: int, platform: str, queue: bool, fits: int, chu
     """The lanes (refilled queue) or members per vmapped chunk (lockstep) on each device:
     ``chunk_size`` if given, else `DEFAULT_CHUNK` on a CPU (on refilled lanes fewer where a
     device has under `MEMBERS_PER_LANE` members per lane: at least `MIN_QUEUE_LANES`, each
-    with `MIN_NARROWED` members or more) and
-    `ACCELERATOR_CHUNK` elsewhere, at most ``per_device`` members and ``fits`` (the memory
-    budget's); rounded up to a multiple of `VECTOR_WIDTH`."""
+    with `MIN_NARROWED` members or more) and `ACCELERATOR_CHUNK` elsewhere, at most
+    ``per_device`` members and ``fits`` (the memory budget's); rounded up to a multiple of
+    `VECTOR_WIDTH`."""
     cap = DEFAULT_CHUNK if platform == "cpu" else ACCELERATOR_CHUNK
     if queue and platform == "cpu" and per_device >= MIN_NARROWED * MIN_QUEUE_LANES:
         cap = min(cap, max(MIN_QUEUE_LANES, per_device // MEMBERS_PER_LANE))
@@ -260,8 +260,8 @@ def ensemble(
         Lanes per device of the refilled queue, or members per vmapped chunk in lockstep
         (default 256 on a CPU, 131,072 on an accelerator; fewer for small ensembles or to fit
         ``memory_budget``, and on a CPU's refilled lanes at least 16 members per lane where
-        that leaves 64 lanes of 3 members or more; rounded up to a multiple of 8). Results do not
-        depend on it, nor on the devices, bit for bit.
+        that leaves 64 lanes of 3 members or more; rounded up to a multiple of 8). Results
+        do not depend on it, nor on the devices, bit for bit.
     memory_budget : int
         Bytes one chunk's saved trajectories may take (default 256 MiB); the default chunk
         size shrinks to fit it.
