@@ -847,6 +847,26 @@ def prepare(model: PDEModel, *, dt: float | Callable, steps: int, save_every: in
     return program, u_init, params_j, dt_arg
 
 
+ALIGNMENT = 64  # bytes: XLA:CPU takes a host buffer aligned so without copying it
+
+
+def to_device(u: np.ndarray) -> jax.Array:
+    """The field ``u`` (a NumPy array) on the default device, for a rollout that only reads it.
+
+    On a CPU, JAX takes a C-contiguous array aligned to `ALIGNMENT` bytes as it is (an
+    immutable zero-copy buffer: nothing donates it, so the caller's array is never written)
+    and copies any other, more slowly than NumPy does: a 2048^2 float64 field 17-26 ms
+    against NumPy's 5.8 ms (session 30). Such a field is first copied into an aligned buffer
+    of its own. Elsewhere the transfer is a copy anyway."""
+    if jax.default_backend() == "cpu" and not (u.flags.c_contiguous and u.ctypes.data % ALIGNMENT == 0):
+        raw = np.empty(u.nbytes + ALIGNMENT, np.uint8)
+        start = -raw.ctypes.data % ALIGNMENT
+        aligned = raw[start:start + u.nbytes].view(u.dtype).reshape(u.shape)
+        aligned[...] = u
+        u = aligned
+    return jax.device_put(u)
+
+
 GROWTH_TOLERANCE = 1e-9  # |R(dt lambda)| - 1 allowed by the check (rounding)
 STABILITY_MARGIN = 1.03  # the Ritz values approach the eigenvalues from inside (up to 2 % low measured)
 
@@ -1015,7 +1035,7 @@ def integrate(
     program, u_init, params_j, dt_arg = prepare(model, dt=dt, steps=steps, save_every=save_every,
                                                 stepper=stepper, params=params, u0=u0, t0=t0,
                                                 diagnostics=diagnostics, check_stability=check_stability)
-    us, ts, diags, bad = _rollout(program, jnp.asarray(u_init), params_j, model.bcs,
+    us, ts, diags, bad = _rollout(program, to_device(u_init), params_j, model.bcs,
                                   jnp.asarray(t0, u_init.dtype), dt_arg)
     return finish(model, program, us, ts, {k: np.asarray(v) for k, v in diags.items()}, int(bad), dt, throw,
                   params=params_j)

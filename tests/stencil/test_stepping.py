@@ -386,3 +386,26 @@ def test_robin_walls_in_a_compiled_rollout():
     mol = simkit.solve(model, (0.0, 2e-3), saveat=2, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(run.us[-1], model.fields(mol.ys)[-1], atol=1e-10)
     assert sk.Robin(1, 2, 0.0).alpha == 1.0  # static numbers (a new value compiles anew)
+
+
+def test_fields_reach_the_device_aligned_and_are_never_written():
+    """`integrate` hands XLA a 64-byte-aligned u0 without a copy (`stepping.to_device`): an
+    unaligned or strided u0 gives the same bits as an aligned one, and no caller's array is
+    written."""
+    from simkit.stencil.stepping import ALIGNMENT, to_device
+
+    heat = _heat(64)
+    raw = np.empty(heat.u0.nbytes + 64, np.uint8)
+    start = (-raw.ctypes.data % ALIGNMENT) + 8  # 8 bytes past an aligned address
+    unaligned = raw[start:start + heat.u0.nbytes].view(heat.u0.dtype).reshape(heat.u0.shape)
+    unaligned[...] = heat.u0
+    strided = np.repeat(heat.u0, 2, axis=-1)[..., ::2]
+    kept = heat.u0.copy()
+    runs = [sk.integrate(heat, dt=1e-4, steps=20, u0=u).us for u in (heat.u0, unaligned, strided)]
+    for us in runs[1:]:
+        np.testing.assert_array_equal(us, runs[0])
+    np.testing.assert_array_equal(unaligned, kept)
+    np.testing.assert_array_equal(heat.u0, kept)
+    on_device = to_device(unaligned)
+    assert np.asarray(on_device).ctypes.data % ALIGNMENT == 0
+    np.testing.assert_array_equal(np.asarray(on_device), kept)
