@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _config
+from .._aligned import to_device
 from .._prepare import check_flag, check_number, merge_params
 from ..params import refuse_traced
 from ..errors import InputError, InputTypeError, ShapeError, SolveError
@@ -845,26 +846,6 @@ def prepare(model: PDEModel, *, dt: float | Callable, steps: int, save_every: in
                             f"{'imaginary' if oscillatory else 'real'}-axis stability limit {limit:.4g}")
     dt_arg = jnp.asarray(0.0 if adaptive else dt, dtype)
     return program, u_init, params_j, dt_arg
-
-
-ALIGNMENT = 64  # bytes: XLA:CPU takes a host buffer aligned so without copying it
-
-
-def to_device(u: np.ndarray) -> jax.Array:
-    """The field ``u`` (a NumPy array) on the default device, for a rollout that only reads it.
-
-    On a CPU, JAX takes a C-contiguous array aligned to `ALIGNMENT` bytes as it is (an
-    immutable zero-copy buffer: nothing donates it, so the caller's array is never written)
-    and copies any other, more slowly than NumPy does: a 2048^2 float64 field 17-26 ms
-    against NumPy's 5.8 ms (session 30). Such a field is first copied into an aligned buffer
-    of its own. Elsewhere the transfer is a copy anyway."""
-    if jax.default_backend() == "cpu" and not (u.flags.c_contiguous and u.ctypes.data % ALIGNMENT == 0):
-        raw = np.empty(u.nbytes + ALIGNMENT, np.uint8)
-        start = -raw.ctypes.data % ALIGNMENT
-        aligned = raw[start:start + u.nbytes].view(u.dtype).reshape(u.shape)
-        aligned[...] = u
-        u = aligned
-    return jax.device_put(u)
 
 
 GROWTH_TOLERANCE = 1e-9  # |R(dt lambda)| - 1 allowed by the check (rounding)

@@ -389,10 +389,10 @@ def test_robin_walls_in_a_compiled_rollout():
 
 
 def test_fields_reach_the_device_aligned_and_are_never_written():
-    """`integrate` hands XLA a 64-byte-aligned u0 without a copy (`stepping.to_device`): an
+    """`integrate` hands XLA a 64-byte-aligned u0 without a copy (`simkit._aligned`): an
     unaligned or strided u0 gives the same bits as an aligned one, and no caller's array is
     written."""
-    from simkit.stencil.stepping import ALIGNMENT, to_device
+    from simkit._aligned import ALIGNMENT, to_device
 
     heat = _heat(64)
     raw = np.empty(heat.u0.nbytes + 64, np.uint8)
