@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
@@ -56,6 +56,10 @@ MIN_NARROWED = 3  # those get 3 members each or more): once the queue is empty, 
 # 2,500 1.07-1.09x; Lorenz, rho in [10, 50]: 500 1.15x, 2,000 1.09-1.11x; 10,000 of either
 # 1.00x (256 kept). Below 3 members per lane a second round for a few members cost more:
 # van der Pol with 130 members on 64 lanes 0.72x, Lorenz with 300 on 64 0.92x.
+ACCELERATOR_LANE_BYTES = 2**31  # on an accelerator, lanes are also capped so that their
+# estimated loop state (`lane_state_bytes`) stays within 2 GiB: 2^17 lanes of a 64-state stiff
+# kernel would hold about 27 GiB (a Jacobian and its LU per lane). An estimate, not measured on
+# a small GPU; the measured 3-state runs (gpu_ensemble.json) are below it at 2^17 lanes.
 VECTOR_WIDTH = 8  # chunks are a multiple of the CPU's vector width (8 doubles, AVX-512): a
 # member's result is then the same bits whatever the chunk size or device count. Lanes that
 # fall into XLA's scalar remainder loop round differently (measured: 1e-11 apart after
@@ -130,14 +134,25 @@ def _member_arrays(model: ODEModel, params: dict | None, y0: Any) -> tuple[int, 
     return members, out, y0_b
 
 
-def lanes_per_device(per_device: int, platform: str, queue: bool, fits: int, chunk_size: int | None = None) -> int:
+def lane_state_bytes(n_states: int, implicit: bool, itemsize: int) -> int:
+    """An estimate of one lane's loop state, temporaries included (twice the state): about
+    24 vectors of the state (the stages, the error estimate, the saved values) and, for an
+    implicit method, three matrices (the Jacobian, its LU, a Newton or stage matrix)."""
+    return 2 * itemsize * (24 * n_states + (3 * n_states**2 if implicit else 0))
+
+
+def lanes_per_device(per_device: int, platform: str, queue: bool, fits: int, chunk_size: int | None = None,
+                     lane_bytes: int = 0) -> int:
     """The lanes (refilled queue) or members per vmapped chunk (lockstep) on each device:
     ``chunk_size`` if given, else `DEFAULT_CHUNK` on a CPU (on refilled lanes fewer where a
     device has under `MEMBERS_PER_LANE` members per lane: at least `MIN_QUEUE_LANES`, each
-    with `MIN_NARROWED` members or more) and `ACCELERATOR_CHUNK` elsewhere, at most
+    with `MIN_NARROWED` members or more) and `ACCELERATOR_CHUNK` elsewhere (there at most
+    `ACCELERATOR_LANE_BYTES` of ``lane_bytes`` per lane, `lane_state_bytes`), at most
     ``per_device`` members and ``fits`` (the memory budget's); rounded up to a multiple of
     `VECTOR_WIDTH`."""
     cap = DEFAULT_CHUNK if platform == "cpu" else ACCELERATOR_CHUNK
+    if platform != "cpu" and lane_bytes:
+        cap = min(cap, max(VECTOR_WIDTH, ACCELERATOR_LANE_BYTES // lane_bytes))
     if queue and platform == "cpu" and per_device >= MIN_NARROWED * MIN_QUEUE_LANES:
         cap = min(cap, max(MIN_QUEUE_LANES, per_device // MEMBERS_PER_LANE))
     chunk = int(chunk_size or min(cap, per_device, fits))
@@ -145,6 +160,16 @@ def lanes_per_device(per_device: int, platform: str, queue: bool, fits: int, chu
     if chunk in (2 * VECTOR_WIDTH, 3 * VECTOR_WIDTH):  # round half a vector apart (VECTOR_WIDTH's note)
         chunk = 4 * VECTOR_WIDTH
     return chunk
+
+
+def _implicit(program: Any) -> bool:
+    """Whether the members' engine program builds a Jacobian (unknown: assumed so)."""
+    if isinstance(program, engines.KernelProgram):
+        return bool(program.solver.method().implicit)
+    from .solvers import is_diffrax_solver, is_implicit
+
+    solver = getattr(program, "solver", None)
+    return is_implicit(solver) if is_diffrax_solver(solver) else True
 
 
 def host_batches(chunks: int, batched: bool, queue: bool) -> tuple[int, int]:
@@ -199,13 +224,41 @@ def _run(program: EnsembleProgram, args, params, y0, keys):
     return sharded(params, y0, keys)
 
 
-def _pilot_steps(program: EnsembleProgram, args, params, y0, keys):
+def _shard_map_fails(engine: Any) -> bool:
+    """Whether the members' engine cannot run under ``jax.shard_map``: a diffrax solver with a
+    Newton iteration (Kvaerno, implicit Euler...) stops there in lineax with "pytree does not
+    match out_structure" (lineax issue 185, open; diffrax 0.7.2, lineax 0.1.1, JAX 0.10)."""
+    from .solvers import is_implicit
+
+    return isinstance(engine, engines.DiffraxProgram) and is_implicit(engine.solver)
+
+
+def _dispatch(program: EnsembleProgram, args, params: dict, y0: np.ndarray, keys: np.ndarray) -> Callable:
+    """Start the members (host arrays, device-major blocks of equal size) on the program's
+    devices, asynchronously; returns the function that waits and gives the host result. One
+    sharded program over the devices, or, where the engine cannot run under ``shard_map``
+    (`_shard_map_fails`) and every device is this process's, one program per device."""
+    devices = list(program.devices)
+    local = all(d.process_index == jax.process_index() for d in devices)
+    if len(devices) == 1 or not (local and _shard_map_fails(program.engine)):
+        out = _run(program, args, _put(params, devices), _put(y0, devices), _put(keys, devices))
+        return lambda: jax.tree_util.tree_map(gather, out)
+    n = y0.shape[0] // len(devices)
+    outs = []
+    for i, device in enumerate(devices):
+        rows = slice(i * n, (i + 1) * n)
+        outs.append(_run(dataclasses.replace(program, devices=(device,)), args,
+                         _put({k: v[rows] for k, v in params.items()}, [device]), _put(y0[rows], [device]),
+                         _put(keys[rows], [device])))
+    return lambda: jax.tree_util.tree_map(lambda *a: np.concatenate([gather(x) for x in a]), *outs)
+
+
+def _pilot_steps(program: EnsembleProgram, args, params, y0, keys) -> np.ndarray:
     """Estimated step count of each member: a solve 1e3x looser, saving only the end."""
     pilot = dataclasses.replace(program, engine=dataclasses.replace(program.engine, save="linspace", n_save=2))
     loose = args._replace(rtol=jnp.minimum(args.rtol * 1e3, 1e-2), atol=args.atol * 1e3,
                           save_ts=jnp.zeros((0,), args.t0.dtype))
-    out = _run(pilot, loose, params, y0, keys)
-    return out["stats"]["num_steps"]
+    return _dispatch(pilot, loose, params, y0, keys)()["stats"]["num_steps"]
 
 
 @_config.simkit_call()
@@ -342,7 +395,8 @@ def ensemble(
     fits = max(1, int(memory_budget) // member_bytes)
     stochastic = model.diffusion is not None
     queue = bool(refill) and not balance and not stochastic and queue_eligible(plan.program)
-    chunk = lanes_per_device(per_device, devices[0].platform, queue, fits, chunk_size)
+    lane_bytes = lane_state_bytes(model.n_states, _implicit(plan.program), np.dtype(dtype).itemsize)
+    chunk = lanes_per_device(per_device, devices[0].platform, queue, fits, chunk_size, lane_bytes)
     chunks_per_device = math.ceil(per_device / chunk)
     n_batches, per_batch = host_batches(chunks_per_device, _progress.active(progress) and chunks_per_device > 1,
                                         queue)
@@ -369,8 +423,7 @@ def ensemble(
     args = plan.args._replace(params=None, y0=None, key=jnp.zeros((2,), jnp.uint32) if stochastic else None)
     order = np.arange(padded)
     if balance and padded > chunk and not stochastic:
-        cost = gather(_pilot_steps(program, args, _put(p_pad, devices), _put(y_pad, devices),
-                                   _put(k_pad, devices)))
+        cost = _pilot_steps(program, args, p_pad, y_pad, k_pad)
         order = np.argsort(cost, kind="stable")
         # deal sorted members to the devices round-robin so every device gets each cost
         # class, then keep them sorted within each device: similar costs share a chunk
@@ -384,13 +437,13 @@ def ensemble(
     pending = []
     for positions in slots:  # dispatched asynchronously, all at once
         run_members = order[positions]
-        pending.append(_run(program, args, _put({k: v[run_members] for k, v in p_pad.items()}, devices),
-                            _put(y_pad[run_members], devices), _put(k_pad[run_members], devices)))
+        pending.append(_dispatch(program, args, {k: v[run_members] for k, v in p_pad.items()}, y_pad[run_members],
+                                 k_pad[run_members]))
     outs = []
     with _progress.bar(members, f"ensemble {model.name}", progress=progress if n_batches > 1 else False,
                        unit="members") as bar:
         for positions, result in zip(slots, pending):
-            outs.append(jax.tree_util.tree_map(gather, result))
+            outs.append(result())
             bar.update(int(np.count_nonzero(order[positions] < members)))  # padding excluded
     inverse = np.argsort(order[np.concatenate(slots)])
     out = jax.tree_util.tree_map(lambda *a: np.concatenate(a)[inverse][:members], *outs)

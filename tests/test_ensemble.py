@@ -70,7 +70,7 @@ def test_one_chosen_device_runs_the_members(monkeypatch):
 
 
 def test_default_lanes_per_device():
-    from simkit._ensemble import lanes_per_device
+    from simkit._ensemble import lane_state_bytes, lanes_per_device
 
     big = 10**9  # no memory limit
     # a CPU's refilled queue: 256 lanes, fewer below 16 members per lane, at least 64
@@ -82,9 +82,16 @@ def test_default_lanes_per_device():
     assert lanes_per_device(1250, "cpu", False, big) == 256  # lockstep chunks keep 256
     assert lanes_per_device(1250, "cpu", True, 40) == 40  # the memory budget's
     assert lanes_per_device(1250, "cpu", True, big, chunk_size=100) == 104  # given: only rounded
-    # an accelerator: 2^17 lanes, or every member where there are fewer
+    # an accelerator: 2^17 lanes, or every member where there are fewer, and at most 2 GiB
+    # of estimated lane state
     assert lanes_per_device(10**6, "gpu", True, big) == 2**17
     assert lanes_per_device(100_000, "gpu", True, big) == 100_000
+    small = lane_state_bytes(3, True, 8)  # Robertson: about 1.3 KB a lane
+    assert lanes_per_device(10**6, "gpu", True, big, lane_bytes=small) == 2**17
+    stiff = lane_state_bytes(64, True, 8)  # 64 states, implicit: about 221 KB a lane
+    lanes = lanes_per_device(10**6, "gpu", True, big, lane_bytes=stiff)
+    assert lanes % 8 == 0 and lanes * stiff <= 2**31 + 8 * stiff and lanes < 2**17 // 8
+    assert lanes_per_device(5000, "cpu", True, big, lane_bytes=stiff) == 256  # not on a CPU
 
 
 def test_batched_initial_states_and_failed_members_are_reported():
@@ -358,3 +365,20 @@ def test_stiff_members_do_not_depend_on_chunks_or_devices(solver, saveat):
     np.testing.assert_array_equal(one.ys, base.ys)
     np.testing.assert_array_equal(one.stats["num_steps"], base.stats["num_steps"])
     assert (base.status == simkit.Status.SUCCESS).all()
+
+
+def test_implicit_diffrax_members_run_on_every_device():
+    """diffrax's implicit solvers stop under jax.shard_map (lineax issue 185): the ensemble
+    runs them with one program per device instead, with the one-device bits."""
+    import diffrax
+
+    vdp = models.get("van_der_pol")
+    mus = np.linspace(1.0, 3.0, 21)
+    kwargs = dict(params={"mu": mus}, saveat=3, solver=diffrax.Kvaerno5(), rtol=1e-6, atol=1e-8)
+    every = simkit.ensemble(vdp, (0.0, 2.0), **kwargs)  # 4 devices
+    one = simkit.ensemble(vdp, (0.0, 2.0), devices=jax.local_devices()[:1], **kwargs)
+    assert every.ok.all()
+    np.testing.assert_array_equal(every.ys, one.ys)
+    single = simkit.solve(vdp, (0.0, 2.0), params={"mu": mus[13]}, saveat=3, solver=diffrax.Kvaerno5(),
+                          rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(every.ys[13], single.ys, rtol=1e-12, atol=1e-12)
