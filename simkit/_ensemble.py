@@ -228,9 +228,7 @@ def _shard_map_fails(engine: Any) -> bool:
     """Whether the members' engine cannot run under ``jax.shard_map``: a diffrax solver with a
     Newton iteration (Kvaerno, implicit Euler...) stops there in lineax with "pytree does not
     match out_structure" (lineax issue 185, open; diffrax 0.7.2, lineax 0.1.1, JAX 0.10)."""
-    from .solvers import is_implicit
-
-    return isinstance(engine, engines.DiffraxProgram) and is_implicit(engine.solver)
+    return isinstance(engine, engines.DiffraxProgram) and _implicit(engine)
 
 
 def _dispatch(program: EnsembleProgram, args, params: dict, y0: np.ndarray, keys: np.ndarray) -> Callable:
