@@ -170,10 +170,18 @@ def _apart_rule(eqn, ins: list) -> list | None:
     if any(len(x.parts) != n for x in apart):
         return None
     if name in _ELEMENTWISE:
-        ndim = len(eqn.outvars[0].aval.shape)
-        columns = [x.parts if isinstance(x, _Apart) else ([x] * n if jnp.ndim(x) < ndim else _rows(x))
-                   for x in ins]
-        return [_Apart([_bind(eqn, list(ops))[0] for ops in zip(*columns)])]
+        shape = eqn.outvars[0].aval.shape
+        if n != shape[0]:  # parts broadcast along the first axis: stacked
+            return None
+        columns = []
+        for x in ins:
+            if isinstance(x, _Apart) or jnp.ndim(x) == 0:
+                columns.append(x.parts if isinstance(x, _Apart) else [x] * n)
+            elif jnp.shape(x)[0] in (1, n):  # a first axis of 1 broadcasts (lax keeps size-1 broadcasts):
+                columns.append(_rows(x) * (n // jnp.shape(x)[0]))  # its one row for every part
+            else:
+                return None
+        return [_Apart([_bind(eqn, list(ops))[0] for ops in zip(*columns, strict=True)])]
     x = ins[0]
     if name == "slice" and isinstance(x, _Apart):
         start, limit, strides = params["start_indices"], params["limit_indices"], params["strides"]

@@ -60,6 +60,23 @@ def test_operations_across_components_are_stacked_back():
     np.testing.assert_allclose(jax.jit(jax.grad(loss_apart))(u), jax.jit(jax.grad(loss))(u), rtol=1e-12, atol=1e-12)
 
 
+
+def test_a_first_axis_of_one_broadcasts_over_the_components():
+    """A ``(1, nx, ny)`` array times the field (one rate field for every component): lax
+    keeps that size-1 broadcast, and the parts were zipped with its one row, so the product
+    held the first component only (a sum over components silently wrong, a plain product a
+    bare TypeError; found by probing)."""
+    rng = np.random.default_rng(0)
+    rate = jnp.asarray(rng.uniform(1.0, 2.0, (1, 128, 128)))
+
+    def rhs(t, u):
+        s = (rate * u).sum(0)
+        return jnp.stack([-s, s]) - rate * u + jnp.ones((1, 1, 128)) * t
+
+    u = jnp.asarray(rng.uniform(0.5, 1.0, (2, 128, 128)))
+    apart, stacked = _both(rhs, u)
+    np.testing.assert_allclose(apart, stacked, rtol=1e-14, atol=1e-14)
+
 def test_components_arithmetic():
     a = Components.of(jnp.arange(6.0).reshape(2, 3))
     b = Components.of(jnp.ones((2, 3)))
