@@ -492,23 +492,34 @@ def ritz_values(model: PDEModel, params: Mapping[str, Any], u: Any, *, explicit_
     dtype = _config.float_dtype()
     u = jnp.asarray(u, dtype)
     m = int(min(RITZ_VECTORS, u.size, max(8, RITZ_BYTES // max(u.size * u.dtype.itemsize, 1) - 1)))
-    h = _arnoldi(model.rhs, model.linear if explicit_only else None, model.grid, m, model.bcs, u,
-                 {k: jnp.asarray(v, dtype) for k, v in params.items()}, jnp.asarray(t, dtype))
-    h = np.asarray(h, np.float64)[:m, :m]
-    return np.linalg.eigvals(h) if np.all(np.isfinite(h)) else np.full(m, np.nan + 0j)
+    h, size = _arnoldi(model.rhs, model.linear if explicit_only else None, model.grid, m, model.bcs, u,
+                       {k: jnp.asarray(v, dtype) for k, v in params.items()}, jnp.asarray(t, dtype))
+    size = int(size)  # the Krylov space's dimension: fewer than m where Arnoldi broke down
+    h = np.asarray(h, np.float64)[:size, :size]
+    return np.linalg.eigvals(h) if np.all(np.isfinite(h)) else np.full(size, np.nan + 0j)
 
 
 @functools.partial(jax.jit, static_argnames=("rhs", "linear", "grid", "m"))
 def _arnoldi(rhs, linear, grid, m, bcs, u, params, t):
     """`ritz_values`' compiled part: the ``(m + 1, m)`` Hessenberg matrix of ``m`` Arnoldi
-    steps (Gram-Schmidt twice per step, whole-basis products)."""
+    steps (Gram-Schmidt twice per step, whole-basis products) and the Krylov space's
+    dimension ``k <= m``, whose leading ``k x k`` block holds the Ritz values.
+
+    Where the start vector's Krylov space has dimension ``k < m`` (a Jacobian ``-I``: ``k =
+    1``), step ``k``'s new direction is rounding noise, about ``eps |J v|`` long: normalised
+    into a basis vector it made the later columns garbage, and Ritz values of hundreds came
+    out of ``-I`` (found by probing). A direction shorter than ``sqrt(eps) |J v|`` ends the
+    space (Arnoldi's breakdown: the Ritz values of the block are then eigenvalues); the
+    columns after it stay zero."""
     jvp, v0 = _linearised(rhs, linear, grid, bcs, u, params, t)
     basis = jnp.zeros((m + 1,) + u.shape, u.dtype).at[0].set(v0)
     axes = tuple(range(1, u.ndim + 1))
+    tiny = jnp.sqrt(jnp.finfo(u.dtype).eps)
 
     def body(j, carry):
-        basis, h = carry
+        basis, h, size = carry
         w = jvp(basis[j])
+        scale = jnp.sqrt(jnp.sum(w * w))
         known = (jnp.arange(m + 1) <= j).astype(u.dtype)
         coeffs = jnp.zeros((m + 1,), u.dtype)
         for _ in range(2):  # classical Gram-Schmidt, twice
@@ -516,11 +527,16 @@ def _arnoldi(rhs, linear, grid, m, bcs, u, params, t):
             w = w - jnp.tensordot(c, basis, axes=1)
             coeffs = coeffs + c
         norm = jnp.sqrt(jnp.sum(w * w))
-        h = h.at[:, j].set(coeffs.at[j + 1].set(norm))
-        return basis.at[j + 1].set(w / jnp.where(norm == 0, 1.0, norm)), h
+        ends = (size == m) & (norm <= tiny * scale)  # the space ends at this step
+        live = size == m  # (after the end the basis vectors are 0, and so are the columns)
+        norm = jnp.where(ends, 0.0, norm)
+        h = h.at[:, j].set(jnp.where(live, coeffs.at[j + 1].set(norm), 0.0))
+        size = jnp.where(ends, j + 1, size)
+        nxt = jnp.where(live & ~ends, w / jnp.where(norm == 0, 1.0, norm), 0.0)
+        return basis.at[j + 1].set(nxt), h, size
 
-    _, h = jax.lax.fori_loop(0, m, body, (basis, jnp.zeros((m + 1, m), u.dtype)))
-    return h
+    _, h, size = jax.lax.fori_loop(0, m, body, (basis, jnp.zeros((m + 1, m), u.dtype), jnp.int32(m)))
+    return h, size
 
 
 def amplification(stepper: AbstractStepper, dt: float, eigenvalues: np.ndarray) -> np.ndarray:

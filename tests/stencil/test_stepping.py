@@ -123,6 +123,27 @@ def test_the_stability_check_sees_complex_eigenvalues():
     assert np.all(theta.real <= 1e-9 * np.abs(theta).max()) and 240 < np.abs(theta.imag).max() <= 256.01
 
 
+
+def test_ritz_values_of_a_small_krylov_space():
+    """A Jacobian whose Krylov space is small (``-k I``: one dimension; a periodic 8x8
+    Laplacian: as many as its distinct eigenvalues) ends Arnoldi early: the rounding noise of
+    the exhausted space had been normalised into basis vectors, and ``-I`` gave Ritz values
+    up to 463, refusing RK4's stable dt = 0.5 (found by probing)."""
+    decay = sk.PDEModel(rhs=lambda t, u, p, s: -p["k"] * u, grid=sk.Grid((64,)), bcs=sk.Periodic(),
+                        params={"k": 1.0}, u0=np.ones((1, 64)))
+    np.testing.assert_allclose(sk.ritz_values(decay, decay.params, decay.u0), [-1.0], atol=1e-12)
+    sol = sk.integrate(decay, dt=0.5, steps=4)  # |R(-0.5)| = 0.61 for RK4: stable
+    np.testing.assert_allclose(sol.final[0], (1 - 0.5 + 0.5**2 / 2 - 0.5**3 / 6 + 0.5**4 / 24) ** 4, rtol=1e-14)
+    grid = sk.Grid((8, 8), 0.0, 1.0)
+    heat = sk.PDEModel(rhs=lambda t, u, p, s: sk.laplacian(s.pad(u), s.spacing), grid=grid, bcs=sk.Periodic(),
+                       params={}, u0=np.random.default_rng(0).normal(size=(1, 8, 8)))
+    theta = sk.ritz_values(heat, heat.params, heat.u0)
+    (dx, dy), mode = grid.spacing, np.sin(np.pi * np.arange(8) / 8) ** 2  # eigenvalues of the periodic Laplacian
+    exact = np.unique(np.round(-4 * mode[:, None] / dx**2 - 4 * mode[None, :] / dy**2, 6))
+    assert len(theta) <= len(exact)  # the space ends at (at most) the distinct eigenvalues
+    assert np.abs(theta.imag).max() < 1e-9 * np.abs(theta).max()
+    assert np.all([np.min(np.abs(exact - t.real)) < 1e-6 * np.abs(exact).max() for t in theta])
+
 @pytest.mark.parametrize("rhs, order, bcs", [(pt.diffusion_rhs, 2, sk.Dirichlet(0.0)),
                                              (pt.diffusion_rhs, 2, sk.Periodic()),
                                              (pt.diffusion_rhs4, 4, sk.Periodic())])
