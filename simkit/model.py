@@ -17,10 +17,20 @@ Params = Mapping[str, Any]
 RHS = Callable[[Any, Any, Params], Any]
 
 
+def own_copy(value: Any) -> Any:
+    """A NumPy array as a read-only copy of its own (other values as they are): a model keeps
+    its defaults, whatever its caller later writes into the array it passed (a model holding
+    the caller's array changed with it; found by probing)."""
+    if isinstance(value, np.ndarray) and (value.flags.writeable or not value.flags.owndata):
+        value = np.array(value, copy=True)  # (a model's own array passes through replace() as it is)
+        value.flags.writeable = False
+    return value
+
+
 def _as_params(params: Params) -> dict[str, Any]:
     if not isinstance(params, Mapping):
         raise InputTypeError(f"params must be a dict (a mapping of name -> value), got {type(params).__name__}")
-    return {str(k): v for k, v in params.items()}
+    return {str(k): own_copy(v) for k, v in params.items()}
 
 
 def _as_names(names: Any) -> tuple[str, ...]:
@@ -34,7 +44,7 @@ def _as_state(y0: Any) -> Any:
     # Keep NumPy (not jax) arrays so that building a model never initialises a backend.
     if isinstance(y0, (list, tuple, int, float)):
         y0 = np.asarray(y0, dtype=np.float64)
-    return y0
+    return own_copy(y0)
 
 
 class ODEModel(eqx.Module):

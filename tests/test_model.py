@@ -78,3 +78,23 @@ def test_state_index():
     assert m.state_index("I") == 1
     with pytest.raises(simkit.ParameterError, match="states are"):
         m.state_index("Q")
+
+
+def test_models_keep_their_own_arrays():
+    """A model held the caller's NumPy arrays: writing into them afterwards changed the
+    model's y0, parameters or initial field, and every later solve (found by probing)."""
+    from simkit import stencil as sk
+
+    y0, rates = np.array([1.0, 2.0]), np.array([0.5, 1.0])
+    m = simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * y, params={"k": rates}, y0=y0, state_names=("a", "b"))
+    before = simkit.solve(m, (0.0, 1.0), saveat=2).ys[-1]
+    y0[:], rates[:] = 7.0, 3.0
+    np.testing.assert_array_equal(simkit.solve(m, (0.0, 1.0), saveat=2).ys[-1], before)
+    np.testing.assert_allclose(before, [np.exp(-0.5), 2 * np.exp(-1.0)], rtol=1e-5)
+    with pytest.raises(ValueError, match="read-only"):  # immutable, as the docs say
+        m.y0[0] = 1.0
+    assert m.replace(name="again").y0 is m.y0  # its own array is not copied again
+    field = np.ones((1, 8))
+    pde = sk.PDEModel(rhs=lambda t, u, p, s: -u, grid=sk.Grid((8,)), bcs=sk.Periodic(), params={}, u0=field)
+    field[:] = 0.0
+    np.testing.assert_array_equal(pde.u0, 1.0)

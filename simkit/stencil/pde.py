@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import _config
 from ..errors import InputTypeError, ShapeError
-from ..model import ODEModel
+from ..model import ODEModel, own_copy
 from .boundary import AbstractBoundaryCondition, Padded, check_face_values, normalize, pad
 from .grid import Grid
 from .preconditioner import SpectralPreconditioner
@@ -364,7 +364,7 @@ class PDEModel(eqx.Module):
     grid: Grid = eqx.field(static=True)
     bcs: Any
     params: dict[str, Any]
-    u0: Any = eqx.field(converter=lambda u: np.asarray(u, dtype=_config.float_dtype()))
+    u0: Any = eqx.field(converter=lambda u: own_copy(np.asarray(u, dtype=_config.float_dtype())))
     component_names: tuple[str, ...] = eqx.field(static=True, converter=tuple, default=("u",))
     name: str = eqx.field(static=True, default="pde")
     t_span: tuple[float, float] | None = eqx.field(static=True, default=None)
