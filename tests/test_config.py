@@ -22,20 +22,29 @@ try:  # a span float32 cannot hold: its ends round to one time (it was solved in
     refused = "no"
 except simkit.InputError as e:
     refused = "yes" if "in float32 its ends round to 1000000.0 and 1000000.0" in str(e) else repr(str(e))
-print(sol.ys.dtype, err, imported, refused)
+# the samplers in float32 (found by probing): strata + u rounded up into the next stratum
+# (keys 9 and 14 left one empty), and lo + (hi - lo) u up to hi
+import jax
+strata = [np.bincount(np.floor(np.asarray(simkit.sample.latin_hypercube(jax.random.key(seed), {"a": (0.0, 1.0)},
+                                                                      1000)["a"], np.float64) * 1000).astype(int),
+                      minlength=1000) for seed in (9, 14)]
+draws = np.asarray(simkit.sample.uniform(jax.random.key(0), {"a": (100.0, 101.0)}, 200_000)["a"])
+sampled = "ok" if all((c == 1).all() for c in strata) and draws.max() < 101.0 and draws.min() >= 100.0 else "bad"
+print(sol.ys.dtype, err, imported, refused, sampled)
 """
 
 
 def test_float32_opt_out_in_a_fresh_process():
-    """About float32: SIMKIT_ENABLE_X64=0 keeps JAX's float32; float32 tolerance 1e-4. And a
-    kernel solve does not import diffrax, optimistix or lineax (0.26 s of `import simkit`)."""
+    """About float32: SIMKIT_ENABLE_X64=0 keeps JAX's float32; float32 tolerance 1e-4; the
+    samplers keep their promises in float32. And a kernel solve does not import diffrax, optimistix or lineax (0.26 s of `import simkit`)."""
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
     env.update(SIMKIT_ENABLE_X64="0", SIMKIT_COMPILATION_CACHE="0")
     out = subprocess.run([sys.executable, "-c", "import simkit.reference\n" + FLOAT32_SCRIPT],
                          env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
-    dtype, err, imported, refused = out.stdout.split()
+    dtype, err, imported, refused, sampled = out.stdout.split()
     assert dtype == "float32"
+    assert sampled == "ok"  # a latin hypercube's strata hold one member each; uniform draws below high
     assert imported == "none"
     assert refused == "yes"
     assert float(err) < 1e-4
