@@ -45,8 +45,11 @@ def check_key(key: Any, owner: str) -> Any:
     ``uint32`` bits of one (``jax.random.PRNGKey(seed)``); else an `InputTypeError` that
     names ``owner`` (an int seed gave JAX's "invalid PRNG key data" deep inside)."""
     dtype = getattr(key, "dtype", None)
-    if dtype is not None and (jax.numpy.issubdtype(dtype, jax.dtypes.prng_key)
-                              or (dtype == np.uint32 and np.ndim(key) >= 1)):
+    typed = dtype is not None and jax.numpy.issubdtype(dtype, jax.dtypes.prng_key)
+    if typed or (dtype == np.uint32 and np.ndim(key) >= 1):
+        if np.ndim(key) > (0 if typed else 1):  # JAX's "split accepts a single key ... use jax.vmap"
+            raise InputTypeError(f"{owner}: key must be one jax.random key (simkit splits it per member or "
+                                 f"sample), got an array of keys of shape {np.shape(key)[:np.ndim(key) - (not typed)]}")
         return key
     raise InputTypeError(f"{owner}: key must be a jax.random key, e.g. jax.random.key(0), got {key!r:.60}")
 

@@ -585,6 +585,10 @@ def test_an_int_seed_is_not_a_key():
                         ("fit()", lambda: simkit.fit(decay, data, free=["k"], starts=2, key=0))]:
         with pytest.raises(TypeError, match=re.escape(owner) + r": key must be a jax.random key, e.g. jax.random.key"):
             call()
+    # keys, one per member: JAX's "split accepts a single key ... use jax.vmap" (found by probing)
+    for keys in (jax.random.split(jax.random.key(0), 6), jax.random.split(jax.random.PRNGKey(0), 6)):
+        with pytest.raises(TypeError, match=r"ensemble\(\): key must be one jax.random key .* shape \(6,\)"):
+            simkit.ensemble(ou, (0.0, 0.1), params={"sigma": np.ones(6)}, key=keys)
 
 
 def test_stencil_diagnostics_are_a_dict():
