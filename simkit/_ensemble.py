@@ -60,15 +60,24 @@ ACCELERATOR_LANE_BYTES = 2**31  # on an accelerator, lanes are also capped so th
 # estimated loop state (`lane_state_bytes`) stays within 2 GiB: 2^17 lanes of a 64-state stiff
 # kernel would hold about 27 GiB (a Jacobian and its LU per lane). An estimate, not measured on
 # a small GPU; the measured 3-state runs (gpu_ensemble.json) are below it at 2^17 lanes.
-VECTOR_WIDTH = 8  # chunks are a multiple of the CPU's vector width (8 doubles, AVX-512): a
-# member's result is then the same bits whatever the chunk size or device count. Lanes that
-# fall into XLA's scalar remainder loop round differently (measured: 1e-11 apart after
-# t = 5 on Lorenz, 1e-7 after t = 10). Exactly two vectors' worth is avoided too: XLA:CPU's
-# code for 16 lanes rounded lanes 8-11 of every 16 differently from 8, 24, 32, ... 128 lanes
-# (measured: 2e-8 apart after t = 10 on Lorenz, saving at the ends on refilled lanes and in
-# lockstep chunks; a probe found it), and after the kernels' step became t_new - t (session
-# 26) its code for 24 lanes rounded lanes 12-15 of every 24 apart (1e-14 after t = 3, refilled
-# lanes) while 8 and 32 ... 96 agreed: a chunk of 16 or 24 runs on 32 lanes.
+VECTOR_BYTES = 64  # chunks are a multiple of the CPU's vector width (64 bytes, AVX-512: 8
+# doubles, 16 floats, `vector_width`): a member's result is then the same bits whatever the
+# chunk size or device count. Lanes that fall into XLA's scalar remainder loop round
+# differently (measured: 1e-11 apart after t = 5 on Lorenz, 1e-7 after t = 10). One, two and
+# three vectors' worth are avoided too, each measured to round apart from 4, 5, 6, ... 16
+# vectors: XLA:CPU's code for 16 doubles rounded lanes 8-11 of every 16 differently (2e-8
+# apart after t = 10 on Lorenz, refilled and lockstep); after the kernels' step became t_new -
+# t (session 26) its code for 24 rounded lanes 12-15 of every 24 apart (1e-14 after t = 3);
+# one vector (8 doubles) gave other bits with diffrax's Tsit5 (224 of 256 Lorenz members,
+# 1e-9 apart at t = 5; RadauIIA5 and ImplicitEuler as well); and in float32, lockstep chunks
+# of 16 floats and of 2, 2.5 and 3 vectors (32, 40, 48 lanes) differed from 64 ... 256 (up to
+# 0.23 after t = 5 on Lorenz, with other step counts; session 31, found by probing). So a
+# chunk is at least four vectors: 32 lanes in float64, 64 in float32.
+
+
+def vector_width() -> int:
+    """Lanes per CPU vector: `VECTOR_BYTES` over the itemsize of simkit's float dtype."""
+    return VECTOR_BYTES // np.dtype(_config.float_dtype()).itemsize
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,16 +158,18 @@ def lanes_per_device(per_device: int, platform: str, queue: bool, fits: int, chu
     with `MIN_NARROWED` members or more) and `ACCELERATOR_CHUNK` elsewhere (there at most
     `ACCELERATOR_LANE_BYTES` of ``lane_bytes`` per lane, `lane_state_bytes`), at most
     ``per_device`` members and ``fits`` (the memory budget's); rounded up to a multiple of
-    `VECTOR_WIDTH`."""
+    the vector width (`vector_width`), at least four vectors (`VECTOR_BYTES`' note) unless
+    ``fits`` allows fewer."""
+    width = vector_width()
     cap = DEFAULT_CHUNK if platform == "cpu" else ACCELERATOR_CHUNK
     if platform != "cpu" and lane_bytes:
-        cap = min(cap, max(VECTOR_WIDTH, ACCELERATOR_LANE_BYTES // lane_bytes))
+        cap = min(cap, max(width, ACCELERATOR_LANE_BYTES // lane_bytes))
     if queue and platform == "cpu" and per_device >= MIN_NARROWED * MIN_QUEUE_LANES:
         cap = min(cap, max(MIN_QUEUE_LANES, per_device // MEMBERS_PER_LANE))
     chunk = int(chunk_size or min(cap, per_device, fits))
-    chunk = VECTOR_WIDTH * math.ceil(chunk / VECTOR_WIDTH)
-    if chunk in (2 * VECTOR_WIDTH, 3 * VECTOR_WIDTH):  # round half a vector apart (VECTOR_WIDTH's note)
-        chunk = 4 * VECTOR_WIDTH
+    chunk = width * max(4, math.ceil(chunk / width))
+    if chunk > fits and fits < 4 * width:  # members too large for four vectors of them: what fits
+        chunk = width * max(1, fits // width)
     return chunk
 
 

@@ -79,6 +79,9 @@ def test_default_lanes_per_device():
     assert lanes_per_device(250, "cpu", True, big) == 64
     assert lanes_per_device(150, "cpu", True, big) == 152  # under 3 members per lane at 64: one round
     assert lanes_per_device(37, "cpu", True, big) == 40  # never more than the members (rounded)
+    assert lanes_per_device(5, "cpu", True, big) == 32  # at least four vectors (VECTOR_BYTES)
+    assert lanes_per_device(5, "cpu", False, big, chunk_size=8) == 32
+    assert lanes_per_device(1250, "cpu", True, 12) == 8  # unless fewer fit: as many vectors as fit
     assert lanes_per_device(1250, "cpu", False, big) == 256  # lockstep chunks keep 256
     assert lanes_per_device(1250, "cpu", True, 40) == 40  # the memory budget's
     assert lanes_per_device(1250, "cpu", True, big, chunk_size=100) == 104  # given: only rounded
@@ -181,20 +184,20 @@ def test_memory_budget_limits_the_chunk_without_changing_results():
 
 def test_progress_batches_give_identical_results_and_draw_a_bar(capsys):
     lorenz = models.get("lorenz")
-    rhos = np.random.default_rng(3).uniform(10.0, 50.0, 1100)
-    kwargs = dict(params={"rho": rhos}, saveat=4, rtol=1e-6, atol=1e-6, chunk_size=8)
+    rhos = np.random.default_rng(3).uniform(10.0, 50.0, 4400)
+    kwargs = dict(params={"rho": rhos}, saveat=4, rtol=1e-6, atol=1e-6, chunk_size=32)
     quiet = simkit.ensemble(lorenz, (0.0, 2.0), progress=False, **kwargs)
     assert capsys.readouterr().err == ""
     shown = simkit.ensemble(lorenz, (0.0, 2.0), progress=True, **kwargs)
     err = capsys.readouterr().err
-    # 1100 members on 4 devices in chunks of 8: 35 chunks per device, two batches of 18 (a
+    # 4400 members on 4 devices in chunks of 32: 35 chunks per device, two batches of 18 (a
     # refilled queue's batch holds 16 members per lane or more); the bar (tqdm) counts
     # members, padding excluded
-    assert "1100/1100" in err and "ensemble lorenz" in err and "members" in err
+    assert "4400/4400" in err and "ensemble lorenz" in err and "members" in err
     np.testing.assert_array_equal(shown.ys, quiet.ys)
     np.testing.assert_array_equal(shown.status, quiet.status)
     locked = simkit.ensemble(lorenz, (0.0, 2.0), progress=True, refill=False, **kwargs)  # 20 batches
-    assert "1100/1100" in capsys.readouterr().err
+    assert "4400/4400" in capsys.readouterr().err
     np.testing.assert_allclose(locked.ys, quiet.ys, rtol=1e-12, atol=1e-12)
 
 
