@@ -81,8 +81,9 @@ def test_state_index():
 
 
 def test_models_keep_their_own_arrays():
-    """A model held the caller's NumPy arrays: writing into them afterwards changed the
-    model's y0, parameters or initial field, and every later solve (found by probing)."""
+    """A model (or a wall) held the caller's NumPy arrays: writing into them afterwards
+    changed the model's y0, parameters, initial field or wall values, and every later solve
+    (found by probing)."""
     from simkit import stencil as sk
 
     y0, rates = np.array([1.0, 2.0]), np.array([0.5, 1.0])
@@ -98,3 +99,7 @@ def test_models_keep_their_own_arrays():
     pde = sk.PDEModel(rhs=lambda t, u, p, s: -u, grid=sk.Grid((8,)), bcs=sk.Periodic(), params={}, u0=field)
     field[:] = 0.0
     np.testing.assert_array_equal(pde.u0, 1.0)
+    face = np.ones(8)  # a wall's values, as a boundary condition holds them
+    walls = (sk.Dirichlet(face), sk.Neumann(face), sk.Robin(value=face))
+    face[:] = 5.0
+    assert all((np.asarray(w.flux if isinstance(w, sk.Neumann) else w.value) == 1.0).all() for w in walls)

@@ -27,6 +27,7 @@ import numpy as np
 from jax import lax
 
 from ..errors import InputError, ShapeError
+from ..model import own_copy
 from .padded import AbstractGhosts, Padded
 
 
@@ -140,7 +141,7 @@ class Dirichlet(AbstractBoundaryCondition):
     [-1.0, 1.0, 2.0, 3.0, -3.0]
     """
 
-    value: Any = 0.0
+    value: Any = eqx.field(default=0.0, converter=own_copy)  # (a NumPy array: its own read-only copy)
 
     def constraint(self, dx: float) -> tuple[float, float, Any]:
         """``(1, 0, value)``: ``u = value`` (see `AbstractBoundaryCondition.constraint`).
@@ -182,7 +183,7 @@ class Neumann(AbstractBoundaryCondition):
     [2.0, 1.0, 2.0, 3.0, 4.0]
     """
 
-    flux: Any = 0.0
+    flux: Any = eqx.field(default=0.0, converter=own_copy)  # (a NumPy array: its own read-only copy)
 
     def constraint(self, dx: float) -> tuple[float, float, Any]:
         """``(0, 1, flux)``: ``du/dn = flux`` (see `AbstractBoundaryCondition.constraint`).
@@ -235,7 +236,7 @@ class Robin(AbstractBoundaryCondition):
     # the walls as arguments, and traced weights failed there
     alpha: float = eqx.field(default=1.0, static=True, converter=float)
     beta: float = eqx.field(default=1.0, static=True, converter=float)
-    value: Any = 0.0
+    value: Any = eqx.field(default=0.0, converter=own_copy)  # (a NumPy array: its own read-only copy)
 
     def __check_init__(self) -> None:
         if self.alpha == 0 and self.beta == 0:
