@@ -268,14 +268,14 @@ def test_automatic_progress_needs_a_terminal(monkeypatch):
 def test_ensemble_progress_from_the_environment(monkeypatch, capsys):
     # lockstep chunks: batched for a bar at any size (a refilled queue batches only where each
     # batch keeps 16 members per lane, tests/test_ensemble.py)
-    kwargs = dict(params={"stiffness": np.linspace(1.0, 4.0, 64)}, saveat=2, chunk_size=8, refill=False)
+    kwargs = dict(params={"stiffness": np.linspace(1.0, 4.0, 512)}, saveat=2, chunk_size=32, refill=False)
     monkeypatch.setenv("SIMKIT_PROGRESS", "0")
     quiet = simkit.ensemble(SPRING, (0.0, 1.0), **kwargs)
     assert capsys.readouterr().err == ""
     monkeypatch.setenv("SIMKIT_PROGRESS", "1")
     shown = simkit.ensemble(SPRING, (0.0, 1.0), **kwargs)
     err = capsys.readouterr().err
-    assert "ensemble spring" in err and "64/64" in err
+    assert "ensemble spring" in err and "512/512" in err
     np.testing.assert_array_equal(shown.ys, quiet.ys)
 
 
