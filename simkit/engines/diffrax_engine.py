@@ -401,6 +401,12 @@ def run_diffrax(program: DiffraxProgram, args) -> EngineResult:
         event_counts = jnp.zeros((0,), jnp.int32)
         event_ts = jnp.zeros((0, 0), t_end.dtype)
         event_ys = jnp.zeros((0, 0) + y0.shape, y0.dtype)
+    # an empty span (t1 == t0) ends at y0, at t1, as y0 + (t1 - t0) f0 (the same value, whose
+    # tangents in t1 and t0 are f0 and -f0; they were 0, found by probing), as the kernels end
+    empty = (sol.stats["num_steps"] == 0) & (t1 == t0)
+    f0 = program.rhs(t0, y0, params)
+    t_end = jnp.where(empty, t1, t_end)
+    y_end = jnp.where(empty, y_end + (t1 - t0) * jnp.where(jnp.isfinite(f0), f0, 0), y_end)
     # rows not reached (a failure, or past an event): ts inf and the state where the solve
     # stopped, as the kernels fill them (diffrax left the states inf after a failure)
     if save_ts is None:
@@ -409,6 +415,9 @@ def run_diffrax(program: DiffraxProgram, args) -> EngineResult:
         reached = direction * (save_ts - t_end) <= 0
     ts = jnp.where(reached, ts, jnp.inf)
     ys = jnp.where(jnp.reshape(reached, reached.shape + (1,) * (ys.ndim - 1)), ys, y_end)
+    if save_ts is not None:  # a state saved at t0 is y0 + (t_k - t0) f0 likewise (its tangents were 0)
+        at_t0 = (save_ts == t0)[:, None]
+        ys = jnp.where(at_t0, y0[None] + (save_ts - t0)[:, None] * jnp.where(jnp.isfinite(f0), f0, 0)[None], ys)
     stats = {
         "num_steps": sol.stats["num_steps"],
         "num_accepted_steps": sol.stats["num_accepted_steps"],

@@ -330,6 +330,13 @@ def adaptive_loop(
         ys_out = jnp.where(reached[:, None], ys_out, c["y"])
 
     status = jnp.where(c["status"] == RUNNING, int(Status.MAX_STEPS), c["status"])
+    # an empty span (t1 == t0: no step runs) ends at y0, at t1: as y0 + (t1 - t0) f0 (the same
+    # value), whose tangents in t1 and t0 are f0 and -f0 (they were 0, and d t_final / d t1 too;
+    # found by probing), as `save_at` gives a save time at t0
+    empty = (c["n_steps"] == 0) & (t1 == t0)
+    f0 = jnp.where(jnp.isfinite(c["f"]), c["f"], 0)
+    t_final = jnp.where(empty, t1, c["t"])
+    y_final = jnp.where(empty, c["y"] + (t1 - c["t"]) * f0, c["y"])
     if events:
         fired = status == int(Status.EVENT)
         event_index = jnp.where(fired, c["stop_index"], -1)
@@ -346,7 +353,7 @@ def adaptive_loop(
         # a piece: still running is not a failure; the loop state goes on to the next piece
         status = jnp.where((c["status"] == RUNNING) & (c["n_steps"] < max_steps), RUNNING, status)
     return dict(
-        ts=ts_out, ys=ys_out, status=status.astype(jnp.int32), t_final=c["t"], y_final=c["y"],
+        ts=ts_out, ys=ys_out, status=status.astype(jnp.int32), t_final=t_final, y_final=y_final,
         event_index=event_index.astype(jnp.int32), event_time=event_time.astype(dtype), **records,
         stats=loop_stats(method, c),
         **({} if final else {"state": c}),

@@ -181,6 +181,25 @@ def test_a_state_saved_at_t0_moves_with_t0_as_the_solution_does():
     np.testing.assert_allclose(float(jax.grad(first)(0.0, False)), 1.4, rtol=1e-12)
 
 
+@pytest.mark.parametrize("engine", ["kernel", "diffrax"])
+def test_an_empty_span_ends_where_its_end_moves(engine):
+    """t1 == t0 (traced): no step runs, and y_final, t_final (and diffrax's state saved at t1
+    == t0) were y0 and t0 with tangent 0 in t1 and t0. The exact tangents: y(t1) moves by f0
+    with t1 and by -f0 with t0, t_final by 1 with t1 (found by probing)."""
+    import diffrax
+
+    solver = simkit.Tsit5() if engine == "kernel" else diffrax.Tsit5()
+    decay = simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * y, params={"k": 0.7}, y0=[2.0], state_names=("y",))
+
+    def end(t0, t1, what):
+        sol = simkit.solve(decay, (t0, t1), saveat=2, solver=solver, rtol=1e-10, atol=1e-12)
+        return {"y_final": sol.y_final[0], "t_final": sol.t_final, "ys": sol.ys[-1, 0]}[what]
+
+    for what, d_t0, d_t1 in [("y_final", 1.4, -1.4), ("ys", 1.4, -1.4), ("t_final", 0.0, 1.0)]:
+        grads = jax.jit(jax.grad(end, argnums=(0, 1)), static_argnums=2)(0.0, 0.0, what)
+        np.testing.assert_allclose(np.array(grads), [d_t0, d_t1], rtol=1e-12, atol=1e-15, err_msg=what)
+
+
 def test_derivatives_through_dense_output_that_would_not_fit_are_refused():
     """The dense record is kept once per direction: a 70-state BDF solve's gradient over 70
     parameters took 41 GiB and was killed without a message."""
