@@ -248,7 +248,8 @@ def main() -> None:
 
     # -- compile time of each kernel on a 3-state model (fresh rhs: no cache) --------
     compile_3 = {}
-    for solver in (simkit.Tsit5(), simkit.DOPRI5(), simkit.DOP853(), simkit.Rodas4(), simkit.Rodas5P()):
+    for solver in (simkit.Tsit5(), simkit.DOPRI5(), simkit.DOP853(), simkit.Rodas4(), simkit.Rodas5P(),
+                   simkit.RadauIIA5(), simkit.BDF(), simkit.AutoSwitch()):
         model = lz.replace(rhs=lambda t, y, p: lz.rhs(t, y, p))  # a new function: a new program
         compile_3[repr(solver)] = timed(lambda: simkit.solve(model, (0.0, 1.0), saveat=11, solver=solver).ys)
 

@@ -33,6 +33,7 @@ STYLE = {  # solver -> (colour, marker, line style): simkit solid, peers dashed
     "simkit BDF": ("C4", "v", "-"),
     "scipy Radau": ("C2", "^", "--"), "scipy BDF": ("C4", "v", "--"), "scipy LSODA": ("C5", "x", "--"),
     "numbalsoda LSODA": ("C7", "+", ":"),
+    "extra: simkit default inside jax.jit": ("C1", "s", ":"),  # the default's program alone
     # benchmarks/stiff_mol.py's rows
     "simkit default": ("C1", "o", "-"), "simkit unpreconditioned": ("C3", "D", "-"), "simkit dense": ("C0", "s", "-"),
     "simkit krylov": ("C1", "o", "-"),

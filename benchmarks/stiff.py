@@ -131,6 +131,55 @@ def time_simkit(m, t1, rtol, atol, solver, repeats):
     return sol, run, max(first - run, 0.0)
 
 
+def time_simkit_jit(m, t1, rtol, atol, repeats):
+    """simkit's default inside the user's ``jax.jit``, one parameter passed in as a number (as
+    `kernels.py`'s row): each call runs the compiled program alone, without the front door's
+    checks and `Solution`, i.e. the method's own time. Returns (final state, status), run and
+    compile seconds."""
+    name = next(iter(m.params))
+    fn = jax.jit(lambda v: (lambda s: (s.ys[-1], s.status))(
+        simkit.solve(m, (0.0, t1), saveat=1, rtol=rtol, atol=atol, params={name: v}, throw=False)))
+    value = float(m.params[name])
+    start = time.perf_counter()
+    jax.block_until_ready(fn(value))
+    first = time.perf_counter() - start
+    runs = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        out = jax.block_until_ready(fn(value))
+        runs.append(time.perf_counter() - start)
+    run = statistics.median(runs)
+    return out, run, max(first - run, 0.0)
+
+
+def at_equal_error(rows: list[dict], peer: str, of: str = "simkit default") -> list[dict]:
+    """Per problem and rtol: ``peer``'s time at the error of ``of`` (interpolated log-log
+    between the peer's own runs at the problem's rtols; None outside their error range) and
+    the ratios ``peer / of`` for ``of``'s plain call and for its program inside ``jax.jit``
+    (0.5 is "within 2x")."""
+    out = []
+    for name in dict.fromkeys(r["problem"] for r in rows):
+        mine = [r for r in rows if r["problem"] == name and peer in r["results"]]
+        runs = [r["results"][peer] for r in mine if r["results"][peer]["status"] == 0 and r["results"][peer]["error"] > 0]
+        if len(runs) < 2:
+            continue
+        errors = np.log([r["error"] for r in runs])
+        times = np.log([r["time"] for r in runs])
+        order = np.argsort(errors)
+        for row in mine:
+            own = row["results"][of]
+            e = own["error"]
+            peer_t = None
+            if own["status"] == 0 and e > 0 and errors.min() <= np.log(e) <= errors.max():
+                peer_t = float(np.exp(np.interp(np.log(e), errors[order], times[order])))
+            jit = row["results"].get(f"extra: {of} inside jax.jit")
+            out.append(dict(problem=name, rtol=row["rtol"], error=e, time=own["time"], peer_time=peer_t,
+                            ratio=None if peer_t is None else peer_t / own["time"],
+                            jit_time=None if jit is None else jit["time"],
+                            jit_ratio=None if peer_t is None or jit is None else peer_t / jit["time"]))
+    return out
+
+
 def time_call(fn, repeats):
     runs, out = [], None
     for _ in range(repeats):
@@ -181,6 +230,9 @@ def main(argv=None) -> dict:
                     time=run, compile=comp, error=error(sol.ys[-1], ref, scale), status=int(sol.status),
                     steps=int(sol.stats["num_steps"]), solver=sol.solver_name if hasattr(sol, "solver_name")
                     else label)
+            out, run, comp = time_simkit_jit(m, t1, rtol, atol, args.repeats)
+            row["results"]["extra: simkit default inside jax.jit"] = dict(
+                time=run, compile=comp, error=error(out[0], ref, scale), status=int(out[1]))
             if not args.no_scipy:
                 for method in ("Radau", "BDF", "LSODA"):
                     out, run = time_call(lambda: scipy.integrate.solve_ivp(
@@ -202,8 +254,16 @@ def main(argv=None) -> dict:
                 print(f"  {label:22s} {r['time'] * 1e3:10.2f} ms  error {r['error']:9.2e}  "
                       f"status {r['status']}{comp}")
             sys.stdout.flush()
+    equal = at_equal_error(rows, "numbalsoda LSODA")
+    if equal:
+        print("\nnumbalsoda LSODA's time at the default's error over the default's (0.5: within 2x): "
+              "plain call / the program inside jax.jit")
+        for e in equal:
+            ratio = "-" if e["ratio"] is None else f"{e['ratio']:.2f} / {e['jit_ratio']:.2f}"
+            print(f"  {e['problem']:18s} rtol {e['rtol']:7.0e}  error {e['error']:8.1e}  {ratio}")
     return write_result(args.out, dict(command="python benchmarks/stiff.py " + " ".join(
-        argv if argv is not None else sys.argv[1:]), machine=machine(), rows=rows))
+        argv if argv is not None else sys.argv[1:]), machine=machine(), rows=rows,
+        numbalsoda_at_equal_error=equal))
 
 
 if __name__ == "__main__":
