@@ -539,8 +539,9 @@ class LevenbergMarquardt(_JaxoptDriver):
     """jaxopt's Levenberg-Marquardt on residuals (Jacobian by forward mode). Converged: the
     Gauss-Newton model of the cost predicts no decrease above ``ftol`` times the cost
     (``0.5 g^T (J^T J)^+ g <= ftol F``, MINPACK's relative-reduction test, scale-free: it
-    stops once the optimum is reached to the accuracy the solves allow), or Madsen-Nielsen's
-    tests, a step below ``xtol (|x| + xtol)`` or a gradient below ``gtol`` (MINPACK's form:
+    stops once the optimum is reached to the accuracy the solves allow; ``J^T J`` scaled to a
+    unit diagonal first), or Madsen-Nielsen's tests, a step below ``xtol (|x| + xtol)`` in
+    every parameter or a gradient below ``gtol`` (MINPACK's form:
     the largest cosine between the residuals and a Jacobian column, ``|J_j^T r| / (|J_j|
     |r|)``, free of the data's scale). The default optimiser of `simkit.fit` for residual
     losses.
@@ -600,10 +601,19 @@ class LevenbergMarquardt(_JaxoptDriver):
     def converged(self, state):
         x, inner = state
         g = inner.gradient
-        predicted = 0.5 * g @ (jnp.linalg.pinv(inner.jtj, hermitian=True) @ g)  # the Gauss-Newton step's gain
+        # the Gauss-Newton step's gain, with J^T J scaled to a unit diagonal: pinv's relative
+        # cutoff had dropped the directions of parameters of small sensitivity (a logistic
+        # fit's K ~ 1e6 beside r ~ 1e-3: diagonal 3e18 and 4), so a fit "converged" at its
+        # start value of K with 200x the optimum's cost (found by probing)
+        d = jnp.sqrt(jnp.clip(jnp.diag(inner.jtj), 0.0, None))
+        d = jnp.where(d > 0, d, 1.0)
+        scaled_g = g / d
+        predicted = 0.5 * scaled_g @ (jnp.linalg.pinv(inner.jtj / jnp.outer(d, d), hermitian=True) @ scaled_g)
         small_gain = predicted <= self.ftol * inner.value
-        step_bound = self.xtol * (jnp.linalg.norm(x) + self.xtol)
-        small_step = (inner.iter_num > 0) & (jnp.linalg.norm(inner.delta) <= step_bound)
+        # each parameter's step relative to its own size (one norm over all let a parameter of
+        # 1e6 hide the steps of one of 1e-3)
+        step_bound = self.xtol * (jnp.abs(x) + self.xtol)
+        small_step = (inner.iter_num > 0) & jnp.all(jnp.abs(inner.delta) <= step_bound)
         # MINPACK's gtol, scale-free (the gradient itself, J^T r, is ~1e-12 for data of
         # 1e-6: a fit "converged" at its start)
         small_gradient = jnp.max(residual_cosines(g, inner.jtj, jnp.linalg.norm(inner.residual))) <= self.gtol

@@ -136,6 +136,36 @@ def test_levenberg_marquardt_evaluates_the_residuals_once_per_point():
     assert n >= 5 and len(calls) <= 2 * n + 3, (n, len(calls))  # 3 n + 3 before
 
 
+
+def test_levenberg_marquardt_stops_whatever_the_parameters_scales():
+    """Residuals whose parameters differ by 1e9 in sensitivity (a logistic fit's r ~ 1e-3
+    beside K ~ 1e6): the predicted gain took pinv of the unscaled J^T J, whose cutoff dropped
+    the insensitive direction, and a fit "converged" at its start value of K with 200x the
+    optimum's cost (found by probing). With only that direction left to fit, the test must
+    not pass; the run reaches the optimum."""
+    scale = jnp.array([1e3, 1e-6])
+
+    def residuals(x):
+        return scale * x - 1.0  # optimum x = (1e-3, 1e6)
+
+    opt = fitting.LevenbergMarquardt()
+    state = opt.init(residuals, jnp.array([1e-3, 0.0]), None, None)  # the first parameter already at its optimum
+    assert not bool(opt.converged(state))
+
+
+def test_a_fit_of_parameters_of_very_different_sizes_reaches_scipys_optimum(logistic_fit):
+    """The probe's case through `fit` (the logistic model's program again: r ~ 1e-3 beside
+    K ~ 1e6, unbounded): it had stopped at K's start, 5e5, "converged" with 200x the cost."""
+    times = np.linspace(100.0, 8000.0, 16)
+    model = LOGISTIC.replace(params={"r": 2e-3, "K": 5e5}, y0=np.array([1e3]))
+    data = simkit.Dataset(times, _synthetic(0.0, model=model, truth={"r": 1e-3, "K": 1e6}, times=times)
+                          * (1 + 0.03 * np.random.default_rng(4).standard_normal((16, 1))), observed=("N",), t0=0.0)
+    result = simkit.fit(model, data, free=["r", "K"], rtol=1e-11, atol=1e-12)
+    ref = reference.least_squares(model, data, free=["r", "K"])
+    assert result.converged and abs(result.cost - ref["cost"]) <= 1e-6 * ref["cost"], (result.cost, ref["cost"])
+    for name in ("r", "K"):
+        assert abs(result.estimates[name] - ref["x"][name]) <= 1e-4 * abs(ref["x"][name])
+
 def test_multistart_reports_the_best_starts_own_status():
     """Some starts stop at the iteration limit; the best one reached the optimum and says
     so, as the same start run alone does (the limit is traced: no new compilation)."""
