@@ -625,3 +625,17 @@ def test_ensemble_and_stencil_integrate_refuse_traced_inputs():
     name = next(iter(heat.params))
     with pytest.raises(simkit.InputTypeError, match="stencil.rollout"):
         jax.grad(lambda v: simkit.stencil.integrate(heat, dt=1e-4, steps=2, params={name: v}).us.sum())(1.0)
+
+
+def test_fit_data_and_names_that_were_misread():
+    """Found by probing: a model parameter named like the loss's own fitted ``noise`` lost its
+    estimate to it in every result; ``observed="prey"`` became four states of one letter;
+    observation times before ``t0`` compiled a fit that failed as "non-finite cost"."""
+    decay = simkit.ODEModel(rhs=lambda t, y, p: -p["noise"] * y, params={"noise": 1.0}, y0=[1.0], state_names=("x",))
+    data = Dataset(times=np.linspace(0.0, 1.0, 4), values=np.exp(-np.linspace(0.0, 1.0, 4)), observed=("x",))
+    with pytest.raises(simkit.ParameterError, match="a parameter named 'noise', the name of the loss's own fitted"):
+        simkit.fit(decay, data, loss=simkit.GaussianNLL())
+    with pytest.raises(TypeError, match=r"observed must be a sequence of state names .* got the string 'prey'"):
+        Dataset(times=[0.0, 1.0], values=[1.0, 2.0], observed="prey")
+    with pytest.raises(simkit.InputError, match=r"observation times start at 0, before t0 = 2"):
+        Dataset(times=[0.0, 1.0, 3.0], values=[1.0, 2.0, 3.0], observed=("x",), t0=2.0)

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError, ShapeError
+from ..errors import InputError, InputTypeError, ShapeError
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -49,8 +49,10 @@ class Dataset:
         ``times`` not 1-D or not as long as ``values``, a number of `observed` names other
         than the number of columns, or a `sigma` that does not broadcast to ``values``.
     InputError
-        Times not finite or not strictly increasing, an infinite value, a `sigma` that is
-        not positive where values are given, or no finite value at all.
+        Times not finite or not strictly increasing, times before `t0`, an infinite value, a
+        `sigma` that is not positive where values are given, or no finite value at all.
+    InputTypeError
+        `observed` given as a string (a state name goes in a tuple: ``("S",)``).
 
     Examples
     --------
@@ -88,6 +90,9 @@ class Dataset:
         if infinite.any():  # NaN marks a missing value; an infinity is a mistake upstream
             raise InputError(f"dataset {self.name!r}: values must be finite or NaN (missing); infinite at rows "
                              f"{sorted(set(np.nonzero(infinite)[0].tolist()))[:10]}")
+        if isinstance(self.observed, (str, bytes)):  # tuple("prey") was ('p', 'r', 'e', 'y')
+            raise InputTypeError(f"dataset {self.name!r}: observed must be a sequence of state names (one per "
+                                 f"column), e.g. ({self.observed!r},), or a function; got the string {self.observed!r}")
         if not callable(self.observed):
             observed = tuple(self.observed)
             if len(observed) != values.shape[1]:
@@ -113,7 +118,11 @@ class Dataset:
         object.__setattr__(self, "values", values)
         object.__setattr__(self, "names", names)
         object.__setattr__(self, "sigma", sigma)
-        object.__setattr__(self, "t0", float(times[0]) if self.t0 is None else float(self.t0))
+        t0 = float(times[0]) if self.t0 is None else float(self.t0)
+        if not np.isfinite(t0) or times[0] < t0:  # the solve starts at t0 (the fit failed as "non-finite cost")
+            raise InputError(f"dataset {self.name!r}: observation times start at {times[0]:g}, before t0 = {t0:g} "
+                             "(the time the initial state refers to): give t0 <= the first time")
+        object.__setattr__(self, "t0", t0)
 
     @property
     def mask(self) -> np.ndarray:
@@ -172,7 +181,9 @@ class Dataset:
         columns : dict
             ``{CSV column: model state it observes}``.
         sigma : dict, optional
-            ``{CSV column of standard deviations: state}``, one for every value column.
+            ``{CSV column of standard deviations: state}``, one for every value column; where
+            several value columns observe one state (replicates), ``{sigma column: value
+            column}``.
         time_offset : float, str or datetime, optional
             Subtracted from numeric times (default: the first time, so the data start at
             t = 0); for dates, the date of t = 0 (a ``datetime`` or an ISO string; default:
@@ -275,16 +286,27 @@ class Dataset:
         values = np.stack([numbers(c) for c in columns], axis=1)
         sig = None
         if sigma:
-            by_state = {state: numbers(col) for col, state in sigma.items()}
-            unknown = sorted(set(by_state) - set(columns.values()))
-            if unknown:
-                raise InputError(f"{where}: sigma columns for {unknown}, which no value column observes "
-                                 f"(observed: {list(columns.values())})")
-            bare = [col for col, state in columns.items() if state not in by_state]
+            by_column: dict[str, Any] = {}  # value column -> its standard deviations
+            for col, target in sigma.items():
+                if target in columns:  # named by its value column
+                    owners = [target]
+                else:  # named by the state: the value columns observing it
+                    owners = [c for c, state in columns.items() if state == target]
+                    if not owners:
+                        raise InputError(f"{where}: sigma columns for [{target!r}], which no value column observes "
+                                         f"(observed: {list(columns.values())})")
+                    if len(owners) > 1:  # replicates: the state does not say which (the last one won, silently)
+                        raise InputError(f"{where}: sigma column {col!r} is for state {target!r}, which the value "
+                                         f"columns {owners} observe: name the value column it belongs to, e.g. "
+                                         f"sigma={{{col!r}: {owners[0]!r}}}")
+                if owners[0] in by_column:
+                    raise InputError(f"{where}: two sigma columns for the value column {owners[0]!r}")
+                by_column[owners[0]] = numbers(col)
+            bare = [col for col in columns if col not in by_column]
             if bare:  # a sigma of 1 in the data's units would weight them arbitrarily
                 raise InputError(f"{where}: sigma columns for some observed states but not for {bare}: give a "
                                  "sigma column for every value column, or none")
-            sig = np.stack([by_state[state] for state in columns.values()], axis=1)
+            sig = np.stack([by_column[col] for col in columns], axis=1)
         kwargs.setdefault("name", os.path.basename(where))
         return cls(times=times, values=values, observed=tuple(columns.values()), names=tuple(columns), sigma=sig,
                    **kwargs)

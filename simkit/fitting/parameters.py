@@ -70,6 +70,9 @@ def build(model: Any, free: Sequence[str] | None, bounds: Mapping[str, tuple[flo
     names = free + ([f"y0:{s}" for s in state_names] if fit_initial_state else [])
     start = [float(params[n]) for n in free] + ([float(v) for v in y0] if fit_initial_state else [])
     if nuisance is not None:
+        if nuisance in params:  # its estimate overwrote the model parameter's in every result (found by probing)
+            raise ParameterError(f"model {model.name!r} has a parameter named {nuisance!r}, the name of the loss's "
+                                 f"own fitted {nuisance!r}: rename the model's parameter")
         names.append(nuisance)
         start.append(1.0)
     initial = dict(initial or {})

@@ -110,3 +110,18 @@ def test_sigma_columns_for_some_value_columns_only_are_refused(tmp_path):
     path = write(tmp_path, "day,A,sA,B\n0,1,0.1,5\n1,2,0.1,6\n")
     with pytest.raises(simkit.InputError, match=r"not for \['B'\]"):
         simkit.Dataset.from_csv(path, time="day", columns={"A": "x", "B": "y"}, sigma={"sA": "x"})
+
+
+def test_replicate_columns_take_their_own_sigma(tmp_path):
+    """Two value columns observing one state with a sigma column each: sigma keyed by the
+    state kept the last column's for both (0.1 and 5 became 5 and 5, silently; found by
+    probing). Naming the state is now refused as ambiguous; naming the value column works."""
+    path = write(tmp_path, "t,rep1,rep2,sd1,sd2\n0,1.0,1.1,0.1,5\n1,2.0,2.2,0.1,5\n")
+    with pytest.raises(simkit.InputError, match=r"sigma column 'sd1' is for state 'A', which the value columns "
+                                                r"\['rep1', 'rep2'\] observe: name the value column"):
+        simkit.Dataset.from_csv(path, time="t", columns={"rep1": "A", "rep2": "A"}, sigma={"sd1": "A", "sd2": "A"})
+    data = simkit.Dataset.from_csv(path, time="t", columns={"rep1": "A", "rep2": "A"},
+                                   sigma={"sd1": "rep1", "sd2": "rep2"})
+    np.testing.assert_array_equal(data.sigma, [[0.1, 5.0], [0.1, 5.0]])
+    one = simkit.Dataset.from_csv(path, time="t", columns={"rep1": "A", "rep2": "B"}, sigma={"sd2": "B", "sd1": "A"})
+    np.testing.assert_array_equal(one.sigma, [[0.1, 5.0], [0.1, 5.0]])  # by state, where that is one column
