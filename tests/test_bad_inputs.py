@@ -639,3 +639,22 @@ def test_fit_data_and_names_that_were_misread():
         Dataset(times=[0.0, 1.0], values=[1.0, 2.0], observed="prey")
     with pytest.raises(simkit.InputError, match=r"observation times start at 0, before t0 = 2"):
         Dataset(times=[0.0, 1.0, 3.0], values=[1.0, 2.0, 3.0], observed=("x",), t0=2.0)
+
+
+def test_fit_warns_where_the_models_initial_state_moves_to_the_first_observation():
+    """A decay with t_span (0, 10) fitted to data from t = 2 (no t0 given) put the model's
+    y0, the state at t = 0, at t = 2: k = 2.0 for 0.7, silently (found by probing)."""
+    import warnings
+
+    from simkit.fitting._fit import _warn_y0_moved
+
+    decay = simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * y, params={"k": 1.0}, y0=[1.0], state_names=("x",),
+                            t_span=(0.0, 10.0))
+    late = dict(times=[2.0, 3.0], values=[0.2, 0.1], observed=("x",))
+    with pytest.warns(UserWarning, match=r"starts at t = 2 \(its first time: no t0 was given\), but model .* starts "
+                                         r"at t = 0 .* Give Dataset\(\.\.\., t0=0\)"):
+        _warn_y0_moved(decay, [Dataset(**late)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _warn_y0_moved(decay, [Dataset(**late, t0=2.0), Dataset(**late, y0={"x": 0.3}),
+                               Dataset(times=[0.0, 3.0], values=[1.0, 0.1], observed=("x",))])

@@ -48,6 +48,21 @@ def _starts(space: ParameterSpace, n: int, key: Any) -> np.ndarray:
     return np.concatenate([x0[None], inside])[:n]
 
 
+def _warn_y0_moved(model: ODEModel, datasets: Sequence[Dataset]) -> None:
+    """Warn where a dataset without its own ``t0`` starts after the model's ``t_span``
+    start and takes the model's initial state: that state, the model's at ``t_span[0]``,
+    is then put at the dataset's first time (a decay fitted to data from t = 2 gave k = 2.0
+    for 0.7, silently; found by probing)."""
+    start = float(model.t_span[0])
+    for d in datasets:
+        own = set(d.y0 or ())
+        if d.t0_defaulted and d.t0 != start and not own >= set(model.state_names):
+            warnings.warn(f"dataset {d.name!r} starts at t = {d.t0:g} (its first time: no t0 was given), but model "
+                          f"{model.name!r} starts at t = {start:g} (its t_span): the model's initial state is used "
+                          f"as the state at t = {d.t0:g}. Give Dataset(..., t0={start:g}) if it is the state at "
+                          f"t = {start:g}, or t0={d.t0:g} to keep this", UserWarning, stacklevel=3)
+
+
 def _check_dataset_inputs(model: ODEModel, datasets: Sequence[Dataset], free: Sequence[str]) -> None:
     """A dataset's fixed parameters must be the model's (`merge_params`, the one name check)
     and not free; its fixed initial states not fitted (either would be silently ignored or
@@ -190,6 +205,8 @@ def fit(
     loss = as_loss(loss)
     if initial_state not in ("fixed", "fit"):
         raise InputError(f"initial_state must be 'fixed' or 'fit', got {initial_state!r}")
+    if initial_state == "fixed" and model.t_span is not None:
+        _warn_y0_moved(model, datasets)
     optimizer = optimizer if optimizer is not None else (LevenbergMarquardt() if loss.residual_form else BFGS())
     if not isinstance(optimizer, AbstractDriver):
         raise InputError("optimizer must be a simkit fitting optimiser object (LevenbergMarquardt(), BFGS(), ...), "

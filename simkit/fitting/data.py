@@ -122,6 +122,7 @@ class Dataset:
         if not np.isfinite(t0) or times[0] < t0:  # the solve starts at t0 (the fit failed as "non-finite cost")
             raise InputError(f"dataset {self.name!r}: observation times start at {times[0]:g}, before t0 = {t0:g} "
                              "(the time the initial state refers to): give t0 <= the first time")
+        object.__setattr__(self, "t0_defaulted", self.t0 is None)  # (read by `simkit.fit`'s check)
         object.__setattr__(self, "t0", t0)
 
     @property
