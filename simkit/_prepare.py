@@ -36,7 +36,7 @@ from .kernels import BDF, AbstractKernel, AutoSwitch, Rodas5P, Tsit5
 from .kernels.banded import check_pattern_size
 from .model import ODEModel
 from .params import _HOST, check_key, concrete, is_traced, merge_params  # noqa: F401 (re-exported)
-from .save_times import SaveAt, as_saveat
+from .save_times import SaveAt, as_saveat, save_grid
 from .solvers import default_solver, diffrax_module, is_diffrax_solver
 
 KERNEL_MAX_STATES = 64  # the fused kernels are the default up to this many states
@@ -468,6 +468,9 @@ def prepare(
                                  save=sv.kind, n_save=sv.count or 0, dense=sv.dense, events=events_t,
                                  max_steps=max_steps, diffusion=model.diffusion)
     save_ts = as_float(sv.ts, dtype) if sv.kind == "ts" else np.zeros((0,), dtype)
+    if sv.kind == "linspace" and c0 is not None and c1 is not None:
+        # the grid on the host, the one `solve_to_file` writes (`save_times.program_save_times`)
+        save_ts = np.asarray(save_grid(as_float(t0, dtype), as_float(t1, dtype), sv.count), dtype)
     inputs_ok = traced_inputs_ok(t0=t0, t1=t1, save_kind=sv.kind, save_ts=save_ts, rtol=rtol, atol=atol,
                                  max_step=max_step, dt0=dt0, infinite_end=any(ev.terminal for ev in events_t))
     if sv.kind == "ts":

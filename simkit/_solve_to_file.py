@@ -17,7 +17,7 @@ from .engines.kernel_engine import kernel_state0, run_kernel_piece
 from .errors import InputError, SolveError
 from .kernels.loop import RUNNING
 from .model import ODEModel, Params
-from .save_times import save_grid
+from .save_times import program_save_times
 from .status import Status
 
 
@@ -115,8 +115,7 @@ def solve_to_file(
                          "simkit.Rodas5P(), ... (up to a few hundred states), or use simkit.solve")
     if program.save == "steps":
         raise InputError("solve_to_file needs save times (saveat: a count or an array), not 'steps'")
-    save_ts = np.asarray(save_grid(args.t0, args.t1, program.n_save) if program.save == "linspace"
-                         else args.save_ts)
+    save_ts = np.asarray(program_save_times(program.save, program.n_save, args.t0, args.t1, args.save_ts))
     n_save, chunk = save_ts.shape[0], min(int(chunk), max(save_ts.shape[0], 1))
     fingerprint = dict(
         kind="solve_to_file", model=plan.model.name, solver=plan.solver_name, chunk=chunk,

@@ -152,6 +152,18 @@ def save_grid(t0: Any, t1: Any, n: int) -> Any:
     return xp.linspace(t0, t1, n)
 
 
+def program_save_times(save: str, n_save: int, t0: Any, t1: Any, given: Any) -> Any:
+    """The save times a compiled solve uses: ``given`` (the `SolveArgs` ``save_ts``), which
+    for ``save == "linspace"`` holds the host's grid where `simkit._prepare.prepare` had
+    the span's numbers, else the grid computed in the program (a traced span). One grid for
+    `solve` and `simkit.solve_to_file`: computed in the program, XLA multiplies by the
+    reciprocal of the count and may fuse a multiply-add, and most spans' times differed from
+    NumPy's ``linspace`` (and the file's) in the last bit (found by probing)."""
+    if save == "linspace" and given.shape[0] != n_save:
+        return save_grid(t0, t1, n_save)
+    return given
+
+
 def as_saveat(saveat: Any, dense: bool = False) -> SaveAt:
     """Convert the ``saveat=`` shorthands (None, int, array, ``"steps"``) to a `SaveAt`."""
     if isinstance(saveat, SaveAt):

@@ -36,7 +36,7 @@ from jax import lax
 
 from .._codegen import SMALL_STATE_LIMIT, codegen_jit
 from ..events import capacity, event_values, locate_crossings, wanted_crossings
-from ..save_times import save_grid
+from ..save_times import program_save_times
 from ..solvers import initial_step, solver_order, with_newton_tolerances
 from ..status import Status
 from .programs import DiffraxProgram
@@ -334,11 +334,8 @@ def run_diffrax(program: DiffraxProgram, args) -> EngineResult:
     dt0 = jnp.where(jnp.isnan(args.dt0), auto_dt0, args.dt0)
     if program.diffusion is not None:  # fixed steps: max_step bounds them (it was dropped with the controller)
         dt0 = jnp.sign(dt0) * jnp.minimum(jnp.abs(dt0), args.max_step)
-    if program.save == "linspace":
-        save_ts = save_grid(t0, t1, program.n_save)
-        main = dfx.SubSaveAt(ts=save_ts)
-    elif program.save == "ts":
-        save_ts = args.save_ts
+    if program.save in ("linspace", "ts"):
+        save_ts = program_save_times(program.save, program.n_save, t0, t1, args.save_ts)
         main = dfx.SubSaveAt(ts=save_ts)
     else:
         save_ts = None

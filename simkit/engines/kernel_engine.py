@@ -9,7 +9,7 @@ from ..kernels.autodiff import KernelLoopProgram, kernel_solve
 from ..kernels.interpolation import KernelInterpolation
 from ..kernels.loop import adaptive_loop, initial_state
 from ..solvers import initial_step
-from ..save_times import save_grid
+from ..save_times import program_save_times
 from .programs import KernelProgram
 from .record import EngineResult
 
@@ -27,7 +27,7 @@ def run_kernel(program: KernelProgram, args) -> EngineResult:
     solver = program.solver
     t0, t1, y0, params = args.t0, args.t1, args.y0, args.params
     dt0 = first_step(program, args)
-    save_ts = save_grid(t0, t1, program.n_save) if program.save == "linspace" else args.save_ts
+    save_ts = program_save_times(program.save, program.n_save, t0, t1, args.save_ts)
     loop = KernelLoopProgram(solver=solver, rhs=program.rhs, events=program.events,
                              max_steps=program.max_steps, save_steps=program.save == "steps",
                              dense=program.dense)

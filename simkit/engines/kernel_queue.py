@@ -59,7 +59,7 @@ from jax import lax
 from .._codegen import fits_one_kernel, one_kernel
 from ..kernels.linalg import SMALL_SYSTEM, lu_columns_by_select
 from ..kernels.loop import RUNNING, initial_state, loop_stats, stepper
-from ..save_times import save_grid
+from ..save_times import program_save_times
 from ..status import Status
 from .kernel_engine import first_step
 from .programs import KernelProgram
@@ -114,7 +114,7 @@ def run_queue(program: KernelProgram, args, params: dict, y0: jax.Array, lanes: 
     dtype = jnp.real(y0).dtype
     t0, t1, rtol, atol = args.t0, args.t1, args.rtol, args.atol
     direction = jnp.where(t1 >= t0, 1.0, -1.0).astype(dtype)
-    save_ts = save_grid(t0, t1, program.n_save) if program.save == "linspace" else args.save_ts
+    save_ts = program_save_times(program.save, program.n_save, t0, t1, args.save_ts)
     n_save = save_ts.shape[0]
     targets = jnp.concatenate([save_ts, jnp.reshape(t1, (1,)).astype(save_ts.dtype)])
     n_targets = n_save + 1  # the save times, then t1
