@@ -21,9 +21,9 @@ import numpy as np
 
 from . import _config, engines
 from ._prepare import SolvePlan, check_flag, concrete, prepare
-from .errors import SolveError
+from .errors import InputError, SolveError
 from .model import ODEModel, Params
-from .save_times import SaveSteps, save_grid
+from .save_times import SaveSteps, program_save_times
 from .solution import Solution
 from .solvers import is_implicit
 from .status import Status, describe
@@ -220,13 +220,15 @@ def _trivial(plan: SolvePlan) -> engines.EngineResult | None:
     empty = args.y0.shape[0] == 0
     if not empty and (t0 is None or t1 is None or t0 != t1 or plan.program.dense):
         return None  # (a zero span with dense output: the engine's, whose interpolant gives y0)
+    if empty and (plan.program.events or plan.program.dense):
+        # (they were ignored: no crossing, status success at t1 = inf; found by probing)
+        raise InputError(f"model {plan.model.name!r} has no states, and its solve returns y0 at once: events and "
+                         "dense output need states to solve")
     program = plan.program
     if program.save == "steps":
         ts = np.asarray([t0] if t0 == t1 else [t0, t1], dtype=args.t0.dtype)
-    elif program.save == "linspace":
-        ts = save_grid(args.t0, args.t1, program.n_save)
     else:
-        ts = np.asarray(args.save_ts)
+        ts = np.asarray(program_save_times(program.save, program.n_save, args.t0, args.t1, args.save_ts))
     y0 = np.asarray(args.y0)
     n_ev = len(program.events)
     cap = max((ev.max_records for ev in program.events), default=0)
