@@ -147,7 +147,11 @@ def _kernel_solve_jvp(program, primals, tangents):
             _check_derivative_memory(program, jac)
     tangent = {k: jnp.tensordot(dx, jac[k], axes=(0, 0)) for k in keys}
     if program.dense:  # the recorded steps move with the inputs too (their sizes do not)
-        tangent["dense"] = jax.tree_util.tree_map(lambda j: jnp.tensordot(dx, j, axes=(0, 0)), jac["dense"])
+        # (a record that is not a float, AutoSwitch's phase flags: its tangent is float0, and
+        # a tensordot of it stopped every derivative of a dense AutoSwitch solve; found by probing)
+        tangent["dense"] = jax.tree_util.tree_map(
+            lambda j, v: jnp.tensordot(dx, j, axes=(0, 0)) if jnp.issubdtype(v.dtype, jnp.inexact)
+            else _float0_like(v), jac["dense"], out["dense"])
     if not program.save_steps and _active(dts_t):
         # moving a save time moves the saved state along the solution: dy/dt_k = f(t_k, y_k)
         reached = jnp.isfinite(out["ts"])

@@ -212,3 +212,22 @@ def test_derivatives_through_dense_output_that_would_not_fit_are_refused():
 
     with pytest.raises(simkit.InputError, match="70 directions x 100000 steps.*memory budget"):
         jax.eval_shape(jax.grad(value), jnp.ones(n))
+
+
+def test_derivatives_of_a_dense_autoswitch_solve():
+    """AutoSwitch's dense record holds its phase flags (booleans), whose tangents are float0:
+    every derivative of a dense AutoSwitch solve stopped with JAX's "float0 is not a valid
+    dtype" (found by probing). Against the same solve without dense output (the saved values
+    are the same bits) and its central difference."""
+    pendulum = simkit.ODEModel(rhs=lambda t, y, p: jnp.stack([y[1], -p["k"] * jnp.sin(y[0])]), params={"k": 2.0},
+                               y0=[1.0, 0.0], state_names=("x", "v"))
+
+    def end(k, dense):
+        sol = simkit.solve(pendulum, (0.0, 3.0), params={"k": k}, rtol=1e-10, atol=1e-12, saveat=2, dense=dense,
+                           solver=simkit.AutoSwitch())
+        return sol.y_final[0] + (sol.evaluate(1.5)[0] if dense else 0.0)
+
+    g = float(jax.grad(end)(2.0, True))
+    np.testing.assert_allclose(g - float(jax.grad(lambda k: end(k, False))(2.0)),
+                               (float(end(2.0 + 1e-6, True)) - float(end(2.0 - 1e-6, True))) / 2e-6
+                               - (float(end(2.0 + 1e-6, False)) - float(end(2.0 - 1e-6, False))) / 2e-6, rtol=1e-5)
