@@ -32,6 +32,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from .errors import InputError, InputTypeError
@@ -90,14 +91,16 @@ class Event:
         if self.direction not in (-1, 0, 1):
             raise InputError(f"Event: direction must be -1, 0 or +1, got {self.direction!r}")
         terminal = self.terminal
-        if isinstance(terminal, bool):
-            terminal = int(terminal)
-        if not isinstance(terminal, int) or terminal < 0:
+        if isinstance(terminal, (bool, np.bool_)):  # NumPy's bools and ints too (SciPy-style
+            terminal = int(terminal)  # attributes set from arrays were refused; found by probing)
+        if not isinstance(terminal, (int, np.integer)) or terminal < 0:
             raise InputError(f"Event: terminal must be a bool or a non-negative int, got {self.terminal!r}")
-        object.__setattr__(self, "terminal", terminal)
+        object.__setattr__(self, "terminal", int(terminal))
         object.__setattr__(self, "direction", int(self.direction))
-        if not isinstance(self.max_records, int) or isinstance(self.max_records, bool) or self.max_records < 1:
+        records = self.max_records
+        if not isinstance(records, (int, np.integer)) or isinstance(records, (bool, np.bool_)) or records < 1:
             raise InputError(f"Event: max_records must be a positive int, got {self.max_records!r}")
+        object.__setattr__(self, "max_records", int(records))
         if self.terminal > self.max_records:
             object.__setattr__(self, "max_records", self.terminal)
 

@@ -42,8 +42,9 @@ def _as_names(names: Any) -> tuple[str, ...]:
 
 def _as_state(y0: Any) -> Any:
     # Keep NumPy (not jax) arrays so that building a model never initialises a backend.
-    if isinstance(y0, (list, tuple, int, float)):
-        y0 = np.asarray(y0, dtype=np.float64)
+    if isinstance(y0, (list, tuple, int, float, complex)):  # complex values stay complex (found by probing)
+        y0 = np.asarray(y0)
+        y0 = y0.astype(np.complex128 if y0.dtype.kind == "c" else np.float64)
     return own_copy(y0)
 
 

@@ -237,7 +237,8 @@ class Solution(io.Saveable):
         Raises
         ------
         InputError
-            The solve was not called with ``dense=True``, or a ``t`` lies outside the span.
+            The solve was not called with ``dense=True``, a ``t`` lies outside the span, or
+            the solution is batched (a ``jax.vmap`` of solves).
 
         Examples
         --------
@@ -255,6 +256,9 @@ class Solution(io.Saveable):
         # the solved span ends at t_final: an event's time (diffrax's interpolant runs on to
         # the end of the step that found it)
         ends = (self.interpolation.t0, self.interpolation.t1 if self.t_final is None else self.t_final)
+        if np.ndim(self.ys) != 2:  # a bare JAX broadcasting error before (found by probing)
+            raise InputError(f"Solution.evaluate: ys has shape {np.shape(self.ys)}, a batched solution (from "
+                             "jax.vmap): evaluate inside the vmapped function, or one member at a time")
         if not any(isinstance(x, jax.core.Tracer) for x in (t, *ends)) and all(np.ndim(e) == 0 for e in ends):
             lo, hi = sorted(float(e) for e in ends)
             values = np.asarray(t, dtype=float)

@@ -42,6 +42,30 @@ def test_empty_state():
     sol = simkit.solve(empty, (0.0, 1.0), saveat=4)
     assert sol.ok and np.shape(sol.ys) == (4, 0)
     np.testing.assert_allclose(np.asarray(sol.ts), np.linspace(0, 1, 4))
+    # events and dense output on no states were ignored: status success at t1 = inf (probing)
+    for kwargs in (dict(events=simkit.Event(lambda t, y, p: t - 0.5)), dict(dense=True)):
+        with pytest.raises(simkit.InputError, match="has no states.*events and dense output need states"):
+            simkit.solve(empty, (0.0, 1.0), saveat=4, **kwargs)
+
+
+def test_numpy_numbers_and_complex_lists_are_taken():
+    """Found by probing: an Event's NumPy int or bool (SciPy-style attributes set from arrays)
+    was refused; a complex y0 given as a list failed in NumPy's float()."""
+    ev = simkit.Event(lambda t, y, p: t - 1.0, terminal=np.int64(2), max_records=np.int64(10))
+    assert (ev.terminal, ev.max_records) == (2, 10) and type(ev.terminal) is int
+    assert simkit.Event(lambda t, y, p: t, terminal=np.True_).terminal == 1
+    rot = simkit.ODEModel(rhs=lambda t, y, p: -1j * y, params={}, y0=[1 + 0j], state_names=("z",))
+    assert rot.y0.dtype == np.complex128
+    np.testing.assert_allclose(simkit.solve(rot, (0.0, 1.0), saveat=2, rtol=1e-10, atol=1e-12).ys[-1, 0],
+                               np.exp(-1j), rtol=1e-8)
+
+
+def test_a_vmapped_solution_is_not_evaluated_with_a_bare_error():
+    decay = simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * y, params={"k": 1.0}, y0=[1.0], state_names=("x",))
+    sols = jax.vmap(lambda k: simkit.solve(decay, (0.0, 1.0), params={"k": k}, saveat=2, dense=True))(
+        jnp.array([1.0, 2.0]))
+    with pytest.raises(simkit.InputError, match=r"ys has shape \(2, 2, 1\), a batched solution"):
+        sols.evaluate(0.5)
 
 
 @pytest.mark.parametrize("solver", ENGINES, ids=["kernel", "diffrax"])
