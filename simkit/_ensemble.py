@@ -322,8 +322,9 @@ def ensemble(
         Lanes per device of the refilled queue, or members per vmapped chunk in lockstep
         (default 256 on a CPU, 131,072 on an accelerator; fewer for small ensembles or to fit
         ``memory_budget``, and on a CPU's refilled lanes at least 16 members per lane where
-        that leaves 64 lanes of 3 members or more; rounded up to a multiple of 8). Results
-        do not depend on it, nor on the devices, bit for bit.
+        that leaves 64 lanes of 3 members or more; rounded up to a multiple of the vector
+        width, at least four vectors: 32 lanes in float64, 64 in float32). Results do not
+        depend on it, nor on the devices, bit for bit.
     memory_budget : int
         Bytes one chunk's saved trajectories may take (default 256 MiB); the default chunk
         size shrinks to fit it.

@@ -102,8 +102,9 @@ def queue_eligible(program: Any) -> bool:
 def run_queue(program: KernelProgram, args, params: dict, y0: jax.Array, lanes: int) -> dict[str, Any]:
     """Solve every member (the leading axis of ``y0``, shape ``(members, n)``, and of each
     ``params`` value) on ``lanes`` refilled lanes; ``args`` holds the shared settings (a
-    `simkit._prepare.SolveArgs`). ``lanes`` should be a multiple of 8 (the CPU's vector
-    width), for results that do not depend on the lanes. Returns ts, ys, status,
+    `simkit._prepare.SolveArgs`). ``lanes`` should be as `simkit._ensemble.lanes_per_device`
+    gives them (a multiple of the CPU's vector width, at least four vectors), for results
+    that do not depend on the lanes. Returns ts, ys, status,
     stats, t_final and y_final with a leading member axis, as ``jax.vmap`` of
     `simkit.engines.run_kernel` would."""
     method = program.solver.method()
