@@ -104,3 +104,38 @@ def test_scipy_bdf_does_not_read_its_uninitialised_table(monkeypatch):
         fixed = run(reference.scipy_method("BDF"))
     np.testing.assert_array_equal(fixed.y, clean.y)  # the same steps, the same numbers
     assert fixed.nfev == clean.nfev and reference.scipy_method("Radau") == "Radau"
+
+
+def test_reference_refuses_what_scipy_would_get_wrong():
+    """Found by probing: a dataset fixing a free parameter replaced it in the residuals (the
+    "fit" returned its start, converged); unknown names and options passed silently; an SDE's
+    noise was dropped; a PDE model failed with an AttributeError (now solved as `solve`
+    takes it, by the method of lines)."""
+    from simkit import Dataset
+
+    lv = models.get("lotka_volterra")
+    data = Dataset(times=[0.0, 1.0, 2.0], values=[[1.0, 1.0]] * 3, observed=("prey", "predator"), params={"alpha": 0.4})
+    with pytest.raises(simkit.InputError, match=r"dataset 'data' fixes \['alpha'\], which the fit also estimates"):
+        reference.least_squares(lv, data, free=["alpha"])
+    plain = Dataset(times=[0.0, 1.0, 2.0], values=[[1.0, 1.0]] * 3, observed=("prey", "predator"))
+    with pytest.raises(simkit.ParameterError, match=r"no parameter\(s\) \['foo'\]"):
+        reference.least_squares(lv, plain, free=["foo"])
+    with pytest.raises(simkit.ParameterError, match=r"given for \['alfa'\], which are not free"):
+        reference.least_squares(lv, plain, free=["alpha"], initial={"alfa": 0.5})
+    with pytest.raises(simkit.InputError, match="initial_state must be 'fixed' or 'fit'"):
+        reference.least_squares(lv, plain, free=["alpha"], initial_state="fitt")
+    with pytest.raises(simkit.InputError, match="is stochastic"):
+        reference.solve_ivp(models.get("ornstein_uhlenbeck"), saveat=2)
+    heat = models.get("heat_1d")
+    ref = reference.solve_ivp(heat, (0.0, 1e-3), saveat=2, method="BDF", rtol=1e-10, atol=1e-12)
+    sol = simkit.solve(heat, (0.0, 1e-3), saveat=2, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(ref.ys[-1], np.asarray(sol.ys)[-1], rtol=1e-7, atol=1e-9)
+
+
+def test_advection_takes_one_velocity_for_every_axis():
+    """``models.get("advection", velocity=2.0)`` was accepted, then failed with an
+    IndexError in the rhs (found by probing)."""
+    one, per_axis = models.get("advection", velocity=2.0), models.get("advection", velocity=np.array([2.0]))
+    u = jnp.asarray(one.u0)
+    np.testing.assert_array_equal(one.rhs(0.0, u, one.params, one.space), per_axis.rhs(0.0, u, per_axis.params,
+                                                                                      per_axis.space))

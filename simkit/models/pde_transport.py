@@ -83,9 +83,16 @@ def heat_3d() -> PDEModel:
                     description="Heat equation in the unit cube with no-flux walls (mass conserved).")
 
 
+def _per_axis(value, ndim: int) -> list:
+    """A velocity's component on each axis: an array of one per axis, or one number for all."""
+    value = jnp.broadcast_to(jnp.asarray(value), (ndim,))
+    return [value[i] for i in range(ndim)]
+
+
 def advection_rhs(t, u, p, space):
-    """``du/dt = -velocity . grad u``, third-order upwind."""
-    velocity = [p["velocity"][i] for i in range(space.ndim)]
+    """``du/dt = -velocity . grad u``, third-order upwind; ``velocity`` one number per axis
+    (a number: the same on every axis; it failed with an IndexError, found by probing)."""
+    velocity = _per_axis(p["velocity"], space.ndim)
     return -op.advection(space.pad(u, 2), velocity, space.spacing, order=3)
 
 
@@ -107,7 +114,7 @@ def advection() -> PDEModel:
 
 def advection_diffusion_rhs(t, u, p, space):
     padded = space.pad(u, 2)
-    velocity = [p["velocity"][i] for i in range(space.ndim)]
+    velocity = _per_axis(p["velocity"], space.ndim)
     return (p["diffusivity"] * op.laplacian(padded, space.spacing)
             - op.advection(padded, velocity, space.spacing, order=3))
 
