@@ -339,6 +339,19 @@ def solver_label(solver: Any) -> str:
 # -- the front door --------------------------------------------------------------------------
 
 
+def as_ode(model: Any, y0: Any, owner: str) -> tuple[ODEModel, Any]:
+    """``(model, y0)`` as an ODE: a PDEModel (duck-typed: the stencil package imports this
+    module) as the method of lines on its flattened field (a field-shaped ``y0`` flattened),
+    else the ODEModel itself; anything else an `InputTypeError` naming ``owner``."""
+    if not isinstance(model, ODEModel) and callable(getattr(model, "to_ode", None)):
+        if y0 is not None and np.shape(y0) == np.shape(model.u0):
+            y0 = np.reshape(y0, -1)
+        model = model.to_ode()
+    if not isinstance(model, ODEModel):
+        raise InputTypeError(f"{owner}expected an ODEModel or a PDEModel as the model, got {type(model).__name__}")
+    return model, y0
+
+
 def prepare(
     model: Any,
     t_span: Sequence[float] | None = None,
@@ -361,14 +374,7 @@ def prepare(
 
     With `batched` (used by `simkit.ensemble`), ``params`` values and ``y0`` may carry a
     leading member axis; shapes per member are the ensemble's to check."""
-    if not isinstance(model, ODEModel) and callable(getattr(model, "to_ode", None)):
-        # a PDEModel (duck-typed: the stencil package imports this module): the method of
-        # lines on the flattened field
-        if y0 is not None and np.shape(y0) == np.shape(model.u0):
-            y0 = np.reshape(y0, -1)
-        model = model.to_ode()
-    if not isinstance(model, ODEModel):
-        raise InputTypeError(f"expected an ODEModel or a PDEModel as the model, got {type(model).__name__}")
+    model, y0 = as_ode(model, y0, "")
     dtype = _config.float_dtype()
     events_t = as_events(events)
     t0, t1 = time_span(model, t_span, allow_infinite_end=any(ev.terminal for ev in events_t))

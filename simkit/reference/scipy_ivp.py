@@ -11,8 +11,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._prepare import check_save_times, time_span
-from ..errors import InputError, InputTypeError, ParameterError, ShapeError, SolveError
+from .._prepare import as_ode, check_save_times, time_span
+from ..errors import InputError, ParameterError, ShapeError, SolveError
 from ..save_times import as_saveat, save_grid
 from ..model import ODEModel, Params
 
@@ -99,13 +99,7 @@ def solve_ivp(
     """
     from scipy.integrate import solve_ivp as scipy_solve_ivp
 
-    if not isinstance(model, ODEModel) and callable(getattr(model, "to_ode", None)):
-        # a PDEModel: the method of lines on its flattened field, as `simkit.solve` takes it
-        if y0 is not None and np.shape(y0) == np.shape(model.u0):
-            y0 = np.reshape(y0, -1)
-        model = model.to_ode()
-    if not isinstance(model, ODEModel):
-        raise InputTypeError(f"reference.solve_ivp: expected an ODEModel or a PDEModel, got {type(model).__name__}")
+    model, y0 = as_ode(model, y0, "reference.solve_ivp: ")  # a PDEModel as `simkit.solve` takes it
     if model.diffusion is not None:  # SciPy integrates the drift alone: the noise was dropped in silence
         raise InputError(f"reference.solve_ivp: model {model.name!r} is stochastic (it has a diffusion); "
                          "SciPy's solve_ivp integrates ODEs only")
