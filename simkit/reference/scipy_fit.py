@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError, InputTypeError, ParameterError
+from ..errors import InputError
 from .scipy_ivp import solve_ivp
 
 
@@ -26,30 +26,17 @@ def least_squares(model: Any, data: Any, *, free: Sequence[str], initial: Mappin
 
     if callable(data.observed):
         raise InputError("reference.least_squares takes datasets of observed states")
-    # the checks `simkit.fit` makes (found by probing: a dataset's fixed value of a free
-    # parameter replaced it in the residuals, and the "fit" returned its start, converged)
-    if isinstance(free, (str, bytes)):
-        raise InputTypeError(f"free must be a list of parameter names, e.g. [{free!r}]")
-    unknown = [n for n in free if n not in model.params]
-    if unknown:
-        raise ParameterError(f"model {model.name!r} has no parameter(s) {unknown}; valid names are {list(model.params)}")
+    # simkit.fit's own checks and start (`fitting.parameters.build`, `_check_dataset_inputs`;
+    # found by probing: a dataset's fixed value of a free parameter replaced it in the
+    # residuals, the "fit" returned its start, converged, and unknown names passed silently)
+    from ..fitting._fit import _check_dataset_inputs
+    from ..fitting.parameters import build
+
     if initial_state not in ("fixed", "fit"):
         raise InputError(f"initial_state must be 'fixed' or 'fit', got {initial_state!r}")
-    fixed = sorted(set(free) & set(data.params or {}))
-    fixed += sorted(f"y0:{s}" for s in (data.y0 or {}) if initial_state == "fit")
-    if fixed:
-        raise InputError(f"dataset {data.name!r} fixes {fixed}, which the fit also estimates")
-    names = list(free) + ([f"y0:{s}" for s in model.state_names] if initial_state == "fit" else [])
-    start = {**{n: float(model.params[n]) for n in free},
-             **({f"y0:{s}": float(v) for s, v in zip(model.state_names, model.y0)} if initial_state == "fit" else {}),
-             **dict(initial or {})}
-    stray = sorted(set(initial or {}) - set(names)) + sorted(set(bounds or {}) - set(names))
-    if stray:
-        raise ParameterError(f"initial values or bounds given for {stray}, which are not free; free: {names}")
-    x0 = np.array([start[n] for n in names])
-    b = dict(bounds or {})
-    lower = np.array([b.get(n, (-np.inf, np.inf))[0] for n in names])
-    upper = np.array([b.get(n, (-np.inf, np.inf))[1] for n in names])
+    space = build(model, free, bounds, initial, initial_state == "fit", model.state_names, np.asarray(model.y0), None)
+    _check_dataset_inputs(model, [data], space.names)
+    names, x0, lower, upper = list(space.names), space.x0, space.lower, space.upper
     columns = [model.state_index(s) for s in data.observed]
     mask = data.mask
     sigma = np.ones_like(data.values) if data.sigma is None else data.sigma
