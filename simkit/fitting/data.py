@@ -72,6 +72,7 @@ class Dataset:
     params: Mapping[str, Any] | None = None
     t0: float | None = None
     name: str = "data"
+    t0_defaulted: bool = dataclasses.field(default=False, init=False, repr=False)  # t0 is times[0], not given
 
     def __post_init__(self) -> None:
         times = np.asarray(self.times, dtype=float)
@@ -122,7 +123,7 @@ class Dataset:
         if not np.isfinite(t0) or times[0] < t0:  # the solve starts at t0 (the fit failed as "non-finite cost")
             raise InputError(f"dataset {self.name!r}: observation times start at {times[0]:g}, before t0 = {t0:g} "
                              "(the time the initial state refers to): give t0 <= the first time")
-        object.__setattr__(self, "t0_defaulted", self.t0 is None)  # (read by `simkit.fit`'s check)
+        object.__setattr__(self, "t0_defaulted", self.t0 is None)  # (read by `simkit.fit`'s warning)
         object.__setattr__(self, "t0", t0)
 
     @property
