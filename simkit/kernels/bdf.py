@@ -57,7 +57,7 @@ from jax import lax
 from ..errors import ShapeError
 from .banded import BandStructure, banded_factor, banded_jacobian, banded_solve
 from .gmres import gmres
-from .linalg import factor, solve
+from .linalg import factor, factor_zeros, solve
 from .methods import _rms, _scale
 
 MAX_ORDER = 5
@@ -257,6 +257,10 @@ class BDFMethod:
     def init(self, rhs, t0, y0, params):
         return rhs(t0, y0, params)
 
+    def dense_zeros(self, y0):
+        """Zeros shaped as a step's dense data (its differences ``D_1..D_MAX_ORDER``)."""
+        return jnp.zeros((MAX_ORDER,) + y0.shape, y0.dtype)
+
     # -- controller state ----------------------------------------------------------------
 
     def controller_init(self, y0):
@@ -266,8 +270,11 @@ class BDFMethod:
             lin = dict(num_jac=zero, num_lin=zero, num_lin_fail=zero)
         else:
             jac0 = jax.eval_shape(lambda y: self._jacobian(lambda v: v, y), y0)
-            lu0 = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype),
-                                         jax.eval_shape(self._factor, jac0, jnp.asarray(0.0, dtype)))
+            if self.linear_kind(n) == "dense":
+                lu0 = factor_zeros(n, dtype)
+            else:
+                lu0 = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype),
+                                             jax.eval_shape(self._factor, jac0, jnp.asarray(0.0, dtype)))
             lin = dict(jac=jnp.zeros(jac0.shape, dtype), want_jac=jnp.asarray(True), jac_current=jnp.asarray(False),
                        lu=lu0, lu_c=jnp.asarray(0.0, dtype), num_jac=zero, num_lu=zero)
         return dict(D=jnp.zeros((ROWS, n), dtype), h_D=jnp.asarray(0.0, dtype), order=jnp.asarray(1, jnp.int32),

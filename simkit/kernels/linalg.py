@@ -184,6 +184,10 @@ def solve(factors, b):
 
 def factor_zeros(n: int, dtype) -> tuple:
     """Zeros shaped as `factor`'s output for an ``n`` x ``n`` matrix of ``dtype`` (a loop
-    carry's placeholder before the first factorisation)."""
+    carry's placeholder before the first factorisation). The straight-line layout is written
+    out (`lu_factor`'s ``(lu, perm)``): tracing a factorisation only for its shapes cost a
+    stiff kernel's first call 10-40 ms."""
+    if n <= SMALL_SYSTEM:
+        return jnp.zeros((n, n), dtype), jnp.zeros((n,), jnp.arange(n).dtype)
     shapes = jax.eval_shape(factor, jax.ShapeDtypeStruct((n, n), dtype))
     return jax.tree_util.tree_map(lambda a: jnp.zeros(a.shape, a.dtype), shapes)

@@ -125,6 +125,10 @@ class ExplicitRK(_HairerPI, _RecomputeDense):
     def init(self, rhs, t0, y0, params):
         return rhs(t0, y0, params)
 
+    def dense_zeros(self, y0):
+        """Zeros shaped as a step's dense data (its stages), for the loop's first state."""
+        return jnp.zeros((len(self.tableau.c),) + y0.shape, y0.dtype)
+
     def step(self, rhs, t, y, f, hs, params, rtol, atol):
         tab = self.tableau
         ks = [f]
@@ -165,6 +169,10 @@ class DOP853Method(_HairerPI, _RecomputeDense):
 
     def init(self, rhs, t0, y0, params):
         return rhs(t0, y0, params)
+
+    def dense_zeros(self, y0):
+        """Zeros shaped as a step's dense data (its 12 stages), for the loop's first state."""
+        return jnp.zeros((12,) + y0.shape, y0.dtype)
 
     def step(self, rhs, t, y, f, hs, params, rtol, atol):
         tab = self.tableau
@@ -217,6 +225,10 @@ class Rosenbrock(_Stateless):
 
     def init(self, rhs, t0, y0, params):
         return rhs(t0, y0, params)
+
+    def dense_zeros(self, y0):
+        """Zeros shaped as a step's dense data (the interpolant's vectors), for the loop's first state."""
+        return jnp.zeros((len(self.tableau.dense),) + y0.shape, y0.dtype)
 
     def step(self, rhs, t, y, f, hs, params, rtol, atol):
         return (*self.step_with_jacobian(rhs, t, y, f, hs, params, rtol, atol)[:3], None)

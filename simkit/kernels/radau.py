@@ -124,6 +124,10 @@ class RadauIIA5Method:
     def init(self, rhs, t0, y0, params):
         return rhs(t0, y0, params)
 
+    def dense_zeros(self, y0):
+        """Zeros shaped as a step's dense data (the collocation polynomial's 3 vectors)."""
+        return jnp.zeros((3,) + y0.shape, y0.dtype)
+
     # -- controller state ----------------------------------------------------------------
 
     def controller_init(self, y0):

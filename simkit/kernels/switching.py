@@ -111,6 +111,10 @@ class AutoSwitchMethod:
     def init(self, rhs, t0, y0, params):
         return rhs(t0, y0, params)
 
+    def dense_zeros(self, y0):
+        """Zeros shaped as a step's dense data: both methods' and which of them stepped."""
+        return dict(e=self.e.dense_zeros(y0), s=self.s.dense_zeros(y0), stiff=jnp.asarray(False))
+
     def controller_init(self, y0):
         zero = jnp.asarray(0, jnp.int32)
         return dict(stiff=jnp.asarray(False), e=self.e.controller_init(y0), s=self.s.controller_init(y0),
