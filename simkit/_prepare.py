@@ -259,6 +259,15 @@ def check_rhs(model: ODEModel, y0: Any, params: dict, dtype: Any) -> None:
     if np.dtype(out.dtype).kind == "c" and np.dtype(y_dtype).kind != "c":
         raise InputTypeError(f"model {model.name!r}: rhs returned complex values for a real state; "
                              "give a complex y0 to integrate a complex system")
+    out_dtype, state_dtype = np.dtype(out.dtype), np.dtype(y_dtype)
+    if out_dtype.kind not in "fc" or np.finfo(out_dtype).bits < np.finfo(state_dtype).bits:
+        # (found by probing: float32 values in a float64 run crashed the stiff kernels and
+        # AutoSwitch with JAX's "cond branches must have equal output types", and the explicit
+        # kernels rounded every derivative to float32, about 1e-7, whatever rtol asked)
+        raise InputTypeError(
+            f"model {model.name!r}: rhs returned {out_dtype.name} values for a {state_dtype.name} state: return "
+            f"the state's dtype (a float32 or integer constant array in the rhs does this: build arrays with "
+            "dtype=y.dtype, or jnp.asarray(...) of Python floats)")
 
 
 def check_events(events: tuple[Event, ...], model: ODEModel, y0: Any, params: dict, dtype: Any) -> None:

@@ -134,6 +134,18 @@ def test_rhs_output_checked_once_at_trace_time():
         simkit.solve(listing)
 
 
+def test_rhs_output_narrower_than_the_state_is_refused():
+    """float32 derivatives of a float64 state crashed the stiff kernels and AutoSwitch (the
+    default for stiff=None) inside JAX, and the explicit kernels rounded every derivative to
+    float32 whatever rtol asked; integers alike. Refused before compiling, in solve and ensemble."""
+    for kind in (jnp.float32, jnp.int32):
+        narrow = DECAY.replace(rhs=lambda t, y, p, kind=kind: (-y).astype(kind), stiff=None)
+        for call in (lambda: simkit.solve(narrow, solver=simkit.Tsit5()), lambda: simkit.solve(narrow),
+                     lambda: simkit.ensemble(narrow, y0=np.ones((2, 2)))):
+            with pytest.raises(TypeError, match=f"rhs returned {jnp.dtype(kind).name} values for a float64 state"):
+                call()
+
+
 def test_save_times_checked_in_solve_and_ensemble():
     with pytest.raises(ValueError, match="saveat times must be finite"):
         simkit.solve(DECAY, saveat=[0.0, np.nan, 1.0])
