@@ -9,7 +9,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from . import _config, checkpoint, progress
+from . import _config, checkpoint, io, progress
 from ._prepare import check_flag, prepare
 from ._solve import _failure_message, finish
 from .engines import EngineResult, KernelProgram
@@ -67,9 +67,11 @@ def solve_to_file(
         Save times per chunk.
     resume : bool
         Continue a killed run from its restart state (default); when there is none, start
-        afresh, replacing a run's file at ``path`` (any other file there is refused, not
-        overwritten); with ``False``, start afresh, replacing any file at ``path``. A
-        finished run with the same arguments is not recomputed.
+        afresh, replacing an unfinished run's file at ``path`` (any other file there is
+        refused, not overwritten: a finished run's file of other arguments too); with
+        ``False``, start afresh, replacing any file at ``path``. A finished run with the
+        same arguments is not recomputed (one that failed raises `SolveError` again: rerun it,
+        e.g. with a larger ``max_steps``, with ``resume=False``).
     throw : bool
         Raise `SolveError` when the solve fails, after the states reached were written (the
         file's ``status`` attribute says what happened).
@@ -86,7 +88,9 @@ def solve_to_file(
     InputError
         Bad arguments (as `simkit.solve`, before compiling); events, dense output, save at
         steps, a stochastic model or a diffrax solver (not resumable here); a non-positive
-        ``chunk``; the restart state of a different run at ``path``.
+        ``chunk``; the restart state of a different run at ``path``, or a finished run of
+        other arguments there; a ``path`` in a missing folder, or a folder; a state name
+        holding ``/`` (files cannot hold it).
     SolveError
         The solve failed (``throw=True``).
 
@@ -109,6 +113,7 @@ def solve_to_file(
     plan = prepare(model, t_span, y0=y0, params=params, saveat=saveat, solver=solver, rtol=rtol, atol=atol,
                    max_steps=max_steps, max_step=max_step, dt0=dt0, events=None, dense=False, key=None)
     program, args = plan.program, plan.args
+    io.check_variable_names(plan.model.state_names, path)  # before compiling (FrameFile checks every name)
     if not isinstance(program, KernelProgram):
         raise InputError(f"solve_to_file runs simkit's fused kernels; this call would use diffrax "
                          f"({plan.solver_name}, {args.y0.shape[0]} states): pass solver=simkit.Tsit5(), "
@@ -119,6 +124,9 @@ def solve_to_file(
     n_save, chunk = save_ts.shape[0], min(int(chunk), max(save_ts.shape[0], 1))
     fingerprint = dict(
         kind="solve_to_file", model=plan.model.name, solver=plan.solver_name, chunk=chunk,
+        # the first chunk writes the variables and their units: a resumed run renaming a state
+        # crashed with a bare KeyError, one with new units left the file's units mixed
+        state_names=list(plan.model.state_names), units=io.to_jsonable(plan.model.units),
         rhs=checkpoint.function_digest(program.rhs, args.t0, args.y0, args.params),
         t_span=[float(args.t0), float(args.t1)], y0=checkpoint.digest(args.y0),
         params=checkpoint.params_digest(args.params), save_ts=checkpoint.digest(save_ts),

@@ -181,9 +181,11 @@ class FrameFile:
         What identifies the run (JSON-serialisable; arrays as their `digest`); a restart
         state of another run is refused.
     resume : bool
-        Continue from the restart state beside ``path`` if there is one, else start afresh,
-        replacing the file of a run at ``path`` (a file that is not one is refused). With
-        False, start afresh, replacing any file at ``path``. Default True.
+        Continue from the restart state beside ``path`` if there is one; else take a
+        finished run's file of the same fingerprint as it is (`complete`), or start afresh,
+        replacing an unfinished run's file at ``path`` (a finished run's file of another
+        fingerprint, and a file that is not a run's, are refused). With False, start afresh,
+        replacing any file at ``path``. Default True.
 
     Attributes
     ----------
@@ -198,8 +200,10 @@ class FrameFile:
     ------
     InputError
         An unknown suffix, a restart state whose fingerprint differs (the message names
-        the differing entries), a restart state whose file is missing, or (``resume``) a
-        file at ``path`` that is not a run's.
+        the differing entries), a restart state whose file is missing, unreadable or short
+        of the frames it follows, (``resume``) a file at ``path`` that is not a run's or
+        the finished run of another fingerprint, or a path `simkit.io.check_target` refuses
+        (a missing folder; a folder that is not a zarr store).
     DependencyError
         A ``.zarr`` path without zarr installed.
 
@@ -223,6 +227,7 @@ class FrameFile:
         self.kind = io._format(self.path)
         if self.kind == "zarr":
             io._require_zarr()
+        io.check_target(self.path, self.kind, "a streamed run")  # a folder there was deleted with resume=False
         self.fingerprint = json.loads(json.dumps(io.to_jsonable(dict(fingerprint))))
         self.restart: dict[str, np.ndarray] | None = None
         self.frames = 0  # frames committed (followed by a restart state)
@@ -245,7 +250,16 @@ class FrameFile:
             if not os.path.exists(self.path):
                 raise InputError(f"{state_file!r} is the restart state of frames that are missing: "
                                  f"{self.path!r} does not exist (remove the restart state to start afresh)")
-            self._truncate(self.frames)
+            try:
+                held = self._truncate(self.frames)
+            except Exception as err:  # noqa: BLE001 - h5py's bare OSError ("truncated file: eof = ...")
+                raise InputError(f"{self.path!r} cannot be resumed: it is not a {self.kind} file simkit can read "
+                                 f"({type(err).__name__}: {err}); it may have been damaged when the run was "
+                                 "stopped: pass resume=False to start afresh") from err
+            if held < self.frames:  # an older copy put back: the run went on and left a gap (found by probing)
+                raise InputError(f"{self.path!r} holds {held} frames, but its restart state {state_file!r} follows "
+                                 f"{self.frames}: the file is not the one the run wrote (an older copy?); "
+                                 "pass resume=False to start afresh")
             self.restart = state
         elif os.path.exists(self.path):
             keep = "it is left alone: remove it, choose another path, or pass resume=False to replace it"
@@ -278,8 +292,9 @@ class FrameFile:
             where = self.attrs.get("t_final")
             where = f" at t = {where:.6g}" if isinstance(where, (int, float)) else ""
             raise SolveError(f"{self.path!r} holds this run, which failed{where}: {self.attrs.get('status', '?')}. "
-                             "The states saved up to then are in it (resume=False runs it again; a new "
-                             "setting, e.g. a larger max_steps, starts a new file anyway)")
+                             "The states saved up to then are in it. To run it again, with these settings or "
+                             "new ones (e.g. a larger max_steps), pass resume=False, which replaces the file, "
+                             "or choose another path")
 
     def _check(self, found: Mapping[str, Any], where: str) -> None:
         keys = sorted(set(found) | set(self.fingerprint))
@@ -298,22 +313,27 @@ class FrameFile:
         with xr.open_dataset(self.path, engine="h5netcdf", decode_times=False) as ds:
             return dict(ds.attrs)
 
-    def _truncate(self, n: int) -> None:
-        """Drop frames after the first ``n`` (written after the last restart state)."""
+    def _truncate(self, n: int) -> int:
+        """Drop frames after the first ``n`` (written after the last restart state); return
+        the frames left (fewer than ``n`` when the file lacks some)."""
         if self.kind == "zarr":
             import zarr
 
             group = zarr.open_group(self.path, mode="r+", zarr_format=2)
+            held = n
             for _, array in group.arrays():
                 dims = array.attrs.get("_ARRAY_DIMENSIONS", [])
-                if dims and dims[0] == "t" and array.shape[0] > n:
-                    array.resize((n,) + array.shape[1:])
-            return
+                if dims and dims[0] == "t":
+                    if array.shape[0] > n:
+                        array.resize((n,) + array.shape[1:])
+                    held = min(held, array.shape[0])
+            return held
         import h5netcdf
 
         with h5netcdf.File(self.path, "a") as f:
             if f.dimensions["t"].size > n:
                 f.resize_dimension("t", n)
+            return f.dimensions["t"].size
 
     # -- writing -------------------------------------------------------------------------------
     def append(self, dataset: Any, restart: Mapping[str, Any], *, complete: bool = False) -> None:
@@ -347,6 +367,7 @@ class FrameFile:
         dataset = dataset.assign_attrs({FINGERPRINT_ATTR: json.dumps(self.fingerprint),
                                         COMPLETE_ATTR: int(complete)})
         if self.frames == 0:
+            io.check_variable_names([*dataset.variables, *dataset.dims], self.path)  # zarr dropped "N/P"
             if self.kind == "zarr":
                 dataset.to_zarr(self.path, mode="w", zarr_format=2, consolidated=False)
             else:

@@ -434,6 +434,94 @@ def _format(path: str | os.PathLike) -> str:
                      f"{', '.join(NETCDF_SUFFIXES)} for NetCDF or {ZARR_SUFFIX} for zarr")
 
 
+ZARR_MARKERS = (".zgroup", ".zarray", "zarr.json")
+"""Files at the top of a zarr store (format 2: ``.zgroup``/``.zarray``; format 3: ``zarr.json``)."""
+
+
+def check_target(path: str | os.PathLike, kind: str, owner: str) -> None:
+    """Refuse, before any work, a path that a result cannot be written to without harm.
+
+    Writing replaces what is at the path: a file, or for zarr a whole folder. A folder at a
+    NetCDF path, or a non-empty folder that is not a zarr store at a ``.zarr`` path, is
+    someone's data (it was deleted with everything in it; found by probing), and a missing
+    folder gave HDF5's own message.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Where the result is to be written.
+    kind : str
+        ``"netcdf"`` or ``"zarr"`` (from the suffix).
+    owner : str
+        What is writing (e.g. ``"save()"``), named in the message.
+
+    Raises
+    ------
+    InputError
+        The folder the path lies in does not exist; a folder at a NetCDF path; a non-empty
+        folder that is not a zarr store at a zarr path.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from simkit.io import check_target
+    >>> folder = tempfile.mkdtemp()
+    >>> check_target(os.path.join(folder, "run.nc"), "netcdf", "save()")  # fine: nothing happens
+    >>> check_target(os.path.join(folder, "runs", "run.nc"), "netcdf", "save()")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    simkit.errors.InputError: save(): the folder '.../runs' of '.../runs/run.nc' does not exist; create it first
+    >>> check_target(folder, "netcdf", "save()")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    simkit.errors.InputError: save(): '...' is a folder, not a file; it is left alone (choose a file name)
+    """
+    text = os.fspath(path).rstrip("/\\") or os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(text))
+    if not os.path.isdir(folder):
+        raise InputError(f"{owner}: the folder {folder!r} of {text!r} does not exist; create it first")
+    if not os.path.isdir(text):
+        return
+    if kind == "netcdf":
+        raise InputError(f"{owner}: {text!r} is a folder, not a file; it is left alone (choose a file name)")
+    if os.listdir(text) and not any(os.path.exists(os.path.join(text, m)) for m in ZARR_MARKERS):
+        raise InputError(f"{owner}: {text!r} is a folder that is not a zarr store; it is left alone (writing "
+                         "a store there would replace everything in it): choose another path")
+
+
+def check_variable_names(names: Any, path: str | os.PathLike) -> None:
+    """Refuse variable names that a file cannot hold: a ``/`` separates groups in NetCDF-4
+    (HDF5) and zarr, so a state named ``"N/P"`` went into a group ``N`` of a zarr store and
+    was missing from the dataset read back (found by probing; NetCDF raised xarray's error).
+
+    Parameters
+    ----------
+    names : iterable of str
+        The names about to be written (a dataset's variables and dimensions, a model's
+        state names).
+    path : str or os.PathLike
+        Where (named in the message).
+
+    Raises
+    ------
+    InputError
+        A variable or dimension name holds ``/``; the message lists them.
+
+    Examples
+    --------
+    >>> from simkit.io import check_variable_names
+    >>> check_variable_names(["N", "P", "t"], "run.nc")  # fine: nothing happens
+    >>> check_variable_names(["N/P", "t"], "run.zarr")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    simkit.errors.InputError: cannot write variables ['N/P'] to 'run.zarr': a '/' in a name separates ...
+    """
+    bad = sorted({str(n) for n in names if "/" in str(n)})
+    if bad:
+        raise InputError(f"cannot write variables {bad} to {os.fspath(path)!r}: a '/' in a name separates groups "
+                         "in NetCDF-4 and zarr files; rename them (e.g. the model's state_names)")
+
+
 def _require_zarr() -> None:
     try:
         import zarr  # noqa: F401
@@ -461,8 +549,11 @@ def save(dataset: Any, path: str | os.PathLike) -> str:
     Raises
     ------
     InputError
-        The suffix is not one of the formats above, or the data are complex (NetCDF has no
-        complex type: save the real and imaginary parts).
+        The suffix is not one of the formats above, the data are complex (NetCDF has no
+        complex type: save the real and imaginary parts), a name holds ``/``
+        (`check_variable_names`), or the path cannot be written
+        without harm (`check_target`: its folder is missing; a folder is at a ``.nc`` path,
+        or a folder that is not a zarr store at a ``.zarr`` path).
     DependencyError
         A ``.zarr`` path without zarr installed.
 
@@ -478,6 +569,8 @@ def save(dataset: Any, path: str | os.PathLike) -> str:
         raise InputTypeError(f"save() expects an xarray.Dataset (a result's to_xarray()), got "
                              f"{type(dataset).__name__}")
     kind = _format(path)
+    check_target(path, kind, "save()")
+    check_variable_names([*dataset.variables, *dataset.dims], path)
     complex_vars = [name for name, v in dataset.variables.items() if v.dtype.kind == "c"]
     if complex_vars:
         raise InputError(f"cannot save complex variables {complex_vars} to {os.fspath(path)!r}: NetCDF has no "

@@ -10,7 +10,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _config, checkpoint, progress
+from .. import _config, checkpoint, io, progress
 from .._prepare import check_flag
 from ..errors import InputError, SolveError
 from .pde import PDEModel
@@ -61,9 +61,10 @@ def integrate_to_file(
         Saves per chunk (frames held in memory at once, and the granularity of restarts).
     resume : bool
         Continue a killed run from its restart state (default); when there is none, start
-        afresh, replacing a run's file at ``path`` (any other file there is refused, not
-        overwritten); with ``False``, start afresh, replacing any file at ``path``. A
-        finished run with the same arguments is not recomputed.
+        afresh, replacing an unfinished run's file at ``path`` (any other file there is
+        refused, not overwritten: a finished run's file of other arguments too); with
+        ``False``, start afresh, replacing any file at ``path``. A finished run with the
+        same arguments is not recomputed.
     throw : bool
         Raise `SolveError` once the field has become non-finite (the run stops after that
         chunk; the frames up to it are in the file, whose ``status`` attribute says so).
@@ -109,6 +110,8 @@ def integrate_to_file(
     code, space, time = checkpoint.function_digest, model.space, np.asarray(t0, u_init.dtype)
     fingerprint = dict(
         kind="stencil.integrate_to_file", model=model.name, grid=repr(model.grid), bcs=repr(model.bcs),
+        # written with the first frames: a resumed run renaming a component crashed (bare KeyError)
+        component_names=list(model.component_names), units=io.to_jsonable(model.units),
         rhs=code(lambda t, u, p: model.rhs(t, u, p, space), time, u_init, params_j),
         linear=None if model.linear is None else code(lambda t, u, p: model.linear(t, u, p, space), time, u_init,
                                                       params_j),

@@ -1,0 +1,148 @@
+"""Defects found by probing saving, loading and streamed runs (/work/probe/io), each held here:
+folders at an output path are left alone, a resumed run refuses a file or restart state that
+does not fit it, and a finished failed run's error says how to rerun it."""
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import simkit
+from simkit import checkpoint
+from simkit.errors import InputError, SolveError
+
+DECAY = simkit.ODEModel(rhs=lambda t, y, p: -p["rate"] * y, params={"rate": 1.0}, y0=[1.0, 2.0],
+                        state_names=("a", "b"), name="decay", units="t in s, a in m, b in m, rate in 1/s")
+
+
+class Killed(Exception):
+    pass
+
+
+def _frames(values, times):
+    return xr.Dataset({"u": ("t", np.asarray(values, float))}, coords={"t": np.asarray(times, float)})
+
+
+def test_a_folder_at_the_output_path_is_left_alone(tmp_path):
+    """resume=False removed a folder at a .nc path with shutil.rmtree, and save() to a .zarr
+    path replaced a folder that was not a zarr store: everything in them was lost."""
+    folder = tmp_path / "results.nc"
+    folder.mkdir()
+    (folder / "thesis.tex").write_text("years of work")
+    with pytest.raises(InputError, match=r"results\.nc' is a folder, not a file; it is left alone"):
+        simkit.solve_to_file(folder, DECAY, (0.0, 1.0), saveat=5, resume=False)
+    with pytest.raises(InputError, match="is a folder, not a file"):
+        checkpoint.FrameFile(folder, {"run": 1}, resume=True)
+    store = tmp_path / "data.zarr"
+    store.mkdir()
+    (store / "notes.txt").write_text("mine")
+    dataset = _frames([1.0, 2.0], [0.0, 1.0])
+    with pytest.raises(InputError, match=r"data\.zarr' is a folder that is not a zarr store"):
+        simkit.io.save(dataset, store)
+    with pytest.raises(InputError, match="not a zarr store"):
+        checkpoint.FrameFile(store, {"run": 1}, resume=False)
+    assert (folder / "thesis.tex").exists() and (store / "notes.txt").exists()
+    with pytest.raises(InputError, match=r"folder '.*missing' of .* does not exist"):
+        simkit.io.save(dataset, tmp_path / "missing" / "a.nc")  # was h5py's "unable to open file"
+    # an empty folder, or a zarr store, at a .zarr path is replaced as before
+    pytest.importorskip("zarr")
+    (tmp_path / "empty.zarr").mkdir()
+    for path in (tmp_path / "empty.zarr", tmp_path / "empty.zarr"):
+        simkit.io.save(dataset, path)
+        assert simkit.load(path)["u"].values.tolist() == [1.0, 2.0]
+
+
+def test_a_restart_state_needs_all_its_frames_in_a_readable_file(tmp_path):
+    """An older copy of the file put back under a restart state resumed into a finished file
+    that lacked frames; a damaged file gave h5py's bare OSError."""
+    path = str(tmp_path / "run.nc")
+    run = checkpoint.FrameFile(path, {"run": 1})
+    run.append(_frames([1.0, 2.0], [0.0, 1.0]), {"u": 2.0})
+    shutil.copy(path, tmp_path / "backup.nc")
+    run.append(_frames([3.0, 4.0], [2.0, 3.0]), {"u": 4.0})
+    assert checkpoint.FrameFile(path, {"run": 1}).frames == 4  # as it was, it resumes
+    shutil.copy(tmp_path / "backup.nc", path)
+    with pytest.raises(InputError, match=r"holds 2 frames, but its restart state .* follows 4.*resume=False"):
+        checkpoint.FrameFile(path, {"run": 1})
+    with open(path, "r+b") as f:
+        f.truncate(os.path.getsize(path) // 2)
+    with pytest.raises(InputError, match=r"run\.nc' cannot be resumed: .*damaged.*resume=False"):
+        checkpoint.FrameFile(path, {"run": 1})
+    assert checkpoint.FrameFile(path, {"run": 1}, resume=False).frames == 0  # as the message says
+
+
+def test_a_failed_finished_run_says_how_to_rerun_it(tmp_path):
+    """The error said "a new setting, e.g. a larger max_steps, starts a new file anyway": such
+    a call is refused (the file holds another run); resume=False reruns it."""
+    path = str(tmp_path / "run.nc")
+    failed = _frames([1.0], [0.0]).assign_attrs(status="max_steps reached before t1", status_code=2, t_final=0.5)
+    checkpoint.FrameFile(path, {"max_steps": 20}).append(failed, {}, complete=True)
+    done = checkpoint.FrameFile(path, {"max_steps": 20})
+    with pytest.raises(SolveError, match=r"failed at t = 0\.5.*larger max_steps\), pass resume=False") as err:
+        done.raise_if_failed()
+    assert "starts a new file" not in str(err.value)
+    with pytest.raises(InputError, match=r"max_steps: 20 there, 1000 now\); use resume=False"):
+        checkpoint.FrameFile(path, {"max_steps": 1000})
+
+
+def test_resuming_with_renamed_states_or_new_units_is_another_run(tmp_path, monkeypatch):
+    """The fingerprint left out the state names and units, which the first chunk writes: a
+    resumed run with renamed states crashed with a bare KeyError after computing a chunk."""
+    path = str(tmp_path / "decay.nc")
+    original = checkpoint.FrameFile.append
+
+    def killed_after_one_chunk(self, dataset, restart, complete=False):
+        original(self, dataset, restart, complete=complete)
+        raise Killed
+
+    with monkeypatch.context() as m:
+        m.setattr(checkpoint.FrameFile, "append", killed_after_one_chunk)
+        with pytest.raises(Killed):
+            simkit.solve_to_file(path, DECAY, (0.0, 1.0), saveat=5, chunk=2)
+    with pytest.raises(InputError, match=r"another run \(state_names: \['a', 'b'\] there, \['x', 'y'\] now\)"):
+        simkit.solve_to_file(path, DECAY.replace(state_names=("x", "y")), (0.0, 1.0), saveat=5, chunk=2)
+    with pytest.raises(InputError, match=r"another run \(units: "):
+        simkit.solve_to_file(path, DECAY.replace(units="t in h, a in m, b in m, rate in 1/h"), (0.0, 1.0),
+                             saveat=5, chunk=2)
+    simkit.solve_to_file(path, DECAY, (0.0, 1.0), saveat=5, chunk=2)  # the same run resumes
+    ds = simkit.load(path)
+    assert ds.sizes["t"] == 5 and ds["a"].attrs["units"] == "m" and ds.attrs["checkpoint_complete"] == 1
+
+
+def test_resuming_a_field_run_with_renamed_components_is_another_run(tmp_path, monkeypatch):
+    """The same for `stencil.integrate_to_file`: a renamed component crashed with a bare KeyError."""
+    heat, path = simkit.models.get("heat_1d"), str(tmp_path / "heat.nc")
+    original = checkpoint.FrameFile.append
+
+    def killed_after_one_chunk(self, dataset, restart, complete=False):
+        original(self, dataset, restart, complete=complete)
+        raise Killed
+
+    def run(model):
+        return simkit.stencil.integrate_to_file(path, model, dt=1e-5, steps=8, save_every=2, chunk=2)
+
+    with monkeypatch.context() as m:
+        m.setattr(checkpoint.FrameFile, "append", killed_after_one_chunk)
+        with pytest.raises(Killed):
+            run(heat)
+    with pytest.raises(InputError, match=r"another run \(component_names: \['u'\] there, \['T'\] now\)"):
+        run(heat.replace(component_names=("T",)))
+    with pytest.raises(InputError, match=r"another run \(units: "):
+        run(heat.replace(units="t in s, x in m, u in K, diffusivity in m^2/s"))
+    assert simkit.load(run(heat)).sizes["t"] == 5
+
+
+def test_a_slash_in_a_name_is_refused_before_writing(tmp_path):
+    """A state named "N/P" went into a group of a zarr store and was missing from the dataset
+    read back (NetCDF raised xarray's ValueError; a streamed run only after its first chunk)."""
+    dataset = xr.Dataset({"N/P": ("t", [1.0, 2.0]), "c": ("t", [3.0, 4.0])}, coords={"t": [0.0, 1.0]})
+    for name in ("ratio.zarr", "ratio.nc"):
+        with pytest.raises(InputError, match=r"cannot write variables \['N/P'\] to .*ratio.*a '/' in a name"):
+            simkit.io.save(dataset, tmp_path / name)
+    with pytest.raises(InputError, match=r"variables \['N/P'\]"):
+        checkpoint.FrameFile(tmp_path / "run.nc", {"run": 1}).append(dataset, {"u": 1.0})
+    with pytest.raises(InputError, match=r"variables \['N/P'\]"):
+        simkit.solve_to_file(tmp_path / "ratio.nc", DECAY.replace(state_names=("N/P", "c")), (0.0, 1.0), saveat=5)
+    assert not os.listdir(tmp_path)
