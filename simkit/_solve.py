@@ -162,7 +162,10 @@ def raise_if_failed(values: Any, failed: Any, message: str) -> Any:
     the gradient through a failed solve came back finite and wrong. Here the tangents are
     scaled by a factor that the check produces (1, or NaN past a failure that did not raise):
     every derivative depends on the check, so it stays in the program."""
-    return eqx.error_if(values, failed, message, on_error="raise")
+    # (the arrays only: a Python number among the params, as jax.hessian(loss)(1.1) leaves one
+    # here, was a static part of equinox's jitted check, compiled again for each new value)
+    arrays, rest = eqx.partition(values, eqx.is_array)
+    return eqx.combine(eqx.error_if(arrays, failed, message, on_error="raise"), rest)
 
 
 @raise_if_failed.defjvp
@@ -183,9 +186,12 @@ def finish(plan: SolvePlan, result: engines.EngineResult, throw: bool) -> Soluti
     args, model = plan.args, plan.model
     if plan.inputs_ok is not None:  # traced inputs that fail the host checks (`simkit._traced_checks`)
         bad = ~plan.inputs_ok
+        # NaN states with NaN derivatives (a where's derivative there was 0: with throw=False the
+        # gradient of a loss through them came out finite; found by probing); x * 1 keeps the bits
+        nan = jnp.where(bad, jnp.nan, 1.0)
         result = result._replace(
             status=jnp.where(bad, jnp.int32(Status.INVALID_INPUT), result.status),
-            ys=jnp.where(bad, jnp.nan, result.ys), y_final=jnp.where(bad, jnp.nan, result.y_final))
+            ys=result.ys * nan, y_final=result.y_final * nan)
     sol = Solution(
         ts=result.ts, ys=result.ys, stats=result.stats, status=result.status, t_final=result.t_final,
         y_final=result.y_final, event_index=result.event_index, event_time=result.event_time,

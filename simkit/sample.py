@@ -2,6 +2,8 @@
 
 ``ranges`` maps a parameter name to ``(low, high)`` (uniform, Latin hypercube) or to
 ``(mean, std)`` (normal). Draws come from ``jax.random`` with the given key: reproducible.
+A range may be known only inside ``jax.jit``/``jax.grad``/``jax.vmap`` (the gradient of an
+expectation through the draws, say): its checks then run in the program and raise there.
 """
 
 from __future__ import annotations
@@ -9,13 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from . import _config
 from .errors import InputError, InputTypeError
-from .params import check_key
+from .params import check_key, is_traced
 
 
 def _check(key: Any, ranges: Mapping[str, tuple[float, float]], n: int, what: str) -> None:
@@ -31,8 +34,11 @@ def _check(key: Any, ranges: Mapping[str, tuple[float, float]], n: int, what: st
     for name, pair in ranges.items():
         values = list(pair) if isinstance(pair, (tuple, list)) or (isinstance(pair, np.ndarray) and pair.ndim == 1) else None
         if (values is None or len(values) != 2
-                or not all(np.ndim(v) == 0 and np.asarray(v).dtype.kind in "iuf" for v in values)):
+                or not all(np.ndim(v) == 0 and (v.dtype if is_traced(v) else np.asarray(v).dtype).kind in "iuf"
+                        for v in values)):
             raise InputError(f"sample.{what}: {name!r} needs {form} as two real numbers, got {pair!r}")
+        if is_traced(values):  # inside the user's jax.jit/grad/vmap: checked in the program (`_checked`)
+            continue
         lo, hi = float(values[0]), float(values[1])
         if not (np.isfinite(lo) and np.isfinite(hi)):
             raise InputError(f"sample.{what}: {name!r} needs two finite numbers, got {pair!r}")
@@ -42,6 +48,30 @@ def _check(key: Any, ranges: Mapping[str, tuple[float, float]], n: int, what: st
         if not np.isfinite(lo + 10 * abs(hi) if what == "normal" else hi - lo):
             raise InputError(f"sample.{what}: {name!r}: the range {tuple(pair)!r} overflows float64 "
                              "(its width, or the mean plus ten standard deviations)")
+
+
+def _checked(draws: dict[str, jax.Array], ranges: Mapping[str, Any], what: str) -> dict[str, jax.Array]:
+    """``draws``, with the checks of `_check` on ranges known only inside the user's
+    ``jax.jit``/``jax.grad``/``jax.vmap`` run in the program (``equinox.error_if``: a range
+    that fails them raises at run time). Found by probing: a traced range (``jax.grad`` of a
+    mean through `normal`, the reparameterisation gradient) stopped with JAX's
+    ``TracerArrayConversionError``."""
+    ok = jnp.asarray(True)
+    for a, b in (pair for pair in ranges.values() if is_traced(pair)):
+        a, b = jnp.asarray(a), jnp.asarray(b)
+        ok &= jnp.isfinite(a) & jnp.isfinite(b) & ((b >= 0) if what == "normal" else (a <= b))
+    if not is_traced(ok):
+        return draws
+    need = "(mean, std) with std >= 0" if what == "normal" else "(low, high) with low <= high"
+    return eqx.error_if(draws, ~ok, f"sample.{what}: a range given inside jax.jit/grad/vmap is not {need}, "
+                                    "both finite", on_error="raise")
+
+
+def _just_below(high: jax.Array, dtype: Any) -> jax.Array:
+    """The number just below ``high``, with the derivative of ``high`` (``nextafter`` has none)."""
+    high = jnp.asarray(high, dtype)
+    fixed = jax.lax.stop_gradient(high)
+    return jnp.nextafter(fixed, jnp.asarray(-jnp.inf, dtype)) + (high - fixed)  # (+ 0: the value unchanged)
 
 
 def uniform(key: jax.Array, ranges: Mapping[str, tuple[float, float]], n: int) -> dict[str, jax.Array]:
@@ -78,16 +108,15 @@ def uniform(key: jax.Array, ranges: Mapping[str, tuple[float, float]], n: int) -
     _check(key, ranges, n, "uniform")
     keys = jax.random.split(key, len(ranges))
     dtype = _config.float_dtype()
-    return {name: _below(jax.random.uniform(k, (n,), dtype, minval=lo, maxval=hi), hi, dtype)
-            for k, (name, (lo, hi)) in zip(keys, ranges.items())}
+    return _checked({name: _below(jax.random.uniform(k, (n,), dtype, minval=lo, maxval=hi), hi, dtype)
+                     for k, (name, (lo, hi)) in zip(keys, ranges.items())}, ranges, "uniform")
 
 
 def _below(x: jax.Array, high: float, dtype: Any) -> jax.Array:
     """``x`` with values that rounded up to ``high`` moved to the number just below it: ``lo +
     (hi - lo) u`` rounds to ``hi`` for some ``u < 1`` (in float32, 1 draw in 200,000 on (100,
     101); found by probing), outside the documented ``[low, high)``."""
-    high = jnp.asarray(high, dtype)
-    return jnp.where(x >= high, jnp.nextafter(high, jnp.asarray(-jnp.inf, dtype)), x)
+    return jnp.where(x >= high, _just_below(high, dtype), x)
 
 
 def normal(key: jax.Array, ranges: Mapping[str, tuple[float, float]], n: int) -> dict[str, jax.Array]:
@@ -122,12 +151,12 @@ def normal(key: jax.Array, ranges: Mapping[str, tuple[float, float]], n: int) ->
     ((1000,), True)
     """
     _check(key, ranges, n, "normal")
-    if any(std < 0 for _, std in ranges.values()):
+    if any(std < 0 for _, std in ranges.values() if not is_traced(std)):
         raise InputError("sample.normal: standard deviations must be non-negative")
     keys = jax.random.split(key, len(ranges))
     dtype = _config.float_dtype()
-    return {name: mean + std * jax.random.normal(k, (n,), dtype)
-            for k, (name, (mean, std)) in zip(keys, ranges.items())}
+    return _checked({name: mean + std * jax.random.normal(k, (n,), dtype)
+                     for k, (name, (mean, std)) in zip(keys, ranges.items())}, ranges, "normal")
 
 
 def latin_hypercube(key: jax.Array, ranges: Mapping[str, tuple[float, float]], n: int) -> dict[str, jax.Array]:
@@ -174,8 +203,8 @@ def latin_hypercube(key: jax.Array, ranges: Mapping[str, tuple[float, float]], n
         # is kept inside its own stratum's edges, computed as the values are
         left, right = lo + (hi - lo) * (strata / n), lo + (hi - lo) * ((strata + 1) / n)
         x = jnp.clip(lo + (hi - lo) * u, left, right)
-        out[name] = jnp.where((x >= right) & (right > left), jnp.nextafter(right, left), x)
-    return out
+        out[name] = jnp.where((x >= right) & (right > left), _just_below(right, dtype), x)
+    return _checked(out, ranges, "latin_hypercube")
 
 
 __all__ = ["latin_hypercube", "normal", "uniform"]

@@ -232,7 +232,7 @@ class Solution(io.Saveable):
         -------
         jax.Array
             Shape ``t.shape + (n_states,)``. Under a JAX transform, where ``t`` is traced, a
-            time outside the span gives NaN.
+            time outside the span gives NaN, and NaN derivatives.
 
         Raises
         ------
@@ -267,7 +267,7 @@ class Solution(io.Saveable):
                 stopped = " (the solve stopped at an event)" if int(np.asarray(self.status)) == Status.EVENT else ""
                 raise InputError(f"Solution.evaluate: t = {values[outside].tolist()} is outside the solved "
                                  f"span [{lo:g}, {hi:g}] of {self.model_name!r}{stopped}")
-        out = _evaluate(self.interpolation, jnp.reshape(t, (-1,)))
+        out = _evaluate(self.interpolation, jnp.reshape(t, (-1,)), ends)
         return jnp.reshape(out, t.shape + out.shape[-1:])
 
     # -- export ---------------------------------------------------------------
@@ -419,7 +419,18 @@ def _attr_array(value: Any) -> Any:
 
 
 @eqx.filter_jit
-def _evaluate(interpolation: Any, ts: Any) -> Any:
+def _evaluate(interpolation: Any, ts: Any, ends: tuple[Any, Any]) -> Any:
     """The interpolant at the times ``ts`` (n,), one compiled program per interpolant
-    structure and shape of ``ts`` (op by op, a first call compiled about 70 small programs)."""
-    return jax.vmap(interpolation.evaluate)(ts)
+    structure and shape of ``ts`` (op by op, a first call compiled about 70 small programs).
+
+    A time outside the solved span ``ends`` gives NaN, and so do the derivatives there: the
+    interpolants' own ``where(inside, value, nan)`` passes no derivative to the unused value,
+    so ``jax.grad`` of a loss through such a time was finite (found by probing). The
+    interpolant is read at the nearest end instead (moving with ``t``, to carry its
+    derivative) and scaled by NaN; inside, ``value * 1`` leaves the values' bits."""
+    lo, hi = (jax.lax.stop_gradient(jnp.minimum(*ends)), jax.lax.stop_gradient(jnp.maximum(*ends)))
+    inside = (ts >= lo) & (ts <= hi)
+    moving = ts - jax.lax.stop_gradient(ts)  # 0, with derivative 1
+    at = jnp.where(inside, ts, jnp.where(ts < lo, lo, hi) + moving)
+    out = jax.vmap(interpolation.evaluate)(at)
+    return out * jnp.where(inside, 1.0, jnp.nan)[:, None]

@@ -13,7 +13,7 @@ import numpy as np
 from .. import _config
 from .. import progress as _progress
 from ..errors import InputError
-from ..params import check_key, merge_params
+from ..params import check_key, merge_params, refuse_traced
 from ..model import ODEModel
 from ..sample import latin_hypercube
 from ..stencil.pde import PDEModel
@@ -193,6 +193,10 @@ def fit(
         model = model.to_ode()
     if not isinstance(model, ODEModel):
         raise InputError(f"fit() expects an ODEModel or PDEModel, got {type(model).__name__}")
+    # (JAX's ConcretizationTypeError or TracerArrayConversionError before; found by probing)
+    refuse_traced("simkit.fit", "call it with concrete values (starts=... runs several starts under jax.vmap "
+                  "itself); to differentiate a loss through solves, use jax.grad of simkit.solve",
+                  model, initial, bounds, key)
     datasets = [data] if isinstance(data, Dataset) else list(data)
     if not datasets or not all(isinstance(d, Dataset) for d in datasets):
         raise InputError("data must be a simkit.Dataset or a list of them")
