@@ -120,23 +120,6 @@ def _check() -> None:
 _check()
 
 
-def _norm(x):
-    """Hairer's RMS norm (`simkit.kernels.methods._rms`). Above 64 entries the sum of
-    squares is a pairwise tree of elementwise adds rather than `_rms`'s chain: the same
-    value to rounding, independent of the batch it runs in like the chain, and ``log2 n``
-    operations instead of ``n`` in the compiled program (a few thousand states)."""
-    n = x.shape[0]
-    if n <= 64:
-        return _rms(x)
-    sq = x * x
-    m = 1 << (n - 1).bit_length()
-    sq = jnp.concatenate([sq, jnp.zeros((m - n,), sq.dtype)])
-    while m > 1:
-        m //= 2
-        sq = sq[:m] + sq[m:]
-    return jnp.sqrt(sq[0] / n)
-
-
 def _masked_sum(weights, rows):
     """``sum_i weights[i] * rows[i]`` for traced scalar weights, unrolled (a member's
     rounding does not depend on its batch)."""
@@ -338,7 +321,7 @@ class BDFMethod:
             def body(s):
                 f_it = rhs(t_new, s["y"], params)
                 dy, lin_k, lin_ok, lin_reduced = linsolve(c * f_it - psi - s["d"])
-                norm = _norm(dy / scale)
+                norm = _rms(dy / scale)
                 rate = norm / jnp.where(s["norm_old"] > 0, s["norm_old"], 1.0)
                 # diverging, or too slow to converge in the iterations left: give up
                 hopeless = (s["k"] > 0) & ((rate >= 1) | (rate ** (NEWTON_MAXITER - s["k"]) / (1 - rate) * norm
@@ -367,7 +350,7 @@ class BDFMethod:
 
         sc = _scale(y, y_new, rtol, atol)
         err_const = jnp.asarray(ERROR_CONST, dtype)
-        err_norm = _norm(err_const[k] * d / sc)
+        err_norm = _rms(err_const[k] * d / sc)
         # a failed Newton iteration: rejected (finite, so that the controller state stays meaningful)
         err_norm = jnp.where(converged, err_norm, jnp.asarray(2.0, dtype))
 
@@ -381,8 +364,8 @@ class BDFMethod:
             rows[i] = jnp.where(i <= k, suffix, jnp.where(i == k + 1, d, jnp.where(i == k + 2, d - d_next, D[i])))
         D_acc = jnp.stack(rows)
         # the step errors of orders k - 1 and k + 1 (the order test, used after k + 1 equal steps)
-        err_m = jnp.where(k > 1, _norm(err_const[k - 1] * D_acc[k] / sc), jnp.inf)
-        err_p = jnp.where(k < MAX_ORDER, _norm(err_const[k + 1] * D_acc[k + 2] / sc), jnp.inf)
+        err_m = jnp.where(k > 1, _rms(err_const[k - 1] * D_acc[k] / sc), jnp.inf)
+        err_p = jnp.where(k < MAX_ORDER, _rms(err_const[k + 1] * D_acc[k + 2] / sc), jnp.inf)
         # dense output: the step's polynomial (rows above the order zeroed)
         diffs = jnp.stack([jnp.where(live[j], D_acc[j], 0.0) for j in range(1, MAX_ORDER + 1)])
 

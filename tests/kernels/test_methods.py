@@ -141,3 +141,23 @@ def test_lapack_lu_solves_differentiate_and_batch_one_matrix_at_a_time():
     text = jax.jit(jax.vmap(lambda m, r: solve(factor(m), r))).lower(mats, batch).as_text()
     calls = [line for line in text.splitlines() if "lapack_" in line and "custom_call" in line]
     assert calls and not any(f"tensor<3x{n}x{n}x" in line for line in calls), calls
+
+
+def test_an_explicit_kernel_on_thousands_of_states():
+    """The error norm's sum of squares was a chain of n adds: XLA:CPU's compiler recursed n
+    deep through it, and from about 5,500 states Python died with a segfault (found by
+    probing, an explicit kernel on 10,000 states). Above 64 entries the sum is a pairwise
+    tree: ``log2 n`` operations."""
+    from simkit.kernels.methods import CHAIN_MAX, _sum_squares
+
+    eqns = len(jax.make_jaxpr(_sum_squares)(jnp.ones(10_000)).eqns)
+    assert eqns < 100, eqns  # a chain: 20,000
+    x = jnp.linspace(-1.0, 2.0, 1000)
+    np.testing.assert_allclose(float(_sum_squares(x)), float(jnp.sum(x * x)), rtol=1e-14)
+    assert len(jax.make_jaxpr(_sum_squares)(x[:CHAIN_MAX]).eqns) > 2 * CHAIN_MAX  # small systems: the chain
+    n = 6000
+    k = np.linspace(0.5, 1.5, n)
+    model = simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * y, y0=np.ones(n), params={"k": k},
+                            state_names=tuple(f"y{i}" for i in range(n)), name="decays")
+    sol = simkit.solve(model, (0.0, 1.0), saveat=2, solver=simkit.Tsit5(), rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(np.asarray(sol.ys[-1]), np.exp(-k), rtol=1e-7)
