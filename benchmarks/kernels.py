@@ -15,7 +15,10 @@ Rows: Lorenz t 0..100, rtol = atol = 1e-8, 1000 evenly spaced saves: simkit's de
 and DOP853 against SciPy DOP853 and RK45 and numbalsoda DOP853. Robertson t 0..1e5, rtol 1e-6,
 atol 1e-10, 60 log-spaced saves (t = 0, then 1e-5 .. 1e5): simkit's default for a stiff model and
 the other Rosenbrock kernel (Rodas4 / Rodas5P) against SciPy LSODA, Radau and BDF and numbalsoda
-LSODA. Each row names the kernel that ran. Run time: median over ``--repeats`` interleaved
+LSODA. Each row names the kernel that ran and returns its library's array of saved states
+(``sol.ys``, numbalsoda's ``usol``, SciPy's ``out.y``), the final state read after the timing
+(until session 31 simkit's rows returned ``sol.ys[-1]``, a JAX indexing operation of 50-200 µs
+inside the timing; kept as an extra row). Run time: median over ``--repeats`` interleaved
 rounds (one call of each row per round) after a warm-up call, every timed call after the same
 ~10 ms of untimed Python work (`rounds`); simkit's rows also back to back (a loop of solves).
 Compile time apart (simkit: first call minus the median run; numbalsoda: the numba cfunc
@@ -54,6 +57,9 @@ from timing import interleaved, timed  # benchmarks/timing.py
 
 LORENZ = dict(t1=100.0, rtol=1e-8, atol=1e-8, saves=1000)
 ROBERTSON = dict(t1=1e5, rtol=1e-6, atol=1e-10, saves=60)
+# every row returns its array of saved states; this extra row also indexes it, as
+# ``sol.ys[-1]`` (the rows up to session 31 did, on every simkit row)
+LAST_ROW = "extra: simkit default, then sol.ys[-1] (a JAX indexing op)"
 
 
 def numbalsoda_peers():
@@ -87,10 +93,10 @@ def numbalsoda_peers():
 
 
 def checked(out):
-    """numbalsoda's (usol, success): the final state, or an error if it failed."""
+    """numbalsoda's (usol, success): the saved states ``(n_save, n_states)``, or an error if it failed."""
     usol, success = out
     assert success, "numbalsoda failed"
-    return usol[-1]
+    return usol
 
 
 def settle() -> None:
@@ -120,13 +126,18 @@ def scipy_row(rhs, t1, y0, t_eval, method, rtol, atol):
     def call():
         out = scipy.integrate.solve_ivp(rhs, (0.0, t1), y0, method=method, t_eval=t_eval, rtol=rtol, atol=atol)
         assert out.status == 0, out.message
-        return out.y[:, -1]
+        return out.y.T  # (n_save, n_states), as every row returns (a view: no copy)
     return call
 
 
-def simkit_row(model, t1, ts, rtol, atol, solver=None):
+def simkit_row(model, t1, ts, rtol, atol, solver=None, last=False):
+    """A plain ``simkit.solve`` call returning the saved states ``sol.ys`` (a ``jax.Array``; every
+    row returns its library's array of saved states). ``last``: ``sol.ys[-1]`` instead, which adds
+    a JAX indexing operation, dispatched as its own small program (an extra row, labelled)."""
     kw = {} if solver is None else {"solver": solver}
-    return lambda: simkit.solve(model, (0.0, t1), saveat=ts, rtol=rtol, atol=atol, **kw).ys[-1]
+    if last:
+        return lambda: simkit.solve(model, (0.0, t1), saveat=ts, rtol=rtol, atol=atol, **kw).ys[-1]
+    return lambda: simkit.solve(model, (0.0, t1), saveat=ts, rtol=rtol, atol=atol, **kw).ys
 
 
 def simkit_jit_row(model, t1, ts, rtol, atol):
@@ -134,7 +145,7 @@ def simkit_jit_row(model, t1, ts, rtol, atol):
     front door runs once, at tracing, and each call runs the compiled program alone. Returns
     the row and its first call (tracing, compiling and running) in seconds."""
     name = next(iter(model.params))
-    fn = jax.jit(lambda v: simkit.solve(model, (0.0, t1), saveat=ts, rtol=rtol, atol=atol, params={name: v}).ys[-1])
+    fn = jax.jit(lambda v: simkit.solve(model, (0.0, t1), saveat=ts, rtol=rtol, atol=atol, params={name: v}).ys)
     value = float(model.params[name])
     row = lambda: fn(value)  # noqa: E731
     return row, timed(row)
@@ -153,7 +164,7 @@ def problem(title, fns, simkit_rows, first, compile_extra, repeats):
     """Time the rows. Compile time of the JAX rows: their first call (``first``) minus the median run."""
     t = rounds(fns, repeats)
     back_to_back = {k: interleaved({k: fns[k]}, repeats)[k] for k in simkit_rows}
-    final = {k: [float(v) for v in np.asarray(fn())] for k, fn in fns.items()}
+    final = {k: [float(v) for v in np.atleast_2d(np.asarray(fn()))[-1]] for k, fn in fns.items()}
     compile_s = {k: max(first[k] - t[k]["median"], 0.0) for k in first} | compile_extra
     ratios = {ref: {k: v["median"] / t[ref]["median"] for k, v in t.items()} for ref in simkit_rows}
     return dict(problem=title, run_s={k: v["median"] for k, v in t.items()},
@@ -206,11 +217,12 @@ def main() -> None:
                                                                    atol=lc["atol"]))
         extra["numbalsoda DOP853"] = peers["lorenz_compile"]
     fns[diffrax_row] = simkit_row(lz, *lz_args, dfx.Tsit5())
+    fns[LAST_ROW] = simkit_row(lz, *lz_args, last=True)
     jit_row = f"extra: simkit default ({name}) inside the user's jax.jit"
     fns[jit_row], first[jit_row] = simkit_jit_row(lz, *lz_args)
     if not args.no_jax_rhs_scipy:
         fns["extra: scipy DOP853 with the jitted JAX rhs"] = lambda: reference.solve_ivp(
-            lz, (0.0, lc["t1"]), saveat=lc["saves"], method="DOP853", rtol=lc["rtol"], atol=lc["atol"]).ys[-1]
+            lz, (0.0, lc["t1"]), saveat=lc["saves"], method="DOP853", rtol=lc["rtol"], atol=lc["atol"]).ys
     rows["lorenz"] = problem("Lorenz t 0..100, rtol = atol = 1e-8, 1000 saves", fns, simkit_rows, first, extra,
                              args.repeats)
 
@@ -237,12 +249,13 @@ def main() -> None:
                                                                  atol=rc["atol"]))
         extra["numbalsoda LSODA"] = peers["robertson_compile"]
     fns[diffrax_row] = simkit_row(rob, *rob_args, dfx.Kvaerno5())
+    fns[LAST_ROW] = simkit_row(rob, *rob_args, last=True)
     jit_row = f"extra: simkit default ({name}) inside the user's jax.jit"
     fns[jit_row], first[jit_row] = simkit_jit_row(rob, *rob_args)
     if not args.no_jax_rhs_scipy:
         for m in ("LSODA", "Radau", "BDF"):
             fns[f"extra: scipy {m} with the jitted JAX rhs + jacfwd"] = (lambda m=m: reference.solve_ivp(
-                rob, (0.0, rc["t1"]), saveat=rob_t, method=m, rtol=rc["rtol"], atol=rc["atol"]).ys[-1])
+                rob, (0.0, rc["t1"]), saveat=rob_t, method=m, rtol=rc["rtol"], atol=rc["atol"]).ys)
     rows["robertson"] = problem("Robertson t 0..1e5, rtol 1e-6, atol 1e-10, 60 log-spaced saves", fns,
                                 simkit_rows, first, extra, args.repeats)
 
