@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -213,7 +214,7 @@ def finish(plan: SolvePlan, result: engines.EngineResult, throw: bool) -> Soluti
     # goes through Array._value, ~35 µs more on a fresh result: a tenth of a small solve's call
     code = int(np.asarray(result.status))
     if throw and code > int(Status.EVENT):
-        raise SolveError(_failure_message(model, sol, args.t0, args.t1, plan.solver, code))
+        raise SolveError(_failure_message(model, sol, args.t0, args.t1, plan.solver, code, max_step=args.max_step))
     if code == Status.EVENT or plan.saveat.steps:
         return _trim(sol)
     return sol
@@ -270,7 +271,8 @@ def _rhs_finite_ahead(model: ODEModel, sol: Solution, t1: Any) -> bool:
         return True
 
 
-def _failure_message(model: ODEModel, sol: Solution, t0: Any, t1: Any, solver: Any, code: int) -> str:
+def _failure_message(model: ODEModel, sol: Solution, t0: Any, t1: Any, solver: Any, code: int,
+                     max_step: Any = None) -> str:
     t_end = float(sol.t_final)
     steps = int(sol.stats["num_accepted_steps"])
     msg = (
@@ -304,7 +306,12 @@ def _failure_message(model: ODEModel, sol: Solution, t0: Any, t1: Any, solver: A
         mean_dt = abs(t_end - float(t0)) / max(steps, 1)
         msg += f" The mean accepted step was {mean_dt:.3g} for a span of {span:.3g}." + blow_up + nonfinite_ahead
         implicit = is_implicit(solver) or getattr(solver, "stiff", False)
-        if not implicit and mean_dt < 1e-4 * span and not nonfinite_ahead:
+        cap = float(np.asarray(max_step)) if max_step is not None else math.inf
+        if mean_dt >= 0.5 * cap:
+            # (the steps were the user's max_step, not a collapse: the stiffness advice misled)
+            msg += (f" The steps were capped by max_step = {cap:.3g}: the span needs about {span / cap:.3g} "
+                    "steps of that size, or a larger max_step.")
+        elif not implicit and mean_dt < 1e-4 * span and not nonfinite_ahead:
             msg += (
                 " The step size collapsed, as it does for a stiff problem solved with an "
                 "explicit method: try solver=simkit.Rodas5P() or diffrax.Kvaerno5() (or "

@@ -175,6 +175,6 @@ def solve_to_file(
             if final or failed:
                 break
     if failed and throw:
-        raise SolveError(_failure_message(plan.model, sol, args.t0, args.t1, plan.solver, code)
+        raise SolveError(_failure_message(plan.model, sol, args.t0, args.t1, plan.solver, code, max_step=args.max_step)
                          + f" The states saved up to then are in {out.path!r}.")
     return out.path

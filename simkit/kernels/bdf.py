@@ -394,7 +394,9 @@ class BDFMethod:
             gain = 2.0 / (1.0 + c_lu / lu_c)
             s = newton(lambda b: (gain * self._solve(lu, b), zero, True, True))
             # a failure: the factors made for this c first, then (with them) a new Jacobian
-            stale_lu = lu_c != c_lu
+            # (a NaN c, from a NaN first step when the rhs is NaN at t0, never matches: counted
+            # stale it retried forever, a solve that never returned, whatever max_steps)
+            stale_lu = (lu_c != c_lu) & jnp.isfinite(c_lu)
             retry = ~s["converged"] & (~r["jac_current"] | stale_lu)
             new_jac = retry & ~stale_lu
             return dict(

@@ -153,11 +153,17 @@ def stepper(method: Any, rhs, t0, t1, params, rtol, atol, max_step, *, max_steps
         # (a NaN Jacobian or preconditioner, say), not the step size's
         newton_failed = ~work["converged"] if work is not None and "converged" in work else False
         too_small = jnp.where(newton_failed, int(Status.NONLINEAR_FAILURE), int(Status.STEP_SIZE_UNDERFLOW))
+        # a step below the spacing of t (t + hs rounds to t, at t0 = 1e15 say) cannot move:
+        # the step size underflowed, whatever the method made of hs = 0 (a Rosenbrock
+        # method's 1 / h gave "non-finite", BDF's and Radau's "Newton failed"; SciPy:
+        # "step size is less than spacing between numbers")
+        stuck = (hs == 0) & ~last
         status = jnp.where(
             fired, int(Status.EVENT),
             jnp.where(accepted & last, int(Status.SUCCESS),
-                      jnp.where(~accepted & underflow, jnp.where(finite, too_small, int(Status.NONFINITE)),
-                                RUNNING)))
+                      jnp.where(stuck, int(Status.STEP_SIZE_UNDERFLOW),
+                                jnp.where(~accepted & underflow, jnp.where(finite, too_small, int(Status.NONFINITE)),
+                                          RUNNING))))
         if events:  # more crossings than an event can record: stop rather than lose them
             status = jnp.where(jnp.any(ev["count"] > ev_max), int(Status.TOO_MANY_EVENTS), status)
             # an event whose value is NaN (at t0 or the step's end) can never cross: stop
