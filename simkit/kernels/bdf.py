@@ -154,9 +154,10 @@ def rescale_differences(D, order, ratio):
     r = jnp.where(live[:, None] & live[None, :], jnp.stack(rows), 0.0)
     u = jnp.where(live[:, None] & live[None, :], jnp.asarray(U_MATRIX, dtype), 0.0)
     ru = _masked_sum([r[:, m:m + 1] for m in range(n1)], [u[m:m + 1, :] for m in range(n1)])
-    new = [jnp.where(i <= order, _masked_sum([ru[l, i] for l in range(n1)], [D[l] for l in range(n1)]), D[i])
-           for i in range(n1)]
-    return jnp.concatenate([jnp.stack(new), D[n1:]])
+    # row i: sum_l ru[l, i] D[l], the same products added in the same order for every row at
+    # once (one term per l, not per (l, i): a sixth of the program's operations here)
+    rows = _masked_sum([ru[l][:, None] for l in range(n1)], [D[l][None, :] for l in range(n1)])
+    return jnp.concatenate([jnp.where(live[:, None], rows, D[:n1]), D[n1:]])
 
 
 def _interpolant(y_new, diffs, theta):
