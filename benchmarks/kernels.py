@@ -20,7 +20,7 @@ LSODA. Each row names the kernel that ran and returns its library's array of sav
 (until session 31 simkit's rows returned ``sol.ys[-1]``, a JAX indexing operation of 50-200 µs
 inside the timing; kept as an extra row). Run time: median over ``--repeats`` interleaved
 rounds (one call of each row per round) after a warm-up call, every timed call after the same
-~10 ms of untimed Python work (`rounds`); simkit's rows also back to back (a loop of solves).
+~10 ms of untimed Python work (`timing.settled_rounds`); simkit's rows also back to back (a loop of solves).
 Compile time apart (simkit: first call minus the median run; numbalsoda: the numba cfunc
 compile). Ratios are peer / simkit. Also: compile time of each kernel on a 3-state model, the
 reverse-mode gradient over the forward solve, and a ``jax.vmap`` ensemble of 2048 Lorenz members.
@@ -53,7 +53,7 @@ import simkit
 from simkit import models, reference
 from stencil import machine  # benchmarks/stencil.py
 from stiff import numpy_rhs  # benchmarks/stiff.py: the model's rhs source run with NumPy
-from timing import interleaved, timed  # benchmarks/timing.py
+from timing import interleaved, settled_rounds, timed  # benchmarks/timing.py
 
 LORENZ = dict(t1=100.0, rtol=1e-8, atol=1e-8, saves=1000)
 ROBERTSON = dict(t1=1e5, rtol=1e-6, atol=1e-10, saves=60)
@@ -99,29 +99,6 @@ def checked(out):
     return usol
 
 
-def settle() -> None:
-    """About 10 ms of pure-Python work, untimed, before every timed call (see `rounds`)."""
-    sum(i * i for i in range(200_000))
-
-
-def rounds(fns: dict, repeats: int) -> dict:
-    """Median and samples of each function over ``repeats`` interleaved rounds after a warm-up.
-
-    Every timed call follows the same untimed `settle`, so that no row inherits a warm state
-    from the row before it: a compiled JAX call right after another one runs ~0.5 ms faster than
-    after a few ms of other work (measured: Robertson with Rodas5P, 0.8 ms back to back, 1.3-1.9 ms
-    after Python work, a SciPy solve or a sleep), which matters for millisecond solves.
-    """
-    for fn in fns.values():
-        fn()
-    samples = {k: [] for k in fns}
-    for _ in range(repeats):
-        for k, fn in fns.items():
-            settle()
-            samples[k].append(timed(fn))
-    return {k: dict(median=statistics.median(v), samples=v) for k, v in samples.items()}
-
-
 def scipy_row(rhs, t1, y0, t_eval, method, rtol, atol):
     def call():
         out = scipy.integrate.solve_ivp(rhs, (0.0, t1), y0, method=method, t_eval=t_eval, rtol=rtol, atol=atol)
@@ -162,7 +139,7 @@ def simkit_first(model, t1, ts, rtol, atol, solver=None):
 
 def problem(title, fns, simkit_rows, first, compile_extra, repeats):
     """Time the rows. Compile time of the JAX rows: their first call (``first``) minus the median run."""
-    t = rounds(fns, repeats)
+    t = settled_rounds(fns, repeats)
     back_to_back = {k: interleaved({k: fns[k]}, repeats)[k] for k in simkit_rows}
     final = {k: [float(v) for v in np.atleast_2d(np.asarray(fn()))[-1]] for k, fn in fns.items()}
     compile_s = {k: max(first[k] - t[k]["median"], 0.0) for k in first} | compile_extra

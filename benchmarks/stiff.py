@@ -14,9 +14,13 @@ HIRES, POLLU), else SciPy's Radau at rtol 1e-13 (van der Pol: the committed
 Peers, each in its best honest form: SciPy's Radau, BDF and LSODA with a plain NumPy rhs (the
 model's own rhs source run with NumPy in place of jax.numpy) and its finite-difference
 Jacobian, as a SciPy user writes it; numbalsoda's LSODA with numba cfuncs (Robertson, HIRES,
-van der Pol) when installed. simkit: run time is the median over ``repeats`` calls after the
-first, the compile time is the first call's extra time. The defaults (`simkit.solve` without
-``solver=``) are measured as their own row.
+van der Pol) when installed. Run time: per problem and rtol, every row (simkit's, SciPy's,
+numbalsoda's) is called once per round over ``max(repeats, 5)`` interleaved rounds, each call
+after the same ~10 ms of untimed Python work (`timing.settled_rounds`, as `kernels.py`), the
+median reported; a row slower than 5 s runs once. Until session 32 each row ran its calls back
+to back after the rows before it (SciPy's included), which read simkit's HIRES program 2x slow
+at rtol 1e-4. simkit's compile time is its first call's extra time. The defaults
+(`simkit.solve` without ``solver=``) are measured as their own row.
 """
 
 from __future__ import annotations
@@ -29,7 +33,6 @@ import argparse
 import json
 import statistics
 import sys
-import time
 import types
 
 import jax
@@ -42,6 +45,7 @@ from simkit import models
 from simkit.models.chemistry import HIRES_REFERENCE_T321, POLLU_REFERENCE_T60, ROBERTSON_REFERENCE_T1E11
 from simkit.models.oscillators import VAN_DER_POL_STIFF_REFERENCE
 from stencil import machine as stencil_machine  # benchmarks/stencil.py (run as scripts)
+from timing import settled_rounds, timed  # benchmarks/timing.py
 
 PROBLEMS = {
     # name: (model, t1, scale: the smallest significant component, published reference)
@@ -114,42 +118,31 @@ def error(y, ref, scale) -> float:
     return float(np.max(np.abs(np.asarray(y) - ref) / (np.abs(ref) + scale)))
 
 
-def time_simkit(m, t1, rtol, atol, solver, repeats):
-    def call():
-        kw = {} if solver is None else {"solver": solver}
-        return simkit.solve(m, (0.0, t1), saveat=1, rtol=rtol, atol=atol, throw=False, **kw)
-
-    start = time.perf_counter()
-    sol = jax.block_until_ready(call())
-    first = time.perf_counter() - start
-    runs = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(call())
-        runs.append(time.perf_counter() - start)
-    run = statistics.median(runs)
-    return sol, run, max(first - run, 0.0)
+def simkit_call(m, t1, rtol, atol, solver):
+    """A plain ``simkit.solve`` call of the problem (``solver`` None: the default), returning
+    the `Solution`."""
+    kw = {} if solver is None else {"solver": solver}
+    return lambda: simkit.solve(m, (0.0, t1), saveat=1, rtol=rtol, atol=atol, throw=False, **kw)
 
 
-def time_simkit_jit(m, t1, rtol, atol, repeats):
+def simkit_jit_call(m, t1, rtol, atol):
     """simkit's default inside the user's ``jax.jit``, one parameter passed in as a number (as
     `kernels.py`'s row): each call runs the compiled program alone, without the front door's
-    checks and `Solution`, i.e. the method's own time. Returns (final state, status), run and
-    compile seconds."""
+    checks and `Solution`, i.e. the method's own time. Returns ``(final state, status)``."""
     name = next(iter(m.params))
     fn = jax.jit(lambda v: (lambda s: (s.ys[-1], s.status))(
         simkit.solve(m, (0.0, t1), saveat=1, rtol=rtol, atol=atol, params={name: v}, throw=False)))
     value = float(m.params[name])
-    start = time.perf_counter()
-    jax.block_until_ready(fn(value))
-    first = time.perf_counter() - start
-    runs = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        out = jax.block_until_ready(fn(value))
-        runs.append(time.perf_counter() - start)
+    return lambda: fn(value)
+
+
+def time_simkit(m, t1, rtol, atol, solver, repeats):
+    """``(Solution, run, compile)`` seconds of `simkit_call`, its calls back to back."""
+    call = simkit_call(m, t1, rtol, atol, solver)
+    first = timed(call)
+    runs = [timed(call) for _ in range(repeats)]
     run = statistics.median(runs)
-    return out, run, max(first - run, 0.0)
+    return call(), run, max(first - run, 0.0)
 
 
 def at_equal_error(rows: list[dict], peer: str, of: str = "simkit default") -> list[dict]:
@@ -178,17 +171,6 @@ def at_equal_error(rows: list[dict], peer: str, of: str = "simkit default") -> l
                             jit_time=None if jit is None else jit["time"],
                             jit_ratio=None if peer_t is None or jit is None else peer_t / jit["time"]))
     return out
-
-
-def time_call(fn, repeats):
-    runs, out = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        out = fn()
-        runs.append(time.perf_counter() - start)
-        if runs[-1] > 5.0:  # slow peers: one run is enough for the median's purpose
-            break
-    return out, statistics.median(runs)
 
 
 def machine() -> dict:
@@ -224,29 +206,43 @@ def main(argv=None) -> dict:
         for rtol in rtols:
             atol = rtol * scale
             row = dict(problem=name, rtol=rtol, atol=atol, results={})
+            fns, labels = {}, {}
             for label, solver in [("simkit default", None), *KERNELS.items()]:
-                sol, run, comp = time_simkit(m, t1, rtol, atol, solver, args.repeats)
-                row["results"][label if solver is None else f"simkit {label}"] = dict(
-                    time=run, compile=comp, error=error(sol.ys[-1], ref, scale), status=int(sol.status),
-                    steps=int(sol.stats["num_steps"]), solver=sol.solver_name if hasattr(sol, "solver_name")
-                    else label)
-            out, run, comp = time_simkit_jit(m, t1, rtol, atol, args.repeats)
-            row["results"]["extra: simkit default inside jax.jit"] = dict(
-                time=run, compile=comp, error=error(out[0], ref, scale), status=int(out[1]))
+                key = label if solver is None else f"simkit {label}"
+                fns[key], labels[key] = simkit_call(m, t1, rtol, atol, solver), label
+            jit_key = "extra: simkit default inside jax.jit"
+            fns[jit_key] = simkit_jit_call(m, t1, rtol, atol)
             if not args.no_scipy:
                 for method in ("Radau", "BDF", "LSODA"):
-                    out, run = time_call(lambda: scipy.integrate.solve_ivp(
-                        f_np, (0.0, t1), y0, method=method, rtol=rtol, atol=atol), args.repeats)
-                    row["results"][f"scipy {method}"] = dict(time=run, error=error(out.y[:, -1], ref, scale),
-                                                             status=int(out.status), steps=len(out.t) - 1)
+                    fns[f"scipy {method}"] = (lambda method=method: scipy.integrate.solve_ivp(
+                        f_np, (0.0, t1), y0, method=method, rtol=rtol, atol=atol))
             if lsoda is not None and name in nb_rhs:
-                address = nb_rhs[name]
-                t_eval = np.array([0.0, t1])
-                lsoda(address, y0, t_eval, rtol=rtol, atol=atol)  # compile
-                (usol, ok), run = time_call(lambda: lsoda(address, y0, t_eval, rtol=rtol, atol=atol),
-                                            max(args.repeats, 5))
-                row["results"]["numbalsoda LSODA"] = dict(time=run, error=error(usol[-1], ref, scale),
-                                                          status=0 if ok else -1)
+                address, t_eval = nb_rhs[name], np.array([0.0, t1])
+                fns["numbalsoda LSODA"] = lambda address=address, t_eval=t_eval: lsoda(
+                    address, y0, t_eval, rtol=rtol, atol=atol)
+            # simkit's first calls compile (numbalsoda's cfunc is compiled once, at import);
+            # then every row once per round, each call after the same untimed Python work
+            first = {k: timed(fns[k]) for k in [*labels, jit_key]}
+            t = settled_rounds(fns, max(args.repeats, 5))
+            for key, label in labels.items():
+                sol, run = fns[key](), t[key]["median"]
+                row["results"][key] = dict(
+                    time=run, compile=max(first[key] - run, 0.0), error=error(sol.ys[-1], ref, scale),
+                    status=int(sol.status), steps=int(sol.stats["num_steps"]),
+                    solver=sol.solver_name if hasattr(sol, "solver_name") else label)
+            out, run = fns[jit_key](), t[jit_key]["median"]
+            row["results"][jit_key] = dict(time=run, compile=max(first[jit_key] - run, 0.0),
+                                           error=error(out[0], ref, scale), status=int(out[1]))
+            for method in ("Radau", "BDF", "LSODA"):
+                if f"scipy {method}" in fns:
+                    out = fns[f"scipy {method}"]()
+                    row["results"][f"scipy {method}"] = dict(
+                        time=t[f"scipy {method}"]["median"], error=error(out.y[:, -1], ref, scale),
+                        status=int(out.status), steps=len(out.t) - 1)
+            if "numbalsoda LSODA" in fns:
+                usol, ok = fns["numbalsoda LSODA"]()
+                row["results"]["numbalsoda LSODA"] = dict(time=t["numbalsoda LSODA"]["median"],
+                                                          error=error(usol[-1], ref, scale), status=0 if ok else -1)
             rows.append(row)
             print(f"\n{name}  rtol {rtol:g}  atol {atol:g}")
             for label, r in row["results"].items():

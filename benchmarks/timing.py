@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 
 import jax
+import numpy as np
 
 
 def timed(fn: Callable) -> float:
@@ -20,6 +21,37 @@ def timed(fn: Callable) -> float:
     start = time.perf_counter()
     jax.block_until_ready(fn())
     return time.perf_counter() - start
+
+
+def settle() -> None:
+    """About 10 ms of pure-Python work, untimed, before every timed call (see `settled_rounds`)."""
+    sum(i * i for i in range(200_000))
+
+
+def settled_rounds(fns: dict[str, Callable], repeats: int, max_s: float = 5.0) -> dict[str, dict]:
+    """Median and samples of each function over ``repeats`` interleaved rounds after a warm-up
+    call of each (one call of each row per round), every timed call after the same untimed
+    `settle`, so that no row inherits a warm state from the row before it: a compiled JAX call
+    right after another one runs ~0.5 ms faster than after a few ms of other work (measured:
+    Robertson with Rodas5P, 0.8 ms back to back, 1.3-1.9 ms after Python work, a SciPy solve
+    or a sleep), which matters for millisecond solves. Each round calls the rows in an order
+    of its own (a seeded shuffle). A row whose call took over ``max_s``
+    seconds is not called again (a slow peer: its one sample is the median)."""
+    for fn in fns.values():
+        fn()
+    samples: dict[str, list[float]] = {k: [] for k in fns}
+    order = np.random.default_rng(0)
+    for _ in range(repeats):
+        # each round in its own order: a JAX call right after a SciPy or numba peer runs
+        # slower than one after another JAX call, settled or not (session 32: in a fixed
+        # order simkit's default row, always after numbalsoda's, ran 0.4-5.8 ms slower than
+        # the same program two rows later, rotated rounds keeping it there)
+        for k in order.permutation(list(fns)):
+            if samples[k] and samples[k][-1] > max_s:
+                continue
+            settle()
+            samples[k].append(timed(fns[k]))
+    return {k: dict(median=statistics.median(v), samples=v) for k, v in samples.items()}
 
 
 def interleaved(fns: dict[str, Callable], repeats: int, warm_up: bool = True) -> dict[str, float]:
