@@ -62,6 +62,12 @@ def memory_budget() -> int:
     return int(value)
 
 
+def over_budget(need: float) -> bool:
+    """Whether an allocation of ``need`` bytes exceeds `memory_budget`; below 64 MiB never (the
+    environment is read only for big allocations, off a small solve's path)."""
+    return need > 2**26 and need > memory_budget()
+
+
 def check_jacobian_memory(solver: Any, n_states: int, dtype: Any) -> None:
     """Refuse, before compiling, a kernel whose dense ``n x n`` Jacobian and LU factors alone
     exceed the memory budget (``SIMKIT_MEMORY_BUDGET``): Rodas4/Rodas5P (Jacobian and LU),
@@ -79,7 +85,7 @@ def check_jacobian_memory(solver: Any, n_states: int, dtype: Any) -> None:
     else:
         return
     need = matrices * n_states * n_states * np.dtype(dtype).itemsize
-    if need > 2**26 and need > memory_budget():  # (reading the environment only for big systems)
+    if over_budget(need):
         hint = ("simkit.BDF() (matrix-free above 256 states, banded with jac_sparsity)"
                 if not isinstance(solver, BDF) else "simkit.BDF() with linear_solver='auto' (matrix-free) "
                 "or 'banded' with jac_sparsity")
@@ -474,7 +480,7 @@ def prepare(
             raise InputError(f"dt0 = {float(c):g} is larger than the span |t1 - t0| = {span:g}")
     rows = max_steps + 1 if sv.steps else (sv.count or 0)
     need = rows * n_states * np.dtype(y_dtype).itemsize
-    if need > 2**26 and need > memory_budget():  # (reading the environment only for big outputs)
+    if over_budget(need):
         raise InputError(
             f"saving {rows} rows of {n_states} states needs {need / 2**30:.3g} GiB, above the memory budget "
             f"of {memory_budget() / 2**30:.3g} GiB (SIMKIT_MEMORY_BUDGET): "
@@ -498,7 +504,7 @@ def prepare(
     check_jacobian_memory(chosen, n_states, y_dtype)
     if isinstance(chosen, AbstractKernel) and sv.dense:  # every accepted step's dense data is kept
         need = max_steps * (4 * n_states + 2) * np.dtype(y_dtype).itemsize
-        if need > 2**26 and need > memory_budget():
+        if over_budget(need):
             raise InputError(f"dense output for up to max_steps = {max_steps} steps needs {need / 2**30:.3g} GiB, "
                              f"above the memory budget of {memory_budget() / 2**30:.3g} GiB "
                              "(SIMKIT_MEMORY_BUDGET): lower max_steps or pass save times")

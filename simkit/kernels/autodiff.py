@@ -91,14 +91,14 @@ def _check_derivative_memory(program: KernelLoopProgram, jac: Any) -> None:
     traced outputs' tangents, a leading axis of directions): a 70-state BDF solve with
     ``jax.grad`` over 70 parameters needed 41 GiB of buffers and was killed by the
     operating system without a message."""
-    from .._prepare import memory_budget  # (simkit._prepare imports the kernels)
+    from .._prepare import memory_budget, over_budget  # (simkit._prepare imports the kernels)
     from ..errors import InputError
 
     leaves = jax.tree_util.tree_leaves(jac)
     directions = leaves[0].shape[0]
     rows = sum(np.prod(a.shape[1:]) * np.dtype(a.dtype).itemsize for a in leaves)  # one direction's
     need = (1 + 2 * directions) * rows  # the records and their tangents; XLA double-buffers the loop carry
-    if need > 2**26 and need > memory_budget():
+    if over_budget(need):
         what = "dense=True" if program.dense else 'saveat="steps"'
         raise InputError(
             f"the derivative of a solve with {what} keeps every step's record per direction: {directions} "
