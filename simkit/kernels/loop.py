@@ -44,15 +44,9 @@ def initial_state(method: Any, rhs, t0, t1, y0, params, rtol, atol, dt0, *, max_
         ev0 = {}
 
     ctrl0 = method.controller_init(y0)
-    if hasattr(method, "dense_zeros"):
-        # the method knows its dense output's shape: tracing an attempt only for it cost
-        # 50-80 ms of a stiff kernel's first call (a whole step: Jacobian, LU, Newton)
-        dense0 = method.dense_zeros(y0)
-    else:
-        _, _, dense_probe, _, _ = jax.eval_shape(
-            lambda: method.attempt(rhs, t0, y0, f0, direction, params, rtol, atol, ctrl0)
-        )
-        dense0 = jax.tree_util.tree_map(lambda a: jnp.zeros(a.shape, a.dtype), dense_probe)
+    # every method declares its dense output's shape: tracing an attempt only to learn it
+    # cost 50-80 ms of a stiff kernel's first call (a whole step: Jacobian, LU, Newton)
+    dense0 = method.dense_zeros(y0)
     # before any step: the first step (size dt0) from t0; a save time at t0 reads it at theta=0
     seg0 = dict(t=t0, hs=direction * jnp.abs(dt0).astype(dtype), kept=method.keep(y0, f0, y0, dense0, f0))
 
@@ -74,7 +68,7 @@ def initial_state(method: Any, rhs, t0, t1, y0, params, rtol, atol, dt0, *, max_
 def expanded_shape(method: Any, expand, seg: dict[str, Any]) -> Any:
     """The shapes and dtypes of ``expand(seg)``: from the method's ``segment`` (what its
     ``expand`` recomputes: no trace of the step it redoes) where it has one, else traced."""
-    if hasattr(method, "segment") and hasattr(method, "dense_zeros"):
+    if hasattr(method, "segment"):
         y = seg["kept"]["y"]
         return jax.eval_shape(lambda: method.segment(seg["t"], seg["hs"], y, y, method.dense_zeros(y), y))
     return jax.eval_shape(expand, seg)
