@@ -9,7 +9,8 @@ waiting for its result) and of its three phases run apart on the same inputs: th
 (`simkit._prepare.prepare`: checks and the plan), the compiled program (called with the plan,
 waiting for it), and `finish` (the `Solution` and the status check). Phases are timed in
 separate loops, so their sum need not equal the whole call. Medians of ``--calls`` calls after
-100 warm-up calls; numbalsoda's call of the same Robertson problem beside it where installed.
+100 warm-up calls; numbalsoda's call of the same Robertson problem beside it where installed, in a
+fresh process of its own (`own_process`).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from simkit import engines, models
 from simkit._prepare import prepare
 from simkit._solve import finish
 from stencil import machine  # benchmarks/stencil.py
-from stiff import numbalsoda_rhs  # benchmarks/stiff.py: numbalsoda's lsoda and the numba cfunc rhs
+from own_process import time_in_fresh_process  # benchmarks/own_process.py
 
 
 def median_us(fn, calls: int) -> float:
@@ -64,11 +65,12 @@ def phases(model, t_span, calls: int, **kw) -> dict:
 
 
 def numbalsoda_robertson(save_ts, calls: int) -> float | None:
-    lsoda, addresses = numbalsoda_rhs()
-    if lsoda is None:
-        return None
-    y0 = np.array([1.0, 0.0, 0.0])
-    return median_us(lambda: lsoda(addresses["robertson_1e5"], y0, save_ts, rtol=1e-6, atol=1e-10), calls)
+    """numbalsoda's LSODA on the same problem, back to back in a fresh process of its own
+    (`own_process`), in µs; None when not installed."""
+    job = dict(library="numbalsoda", method="lsoda", rhs="robertson", y0=[1.0, 0.0, 0.0], t_eval=save_ts.tolist(),
+               rtol=1e-6, atol=1e-10)
+    out = time_in_fresh_process(job, repeats=5, loop=calls)
+    return None if out is None else 1e6 * out["back_to_back"]
 
 
 def main() -> None:

@@ -5,7 +5,10 @@
 Peers, each as its own users write it: SciPy's ``solve_ivp`` with a plain NumPy rhs (the
 library model's rhs source run with NumPy in place of jax.numpy, `stiff.numpy_rhs`) and, for the
 implicit methods, SciPy's own finite-difference Jacobian; numbalsoda (DOP853, LSODA) with numba
-cfuncs when installed (`pip install ".[bench]"`, needs a Fortran compiler to build). Extra rows,
+cfuncs when installed (`pip install ".[bench]"`, needs a Fortran compiler to build), each timed
+in a fresh process of its own with the same settled calls (`own_process`: timed in this
+process after the JAX rows, it ran up to 6x slower than in its own; until session 32 it was
+timed here, and simkit's ratios against it were too good). Extra rows,
 labelled as such: SciPy with the jitted JAX rhs (`simkit.reference.solve_ivp`, a JAX dispatch per
 evaluation and the ``jax.jacfwd`` Jacobian), diffrax through ``simkit.solve``, and simkit's
 default inside the user's ``jax.jit`` (a parameter passed in: each call runs the compiled
@@ -53,6 +56,7 @@ import simkit
 from simkit import models, reference
 from stencil import machine  # benchmarks/stencil.py
 from stiff import numpy_rhs  # benchmarks/stiff.py: the model's rhs source run with NumPy
+from own_process import time_in_fresh_process  # benchmarks/own_process.py
 from timing import interleaved, settled_rounds, timed  # benchmarks/timing.py
 
 LORENZ = dict(t1=100.0, rtol=1e-8, atol=1e-8, saves=1000)
@@ -62,41 +66,31 @@ ROBERTSON = dict(t1=1e5, rtol=1e-6, atol=1e-10, saves=60)
 LAST_ROW = "extra: simkit default, then sol.ys[-1] (a JAX indexing op)"
 
 
-def numbalsoda_peers():
-    """numbalsoda's dop853 and lsoda and the two rhs as numba cfuncs, with their compile time."""
-    try:
-        import numba as nb
-        from numbalsoda import dop853, lsoda, lsoda_sig
-    except ImportError:
+def numbalsoda_row(method, rhs, y0, t_eval, rtol, atol, repeats):
+    """numbalsoda's row, timed in a fresh process of its own (`own_process`: in this process,
+    after the JAX rows, it ran up to 6x slower than its users see it). None if not installed."""
+    out = time_in_fresh_process(dict(library="numbalsoda", method=method, rhs=rhs, y0=[float(v) for v in y0],
+                                     t_eval=[float(v) for v in t_eval], rtol=rtol, atol=atol), repeats)
+    if out is None:
         return None
-    start = time.perf_counter()
-
-    @nb.cfunc(lsoda_sig)
-    def lorenz(t, u, du, p):
-        du[0] = 10.0 * (u[1] - u[0])
-        du[1] = u[0] * (28.0 - u[2]) - u[1]
-        du[2] = u[0] * u[1] - (8.0 / 3.0) * u[2]
-
-    lorenz_compile = time.perf_counter() - start
-    start = time.perf_counter()
-
-    @nb.cfunc(lsoda_sig)
-    def robertson(t, u, du, p):
-        # f2 = -(f1 + f3), as the library model writes it (benchmarks/stiff.py's cfunc)
-        du[0] = -0.04 * u[0] + 1.0e4 * u[1] * u[2]
-        du[2] = 3.0e7 * u[1] * u[1]
-        du[1] = -(du[0] + du[2])
-
-    robertson_compile = time.perf_counter() - start
-    return dict(dop853=dop853, lsoda=lsoda, lorenz=lorenz.address, robertson=robertson.address,
-                lorenz_compile=lorenz_compile, robertson_compile=robertson_compile)
+    assert out["success"], "numbalsoda failed"
+    return out
 
 
-def checked(out):
-    """numbalsoda's (usol, success): the saved states ``(n_save, n_states)``, or an error if it failed."""
-    usol, success = out
-    assert success, "numbalsoda failed"
-    return usol
+def own_process_rows(model, t_eval, rtol, atol, default, repeats, saves=None):
+    """simkit's default, plain and inside the user's ``jax.jit``, each timed in a fresh process
+    of its own as numbalsoda's rows are (`own_process`), by label."""
+    job = dict(library="simkit", model=model, t_eval=[float(v) for v in t_eval], rtol=rtol, atol=atol, saves=saves)
+    return {f"simkit default ({default}) (a process of its own)": time_in_fresh_process(job, repeats),
+            f"extra: simkit default ({default}) inside the user's jax.jit (a process of its own)":
+                time_in_fresh_process(job | dict(jit=True), repeats)}
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def scipy_row(rhs, t1, y0, t_eval, method, rtol, atol):
@@ -137,13 +131,20 @@ def simkit_first(model, t1, ts, rtol, atol, solver=None):
     return sol.solver_name.removeprefix("simkit.").removesuffix("()"), time.perf_counter() - start
 
 
-def problem(title, fns, simkit_rows, first, compile_extra, repeats):
-    """Time the rows. Compile time of the JAX rows: their first call (``first``) minus the median run."""
+def problem(title, fns, simkit_rows, first, outside, repeats):
+    """Time the rows. Compile time of the JAX rows: their first call (``first``) minus the median
+    run. ``outside``: rows timed in processes of their own (`numbalsoda_row` results by label)."""
     t = settled_rounds(fns, repeats)
     back_to_back = {k: interleaved({k: fns[k]}, repeats)[k] for k in simkit_rows}
     final = {k: [float(v) for v in np.atleast_2d(np.asarray(fn()))[-1]] for k, fn in fns.items()}
-    compile_s = {k: max(first[k] - t[k]["median"], 0.0) for k in first} | compile_extra
-    ratios = {ref: {k: v["median"] / t[ref]["median"] for k, v in t.items()} for ref in simkit_rows}
+    compile_s = {k: max(first[k] - t[k]["median"], 0.0) for k in first}
+    for k, out in outside.items():
+        t[k] = dict(median=out["settled"], samples=out["settled_samples"])
+        final[k] = out["usol"][-1]
+        compile_s[k] = out["compile"]
+        back_to_back[k] = out["back_to_back"]
+    refs = simkit_rows + [k for k in outside if "simkit" in k]
+    ratios = {ref: {k: v["median"] / t[ref]["median"] for k, v in t.items()} for ref in refs}
     return dict(problem=title, run_s={k: v["median"] for k, v in t.items()},
                 samples_s={k: v["samples"] for k, v in t.items()}, compile_s=compile_s, first_call_s=first,
                 ratio_peer_over_simkit=ratios, simkit_back_to_back_s=back_to_back, final_state=final)
@@ -158,7 +159,7 @@ def print_rows(row: dict) -> None:
         ratios = " ".join(f"{row['ratio_peer_over_simkit'][r][k]:22.2f}" for r in refs)
         print(f"  {k:50s} {v * 1e3:10.2f} {ratios}  " + (f"{comp:.2f}" if comp is not None else ""))
     for k, v in row["simkit_back_to_back_s"].items():
-        print(f"  {k} back to back (a loop of solves): {v * 1e3:.2f} ms")
+        print(f"  {k} back to back (a loop of calls): {v * 1e3:.2f} ms")
 
 
 def main() -> None:
@@ -170,7 +171,6 @@ def main() -> None:
     args = parser.parse_args()
     before = machine()
     start_all = time.perf_counter()
-    peers = numbalsoda_peers()
     rows = {}
 
     # -- Lorenz: t in [0, 100], rtol = atol = 1e-8, 1000 saved points -------------------
@@ -188,11 +188,10 @@ def main() -> None:
     fns = {simkit_rows[0]: simkit_row(lz, *lz_args), simkit_rows[1]: simkit_row(lz, *lz_args, other)}
     for m in ("DOP853", "RK45"):
         fns[f"scipy {m} (NumPy rhs)"] = scipy_row(numpy_rhs(lz), lc["t1"], lz_y0, lz_t, m, lc["rtol"], lc["atol"])
-    extra = {}
-    if peers:
-        fns["numbalsoda DOP853"] = lambda: checked(peers["dop853"](peers["lorenz"], lz_y0, lz_t, rtol=lc["rtol"],
-                                                                   atol=lc["atol"]))
-        extra["numbalsoda DOP853"] = peers["lorenz_compile"]
+    nb = numbalsoda_row("dop853", "lorenz", lz_y0, lz_t, lc["rtol"], lc["atol"], args.repeats)
+    outside = own_process_rows("lorenz", lz_t, lc["rtol"], lc["atol"], name, args.repeats, saves=lc["saves"])
+    if nb is not None:
+        outside["numbalsoda DOP853 (a process of its own)"] = nb
     fns[diffrax_row] = simkit_row(lz, *lz_args, dfx.Tsit5())
     fns[LAST_ROW] = simkit_row(lz, *lz_args, last=True)
     jit_row = f"extra: simkit default ({name}) inside the user's jax.jit"
@@ -200,7 +199,7 @@ def main() -> None:
     if not args.no_jax_rhs_scipy:
         fns["extra: scipy DOP853 with the jitted JAX rhs"] = lambda: reference.solve_ivp(
             lz, (0.0, lc["t1"]), saveat=lc["saves"], method="DOP853", rtol=lc["rtol"], atol=lc["atol"]).ys
-    rows["lorenz"] = problem("Lorenz t 0..100, rtol = atol = 1e-8, 1000 saves", fns, simkit_rows, first, extra,
+    rows["lorenz"] = problem("Lorenz t 0..100, rtol = atol = 1e-8, 1000 saves", fns, simkit_rows, first, outside,
                              args.repeats)
 
     # -- Robertson: t to 1e5, rtol 1e-6, atol 1e-10, 60 log-spaced saves ---------------
@@ -220,11 +219,10 @@ def main() -> None:
     for m in ("LSODA", "Radau", "BDF"):
         fns[f"scipy {m} (NumPy rhs, FD Jacobian)"] = scipy_row(numpy_rhs(rob), rc["t1"], rob_y0, rob_t, m,
                                                                rc["rtol"], rc["atol"])
-    extra = {}
-    if peers:
-        fns["numbalsoda LSODA"] = lambda: checked(peers["lsoda"](peers["robertson"], rob_y0, rob_t, rtol=rc["rtol"],
-                                                                 atol=rc["atol"]))
-        extra["numbalsoda LSODA"] = peers["robertson_compile"]
+    nb = numbalsoda_row("lsoda", "robertson", rob_y0, rob_t, rc["rtol"], rc["atol"], args.repeats)
+    outside = own_process_rows("robertson", rob_t, rc["rtol"], rc["atol"], name, args.repeats)
+    if nb is not None:
+        outside["numbalsoda LSODA (a process of its own)"] = nb
     fns[diffrax_row] = simkit_row(rob, *rob_args, dfx.Kvaerno5())
     fns[LAST_ROW] = simkit_row(rob, *rob_args, last=True)
     jit_row = f"extra: simkit default ({name}) inside the user's jax.jit"
@@ -234,7 +232,7 @@ def main() -> None:
             fns[f"extra: scipy {m} with the jitted JAX rhs + jacfwd"] = (lambda m=m: reference.solve_ivp(
                 rob, (0.0, rc["t1"]), saveat=rob_t, method=m, rtol=rc["rtol"], atol=rc["atol"]).ys)
     rows["robertson"] = problem("Robertson t 0..1e5, rtol 1e-6, atol 1e-10, 60 log-spaced saves", fns,
-                                simkit_rows, first, extra, args.repeats)
+                                simkit_rows, first, outside, args.repeats)
 
     # -- compile time of each kernel on a 3-state model (fresh rhs: no cache) --------
     compile_3 = {}
@@ -276,7 +274,7 @@ def main() -> None:
     wall = time.perf_counter() - start_all
     print(f"\nwall time {wall:.0f} s")
     versions = dict(scipy=scipy.__version__, simkit=simkit.__version__, diffrax=getattr(dfx, "__version__", ""),
-                    numbalsoda=importlib.metadata.version("numbalsoda") if peers else None)
+                    numbalsoda=_version("numbalsoda"))
     result = dict(command=" ".join(["python benchmarks/kernels.py", *sys.argv[1:]]), machine=before | versions,
                   load_average_after=list(os.getloadavg()), wall_s=wall, repeats=args.repeats,
                   settings=dict(lorenz=LORENZ, robertson=ROBERTSON | {"save_times": "0, then logspace(-5, 5, 60)[1:]"}),

@@ -14,10 +14,12 @@ HIRES, POLLU), else SciPy's Radau at rtol 1e-13 (van der Pol: the committed
 Peers, each in its best honest form: SciPy's Radau, BDF and LSODA with a plain NumPy rhs (the
 model's own rhs source run with NumPy in place of jax.numpy) and its finite-difference
 Jacobian, as a SciPy user writes it; numbalsoda's LSODA with numba cfuncs (Robertson, HIRES,
-van der Pol) when installed. Run time: per problem and rtol, every row (simkit's, SciPy's,
-numbalsoda's) is called once per round over ``max(repeats, 5)`` interleaved rounds, each call
-after the same ~10 ms of untimed Python work (`timing.settled_rounds`, as `kernels.py`), the
-median reported; a row slower than 5 s runs once. Until session 32 each row ran its calls back
+van der Pol) when installed, timed in a fresh process of its own with the same settled calls
+(`own_process`; until session 32 it ran in this process, where it was up to 6x slower than in
+its own). Run time: per problem and rtol, every other row (simkit's, SciPy's) is called once per
+round over ``max(repeats, 5)`` interleaved rounds, each call after the same ~10 ms of untimed
+Python work (`timing.settled_rounds`, as `kernels.py`), the median reported; a row slower than
+5 s runs once. Until session 32 each row ran its calls back
 to back after the rows before it (SciPy's included), which read simkit's HIRES program 2x slow
 at rtol 1e-4. simkit's compile time is its first call's extra time. The defaults
 (`simkit.solve` without ``solver=``) are measured as their own row.
@@ -45,6 +47,7 @@ from simkit import models
 from simkit.models.chemistry import HIRES_REFERENCE_T321, POLLU_REFERENCE_T60, ROBERTSON_REFERENCE_T1E11
 from simkit.models.oscillators import VAN_DER_POL_STIFF_REFERENCE
 from stencil import machine as stencil_machine  # benchmarks/stencil.py (run as scripts)
+from own_process import time_in_fresh_process  # benchmarks/own_process.py
 from timing import settled_rounds, timed  # benchmarks/timing.py
 
 PROBLEMS = {
@@ -56,6 +59,9 @@ PROBLEMS = {
     "van_der_pol_1000": ("van_der_pol_stiff", 3000.0, 1e-3, VAN_DER_POL_STIFF_REFERENCE[-1]),
     "oregonator": ("oregonator", 360.0, 1e-4, None),
 }
+# the problems numbalsoda runs, by the name of its numba rhs (`own_process.cfuncs`)
+NUMBALSODA_RHS = {"robertson_1e5": "robertson", "robertson_1e11": "robertson", "hires": "hires",
+                  "van_der_pol_1000": "van_der_pol_1000"}
 KERNELS = {"Rodas4": simkit.Rodas4(), "Rodas5P": simkit.Rodas5P(), "RadauIIA5": simkit.RadauIIA5(),
            "AutoSwitch": simkit.AutoSwitch(), "BDF": simkit.BDF()}
 
@@ -67,41 +73,6 @@ def numpy_rhs(model):
                                fn.__closure__)
     p = {k: float(v) for k, v in model.params.items()}
     return lambda t, y: plain(t, y, p)
-
-
-def numbalsoda_rhs():
-    try:
-        import numba as nb
-        from numbalsoda import lsoda, lsoda_sig
-    except ImportError:
-        return None, {}
-
-    @nb.cfunc(lsoda_sig)
-    def robertson(t, u, du, p):
-        # f2 = -(f1 + f3), as the library model writes it (conserves y1 + y2 + y3 to rounding)
-        du[0] = -0.04 * u[0] + 1.0e4 * u[1] * u[2]
-        du[2] = 3.0e7 * u[1] * u[1]
-        du[1] = -(du[0] + du[2])
-
-    @nb.cfunc(lsoda_sig)
-    def hires(t, y, dy, p):
-        bind = 280.0 * y[5] * y[7]
-        dy[0] = -1.71 * y[0] + 0.43 * y[1] + 8.32 * y[2] + 0.0007
-        dy[1] = 1.71 * y[0] - 8.75 * y[1]
-        dy[2] = -10.03 * y[2] + 0.43 * y[3] + 0.035 * y[4]
-        dy[3] = 8.32 * y[1] + 1.71 * y[2] - 1.12 * y[3]
-        dy[4] = -1.745 * y[4] + 0.43 * y[5] + 0.43 * y[6]
-        dy[5] = -bind + 0.69 * y[3] + 1.71 * y[4] - 0.43 * y[5] + 0.69 * y[6]
-        dy[6] = bind - 1.81 * y[6]
-        dy[7] = -bind + 1.81 * y[6]
-
-    @nb.cfunc(lsoda_sig)
-    def van_der_pol(t, u, du, p):
-        du[0] = u[1]
-        du[1] = 1000.0 * (1.0 - u[0] * u[0]) * u[1] - u[0]
-
-    return lsoda, {"robertson_1e5": robertson.address, "robertson_1e11": robertson.address,
-                   "hires": hires.address, "van_der_pol_1000": van_der_pol.address}
 
 
 def reference_state(name: str) -> np.ndarray:
@@ -195,7 +166,6 @@ def main(argv=None) -> dict:
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "stiff.json"))
     args = parser.parse_args(argv)
     rtols = [float(r) for r in args.rtols.split(",")]
-    lsoda, nb_rhs = numbalsoda_rhs()
     rows = []
     for name in args.problems.split(","):
         model_name, t1, scale, _ = PROBLEMS[name]
@@ -216,12 +186,8 @@ def main(argv=None) -> dict:
                 for method in ("Radau", "BDF", "LSODA"):
                     fns[f"scipy {method}"] = (lambda method=method: scipy.integrate.solve_ivp(
                         f_np, (0.0, t1), y0, method=method, rtol=rtol, atol=atol))
-            if lsoda is not None and name in nb_rhs:
-                address, t_eval = nb_rhs[name], np.array([0.0, t1])
-                fns["numbalsoda LSODA"] = lambda address=address, t_eval=t_eval: lsoda(
-                    address, y0, t_eval, rtol=rtol, atol=atol)
-            # simkit's first calls compile (numbalsoda's cfunc is compiled once, at import);
-            # then every row once per round, each call after the same untimed Python work
+            # simkit's first calls compile; then every row once per round, each call after
+            # the same untimed Python work
             first = {k: timed(fns[k]) for k in [*labels, jit_key]}
             t = settled_rounds(fns, max(args.repeats, 5))
             for key, label in labels.items():
@@ -239,10 +205,13 @@ def main(argv=None) -> dict:
                     row["results"][f"scipy {method}"] = dict(
                         time=t[f"scipy {method}"]["median"], error=error(out.y[:, -1], ref, scale),
                         status=int(out.status), steps=len(out.t) - 1)
-            if "numbalsoda LSODA" in fns:
-                usol, ok = fns["numbalsoda LSODA"]()
-                row["results"]["numbalsoda LSODA"] = dict(time=t["numbalsoda LSODA"]["median"],
-                                                          error=error(usol[-1], ref, scale), status=0 if ok else -1)
+            job = dict(library="numbalsoda", method="lsoda", rhs=NUMBALSODA_RHS.get(name), y0=y0.tolist(),
+                       t_eval=[0.0, t1], rtol=rtol, atol=atol)
+            nb = None if job["rhs"] is None else time_in_fresh_process(job, max(args.repeats, 5))
+            if nb is not None:  # (in a process of its own: `own_process`)
+                row["results"]["numbalsoda LSODA"] = dict(time=nb["settled"], back_to_back=nb["back_to_back"],
+                                                          error=error(nb["usol"][-1], ref, scale),
+                                                          status=0 if nb["success"] else -1)
             rows.append(row)
             print(f"\n{name}  rtol {rtol:g}  atol {atol:g}")
             for label, r in row["results"].items():

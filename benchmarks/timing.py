@@ -12,12 +12,13 @@ import sys
 import time
 from collections.abc import Callable
 
-import jax
 import numpy as np
 
 
 def timed(fn: Callable) -> float:
     """Seconds for one call of ``fn``, waiting for its result."""
+    import jax  # (here: `own_process` runs numbalsoda's rows in processes without JAX)
+
     start = time.perf_counter()
     jax.block_until_ready(fn())
     return time.perf_counter() - start
