@@ -108,14 +108,17 @@ def codegen_jit(suits: Callable[..., bool] | None = None, **jit_kwargs: Any) -> 
 
 # Primitives that XLA:CPU's single-kernel emitter (``ComputationKernelEmitter``, behind the
 # ``xla_cpu_small_call`` frontend attribute) compiles: elementwise arithmetic, comparisons,
-# selects, shape changes, gathers, reductions and control flow. Not: scatters, sorts, FFTs,
-# dots and convolutions (Eigen), custom calls (LAPACK, callbacks) or collectives, which XLA's
-# own small-loop pass keeps out of such kernels too. An unknown primitive counts as not.
+# selects, shape changes, gathers, dynamic slices and updates, reductions and control flow.
+# Not: scatters ("Unhandled opcode ... scatter", though XLA rewrites some into dynamic updates
+# first), sorts, FFTs, dots and convolutions (Eigen), custom calls (LAPACK, callbacks) or
+# collectives, which XLA's own small-loop pass keeps out of such kernels too. An unknown
+# primitive counts as not.
 _ONE_KERNEL_PRIMITIVES = frozenset("""
     abs acos acosh add add_any and argmax argmin asin asinh atan atan2 atanh bitcast_convert_type
     broadcast_in_dim cbrt ceil clamp closed_call complex concatenate cond conj convert_element_type
     copy copy_p cos cosh cumlogsumexp cummax cummin cumprod cumsum custom_jvp_call
-    custom_vjp_call custom_vjp_call_jaxpr digamma div dynamic_slice eq erf erf_inv erfc exp exp2
+    custom_vjp_call custom_vjp_call_jaxpr digamma div dynamic_slice dynamic_update_slice eq erf erf_inv erfc
+    exp exp2
     expand_dims expm1 floor gather ge gt imag integer_pow iota is_finite jit le lgamma log log1p
     logistic lt max min mul ne neg nextafter not optimization_barrier or pad pjit pow real
     reduce_and reduce_max reduce_min reduce_or reduce_precision reduce_prod reduce_sum rem
@@ -155,3 +158,80 @@ def one_kernel(fun: Callable, *args: Any) -> Any:
 
     out = jax.jit(fun, inline=False)(*args)
     return set_xla_metadata(out, xla_cpu_small_call="true", inlineable="false")
+
+
+def _nbytes(avals: Any) -> int:
+    return sum(int(a.size) * a.dtype.itemsize for a in jax.tree_util.tree_leaves(avals))
+
+
+def in_one_kernel_if_fits(fun: Callable, args: Any, *, trace_context: Callable | None = None) -> Any:
+    """``fun(args)``, compiled by XLA:CPU as one kernel (`one_kernel`) where it can be: on
+    XLA:CPU with the small-loop threshold set (`_config.SMALL_LOOP_BYTES`), when every operation
+    of ``fun`` fits such a kernel (`fits_one_kernel`) and its inputs and outputs together take
+    at most that many bytes. Otherwise the plain call.
+
+    A whole small solve as one kernel: its setup (the first step's estimate, the loop's first
+    state) ran as some fifty thunks before and after the stepping loop, which XLA:CPU runs as a
+    concurrent task graph (their buffers are above 512 bytes) handed to its worker threads; as
+    one kernel the program runs as one piece of code. ``fun`` is traced once, here (under
+    ``trace_context()`` when given, e.g. `simkit.kernels.linalg.lu_columns_by_select`, which
+    suits one kernel; traced again without it when the program does not fit).
+
+    The kernel serves the unbatched primal only: under ``jax.vmap`` the batched program (a
+    batched scatter is not an operation such a kernel takes) and under ``jax.jvp``/``jax.grad``
+    the derivative are those of the plain call, with the same inputs' symbolic zeros."""
+    from jax.custom_batching import custom_vmap
+    from jax.custom_derivatives import SymbolicZero
+    from jax.extend import core as jax_core
+
+    flat, in_tree = jax.tree_util.tree_flatten(args)
+
+    def trace(context: Callable | None) -> tuple:
+        def flat_fun(*leaves: Any) -> Any:
+            return fun(jax.tree_util.tree_unflatten(in_tree, leaves))
+
+        if context is None:
+            return jax.make_jaxpr(flat_fun, return_shape=True)(*flat)
+        with context():
+            return jax.make_jaxpr(flat_fun, return_shape=True)(*flat)
+
+    closed, out_shape = trace(trace_context)
+    fits = (jax.default_backend() == "cpu" and _config.SMALL_LOOP_BYTES is not None
+            and _nbytes(out_shape) + _nbytes([jax.typeof(x) for x in flat]) <= _config.SMALL_LOOP_BYTES
+            and fits_one_kernel(closed))
+    if not fits and trace_context is not None:
+        closed, out_shape = trace(None)
+    out_tree = jax.tree_util.tree_structure(out_shape)
+
+    def plain(*leaves: Any) -> Any:
+        return jax.tree_util.tree_unflatten(out_tree, jax_core.jaxpr_as_fun(closed)(*leaves))
+
+    if not fits:
+        return plain(*flat)
+
+    batched = custom_vmap(lambda *leaves: one_kernel(plain, *leaves))
+
+    @batched.def_vmap
+    def _vmap_rule(axis_size: int, in_batched: list, *leaves: Any) -> tuple:
+        axes = [0 if b else None for b in in_batched]
+        out = jax.vmap(plain, in_axes=axes, axis_size=axis_size)(*leaves)
+        return out, jax.tree_util.tree_map(lambda _: True, out)
+
+    whole = jax.custom_jvp(batched)
+
+    def _jvp_rule(primals: tuple, tangents: tuple) -> tuple:
+        # only the inputs the caller differentiates: the others stay constants of the plain
+        # call, so the derivative rules inside it (the kernels' forward sensitivities) see
+        # them as symbolic zeros and push no direction for them
+        active = [i for i, t in enumerate(tangents) if not isinstance(t, SymbolicZero)]
+
+        def of_active(*values: Any) -> Any:
+            leaves = list(primals)
+            for i, v in zip(active, values):
+                leaves[i] = v
+            return plain(*leaves)
+
+        return jax.jvp(of_active, [primals[i] for i in active], [tangents[i] for i in active])
+
+    whole.defjvp(_jvp_rule, symbolic_zeros=True)
+    return whole(*flat)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from .._codegen import codegen_jit
+from .._codegen import codegen_jit, in_one_kernel_if_fits
 from ..kernels.autodiff import KernelLoopProgram, kernel_solve
 from ..kernels.interpolation import KernelInterpolation
+from ..kernels.linalg import SMALL_SYSTEM, lu_columns_by_select
 from ..kernels.loop import adaptive_loop, initial_state
 from ..solvers import initial_step
 from ..save_times import program_save_times
@@ -21,17 +22,28 @@ def first_step(program: KernelProgram, args):
     return jnp.where(jnp.isnan(args.dt0), auto_dt0, args.dt0)
 
 
-@codegen_jit(static_argnames=("program",))
-def run_kernel(program: KernelProgram, args) -> EngineResult:
-    """One kernel solve; ``args`` is a `simkit._prepare.SolveArgs`."""
-    solver = program.solver
-    t0, t1, y0, params = args.t0, args.t1, args.y0, args.params
+def _solve_arrays(program: KernelProgram, args) -> dict:
+    """The arrays of one kernel solve: the loop's output (`kernel_solve`) after the first
+    step's estimate and the save times."""
     dt0 = first_step(program, args)
-    save_ts = program_save_times(program.save, program.n_save, t0, t1, args.save_ts)
-    loop = KernelLoopProgram(solver=solver, rhs=program.rhs, events=program.events,
+    save_ts = program_save_times(program.save, program.n_save, args.t0, args.t1, args.save_ts)
+    loop = KernelLoopProgram(solver=program.solver, rhs=program.rhs, events=program.events,
                              max_steps=program.max_steps, save_steps=program.save == "steps",
                              dense=program.dense)
-    out = kernel_solve(loop, t0, t1, y0, params, save_ts, args.rtol, args.atol, dt0, args.max_step)
+    return kernel_solve(loop, args.t0, args.t1, args.y0, args.params, save_ts, args.rtol, args.atol, dt0,
+                        args.max_step)
+
+
+@codegen_jit(static_argnames=("program",))
+def run_kernel(program: KernelProgram, args) -> EngineResult:
+    """One kernel solve; ``args`` is a `simkit._prepare.SolveArgs`. A small solve runs as one
+    XLA:CPU kernel, its setup included (`simkit._codegen.in_one_kernel_if_fits`)."""
+    solver = program.solver
+    t0, y0, params = args.t0, args.y0, args.params
+    # (the LU's columns by selects suit one kernel: the small stiff systems' straight-line LU)
+    small_lu = solver.method().implicit and y0.shape[-1] <= SMALL_SYSTEM
+    out = in_one_kernel_if_fits(lambda a: _solve_arrays(program, a), args,
+                                trace_context=lu_columns_by_select if small_lu else None)
     stats = dict(out["stats"])
     stats["num_rhs"] = stats["num_rhs"] + 2  # the initial-step estimate
     return EngineResult(

@@ -291,7 +291,8 @@ class BDFMethod:
         resize = ~first & (jnp.abs(h - ctrl["h_D"]) > eps * (jnp.abs(t) + h))
         ratio = h / jnp.where(ctrl["h_D"] > 0, ctrl["h_D"], h)
         D = lax.cond(resize, lambda: rescale_differences(ctrl["D"], k, ratio), lambda: ctrl["D"])
-        start = jnp.zeros((ROWS, n), dtype).at[0].set(y).at[1].set(hs * f)
+        # (rows stacked, not set by ``.at[].set``: a scatter, which one XLA:CPU kernel cannot hold)
+        start = jnp.concatenate([y[None], (hs * f)[None], jnp.zeros((ROWS - 2, n), dtype)])
         D = jnp.where(first, start, D)
         n_equal = jnp.where(first | resize, 0, ctrl["n_equal"])
 

@@ -333,7 +333,9 @@ def adaptive_loop(
             target = targets[k]
             c = advance(c, target)
             value, full, key = save_at(method, rhs, params, expand, c, target, k, n_save, full, key, direction)
-            return c, ys.at[k].set(value), full, key
+            # (a dynamic update, not ``.at[k].set``: a scatter, which one XLA:CPU kernel cannot
+            # hold; the same values)
+            return c, lax.dynamic_update_slice_in_dim(ys, value[None], k, 0), full, key
 
         n_targets = n_save + int(final)
         ys0 = jnp.zeros((n_targets,) + y0.shape, y0.dtype)

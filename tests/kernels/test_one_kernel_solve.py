@@ -1,0 +1,76 @@
+"""A small solve runs as one XLA:CPU kernel, its setup included (`simkit._codegen.
+in_one_kernel_if_fits`): the same values as the plain program, and the plain program's
+batching and derivatives."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import simkit
+from simkit import models
+from simkit._prepare import prepare
+from simkit.engines import kernel_engine
+
+CASES = [
+    ("lorenz", simkit.Tsit5()),
+    ("lorenz", simkit.DOP853()),
+    ("robertson", simkit.Rodas5P()),
+    ("robertson", simkit.RadauIIA5()),
+    ("robertson", simkit.BDF()),
+    ("robertson", simkit.AutoSwitch()),
+    ("hires", simkit.Rodas5P()),
+]
+
+
+def _plan(name, solver, **kw):
+    m = models.get(name)
+    return prepare(m, (0.0, 1.0), saveat=5, solver=solver, rtol=1e-7, atol=1e-10, **kw)
+
+
+@pytest.mark.parametrize("name,solver", CASES, ids=[f"{n}-{s!r}" for n, s in CASES])
+def test_one_kernel_has_the_plain_programs_values(name, solver):
+    """Marked for XLA:CPU's single-kernel emitter, and the same bits as the program traced
+    without it (thunks, the LU's columns by scatter): nothing in the arithmetic changed."""
+    plan = _plan(name, solver)
+    lowered = kernel_engine.run_kernel.lower(plan.program, plan.args).as_text()
+    assert "xla_cpu_small_call" in lowered
+    whole = kernel_engine.run_kernel(plan.program, plan.args)
+    plain = jax.jit(lambda a: kernel_engine._solve_arrays(plan.program, a))(plan.args)
+    assert int(whole.status) == 0
+    np.testing.assert_array_equal(np.asarray(whole.ys), np.asarray(plain["ys"]))
+    assert int(whole.stats["num_steps"]) == int(plain["stats"]["num_steps"])
+
+
+def test_programs_that_do_not_fit_run_as_before():
+    """An event's records (a scatter at a running index) keep the solve out of one kernel:
+    the plain program, whose values match the same solve without the event."""
+    plan = _plan("lorenz", simkit.Tsit5(), events=simkit.Event(lambda t, y, p: y[0] - 100.0))
+    assert "xla_cpu_small_call" not in kernel_engine.run_kernel.lower(plan.program, plan.args).as_text()
+    with_event = simkit.solve(models.get("lorenz"), (0.0, 1.0), saveat=5, solver=simkit.Tsit5(), rtol=1e-7,
+                              atol=1e-10, events=simkit.Event(lambda t, y, p: y[0] - 100.0))
+    without = simkit.solve(models.get("lorenz"), (0.0, 1.0), saveat=5, solver=simkit.Tsit5(), rtol=1e-7, atol=1e-10)
+    np.testing.assert_allclose(np.asarray(with_event.ys), np.asarray(without.ys), rtol=1e-13)
+
+
+def test_vmap_and_derivatives_of_a_one_kernel_solve():
+    """Batched: each member as its own solve (the plain program, batched). Differentiated: one
+    parameter's forward sensitivity (the others are symbolic zeros: no direction pushed for
+    them) against a central difference."""
+    m = models.get("robertson")
+
+    def final(k1):
+        return simkit.solve(m, (0.0, 1.0), saveat=2, params={"k1": k1}, rtol=1e-10, atol=1e-14).ys[-1]
+
+    ks = jnp.array([0.03, 0.04, 0.05])
+    batched = jax.vmap(final)(ks)
+    one_by_one = jnp.stack([final(k) for k in ks])
+    np.testing.assert_allclose(np.asarray(batched), np.asarray(one_by_one), rtol=1e-12, atol=1e-20)
+    _, tangent = jax.jvp(final, (0.04,), (1.0,))
+    step = 1e-6
+    central = (final(0.04 + step) - final(0.04 - step)) / (2 * step)
+    np.testing.assert_allclose(np.asarray(tangent), np.asarray(central), rtol=1e-5, atol=1e-12)
+    grad = jax.grad(lambda k: final(k)[0])(0.04)
+    np.testing.assert_allclose(float(grad), float(tangent[0]), rtol=1e-10)
