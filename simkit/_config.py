@@ -102,6 +102,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import re
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -171,11 +172,19 @@ SMALL_LOOP_BYTES_DEFAULT = 128 * 1024
 
 
 def _small_loop_bytes() -> int | None:
-    """Set XLA:CPU's small-while-loop threshold (see the docstring); None where the user set
-    ``xla_backend_extra_options`` or chose XLA's default (``SIMKIT_SMALL_LOOPS=0``)."""
+    """Set XLA:CPU's small-while-loop threshold (see the docstring) and return it; None where
+    XLA's default holds (``SIMKIT_SMALL_LOOPS=0``, or ``xla_backend_extra_options`` set without
+    it). A threshold already in ``XLA_FLAGS`` is the one in effect: the user's own, or simkit's
+    inherited from a parent process that imported simkit (read as None until session 33, which
+    turned off what depends on it, `simkit._codegen.in_one_kernel_if_fits`, in every process
+    that a simkit process started: its small solves ran 2-3x slower)."""
     value = _whole_number("SIMKIT_SMALL_LOOPS", SMALL_LOOP_BYTES_DEFAULT, 0,
                           "a whole number of bytes (0: XLA's default)")
-    if value == 0 or "xla_backend_extra_options" in os.environ.get("XLA_FLAGS", ""):
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "xla_backend_extra_options" in flags:
+        given = re.search(r"xla_cpu_small_while_loop_byte_threshold=(\d+)", flags)
+        return int(given.group(1)) if given else None
+    if value == 0:
         return None
     _add_xla_flag("xla_backend_extra_options", f"xla_cpu_small_while_loop_byte_threshold={value}")
     return value

@@ -271,6 +271,9 @@ print(json.dumps(out))
     ("", "", True),  # simkit's default: 128 KiB; the step loop of a Lorenz solve is one kernel
     ("0", "", True),  # XLA's default (1 KiB): the loop's operations run as separate thunks
     ("", "--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=5", False),  # the user's
+    # simkit's own, inherited from a parent process that imported simkit: in effect, as set
+    ("", "--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=131072", False),
+    ("", "--xla_backend_extra_options=xla_cpu_enable_fast_math=false", False),  # other options: XLA's 1 KiB
 ])
 def test_small_loop_threshold(setting, flags, solve):
     """SIMKIT_SMALL_LOOPS (simkit/_config.py) in a fresh process: the flag added to XLA_FLAGS,
@@ -288,9 +291,10 @@ def test_small_loop_threshold(setting, flags, solve):
                          timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])
-    if flags:  # the user's own backend options are left alone
-        assert got["bytes"] is None and got["flags"].count("xla_backend_extra_options") == 1, got
-        assert got["flags"].startswith(flags), got
+    if flags:  # backend options already set are left alone, and a threshold among them is the one in effect
+        threshold = flags.partition("byte_threshold=")[2]
+        assert got["bytes"] == (int(threshold) if threshold else None), got
+        assert got["flags"].count("xla_backend_extra_options") == 1 and got["flags"].startswith(flags), got
         return
     default = setting == ""
     assert got["bytes"] == (131072 if default else None), got
