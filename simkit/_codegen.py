@@ -31,6 +31,8 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 
 from . import _config
 
@@ -209,7 +211,42 @@ def in_one_kernel_if_fits(fun: Callable, args: Any, *, trace_context: Callable |
     if not fits:
         return plain(*flat)
 
-    batched = custom_vmap(lambda *leaves: one_kernel(plain, *leaves))
+    # empty inputs and outputs (a solve's event records without events) stay outside the
+    # call: zeros of their shapes inside it
+    out_avals = jax.tree_util.tree_leaves(out_shape)
+    empty_in = [0 in jax.typeof(x).shape for x in flat]
+    empty_out = [0 in a.shape for a in out_avals]
+
+    def kernel(*leaves: Any) -> Any:
+        inner = [x for x, e in zip(leaves, empty_in) if not e]
+        # the inputs enter the call packed, one new array per dtype (with one spare entry, so
+        # that no concatenation is a plain copy XLA removes): XLA:CPU aborted compiling a call
+        # whose operand is the program's own input or constant that is also its output (a
+        # parameter of a solve under the user's jax.jit, returned in the Solution)
+        groups: dict[Any, list[int]] = {}
+        for i, x in enumerate(inner):
+            groups.setdefault(jnp.result_type(x), []).append(i)
+        packed = [jnp.concatenate([jnp.ravel(inner[i]) for i in idx] + [jnp.zeros(1, dtype)])
+                  for dtype, idx in groups.items()]
+
+        def nonempty(*arrays: Any) -> list:
+            given: list[Any] = [None] * len(inner)
+            for array, idx in zip(arrays, groups.values()):
+                start = 0
+                for i in idx:
+                    size = int(np.prod(jnp.shape(inner[i])))
+                    given[i] = array[start:start + size].reshape(jnp.shape(inner[i]))
+                    start += size
+            it = iter(given)
+            full = [jnp.zeros(jax.typeof(x).shape, jax.typeof(x).dtype) if e else next(it)
+                    for x, e in zip(leaves, empty_in)]
+            return [v for v, e in zip(jax.tree_util.tree_leaves(plain(*full)), empty_out) if not e]
+
+        got = iter(one_kernel(nonempty, *packed))
+        outs = [jnp.zeros(a.shape, a.dtype) if e else next(got) for a, e in zip(out_avals, empty_out)]
+        return jax.tree_util.tree_unflatten(out_tree, outs)
+
+    batched = custom_vmap(kernel)
 
     @batched.def_vmap
     def _vmap_rule(axis_size: int, in_batched: list, *leaves: Any) -> tuple:
@@ -235,3 +272,4 @@ def in_one_kernel_if_fits(fun: Callable, args: Any, *, trace_context: Callable |
 
     whole.defjvp(_jvp_rule, symbolic_zeros=True)
     return whole(*flat)
+
