@@ -220,9 +220,11 @@ def in_one_kernel_if_fits(fun: Callable, args: Any, *, trace_context: Callable |
     def kernel(*leaves: Any) -> Any:
         inner = [x for x, e in zip(leaves, empty_in) if not e]
         # the inputs enter the call packed, one new array per dtype (with one spare entry, so
-        # that no concatenation is a plain copy XLA removes): XLA:CPU aborted compiling a call
-        # whose operand is the program's own input or constant that is also its output (a
-        # parameter of a solve under the user's jax.jit, returned in the Solution)
+        # that no concatenation is a plain copy XLA removes): XLA:CPU (jaxlib 0.10) aborted
+        # the process compiling a call whose operand was the program's own input or constant
+        # and also its output (a parameter of a solve under the user's jax.jit, returned in the
+        # Solution), or was never read (a model parameter that the rhs ignores): "All or none
+        # of the slices should have an explicit index" (tests/kernels/test_one_kernel_solve.py)
         groups: dict[Any, list[int]] = {}
         for i, x in enumerate(inner):
             groups.setdefault(jnp.result_type(x), []).append(i)

@@ -88,3 +88,16 @@ def test_a_parameter_the_rhs_ignores(solver):
     sol = simkit.solve(osc, (0.0, 10.0), saveat=21, solver=solver, rtol=1e-10, atol=1e-12)
     ts = np.asarray(sol.ts)
     np.testing.assert_allclose(np.asarray(sol.ys), np.stack([np.sin(ts), np.cos(ts)], axis=1), atol=1e-7)
+
+
+def test_a_whole_solution_returned_from_the_users_jit():
+    """XLA:CPU aborted the process compiling a one-kernel solve whose input was also the
+    program's output: a parameter passed in, returned in the `Solution` (found by the suite);
+    the inputs now enter the call packed. The same states as the plain call."""
+    m = models.get("lorenz")
+    fn = jax.jit(lambda r: simkit.solve(m, (0.0, 1.0), params={"rho": r}, saveat=5, rtol=1e-8, atol=1e-8))
+    assert "xla_cpu_small_call" in fn.lower(28.0).as_text()
+    sol = fn(28.0)
+    assert float(sol.params["rho"]) == 28.0
+    plain = simkit.solve(m, (0.0, 1.0), params={"rho": 28.0}, saveat=5, rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(np.asarray(sol.ys), np.asarray(plain.ys), rtol=1e-13, atol=1e-13)
