@@ -40,10 +40,11 @@ def run_kernel(program: KernelProgram, args) -> EngineResult:
     XLA:CPU kernel, its setup included (`simkit._codegen.in_one_kernel_if_fits`)."""
     solver = program.solver
     t0, y0, params = args.t0, args.y0, args.params
-    # (the LU's columns by selects suit one kernel: the small stiff systems' straight-line LU)
-    small_lu = solver.method().implicit and y0.shape[-1] <= SMALL_SYSTEM
+    # (written by selects, the small stiff systems' straight-line LU and the event records
+    # suit one kernel)
+    by_select = (solver.method().implicit and y0.shape[-1] <= SMALL_SYSTEM) or bool(program.events)
     out = in_one_kernel_if_fits(lambda a: _solve_arrays(program, a), args,
-                                trace_context=lu_columns_by_select if small_lu else None)
+                                trace_context=lu_columns_by_select if by_select else None)
     stats = dict(out["stats"])
     stats["num_rhs"] = stats["num_rhs"] + 2  # the initial-step estimate
     return EngineResult(

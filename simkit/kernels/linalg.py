@@ -116,12 +116,19 @@ def lu_columns_by_select():
     Inside one XLA:CPU kernel (`simkit._codegen.one_kernel`: an ensemble's block of stiff
     steps) the select is faster (a van der Pol ensemble with Rodas4: 1.27x in session 23's
     A/B, select against scatter); in XLA's thunks (a single solve) the scatter is (Robertson
-    with Rodas5P 1.35x slower with selects)."""
+    with Rodas5P 1.35x slower with selects). A solve's event records are written the same way
+    in this context (`writing_by_select`): a scatter cannot be in such a kernel."""
     token = _COLUMNS_BY_SELECT.set(True)
     try:
         yield
     finally:
         _COLUMNS_BY_SELECT.reset(token)
+
+
+def writing_by_select() -> bool:
+    """Whether the code being traced is for one XLA:CPU kernel (`lu_columns_by_select`):
+    updates at traced positions are then written by selects, not scatters."""
+    return _COLUMNS_BY_SELECT.get()
 
 
 def lu_factor(a):

@@ -25,6 +25,7 @@ from jax import lax
 
 from ..events import capacity, event_values, locate_crossings, wanted_crossings
 from ..status import Status
+from .linalg import writing_by_select
 
 RUNNING = -1
 
@@ -200,8 +201,13 @@ def stepper(method: Any, rhs, t0, t1, params, rtol, atol, max_step, *, max_steps
         slot = jnp.minimum(ev["count"], cap - 1)
         rows = jnp.arange(n_ev)
         write = keep & (ev["count"] < ev_max)
-        ts_rec = ev["ts"].at[rows, slot].set(jnp.where(write, t_ev, ev["ts"][rows, slot]))
-        ys_rec = ev["ys"].at[rows, slot].set(jnp.where(write[:, None], y_ev, ev["ys"][rows, slot]))
+        if writing_by_select():  # (one kernel: the same values, selected over the records)
+            at = (jnp.arange(cap)[None, :] == slot[:, None]) & write[:, None]
+            ts_rec = jnp.where(at, t_ev[:, None], ev["ts"])
+            ys_rec = jnp.where(at[:, :, None], y_ev[:, None, :], ev["ys"])
+        else:
+            ts_rec = ev["ts"].at[rows, slot].set(jnp.where(write, t_ev, ev["ts"][rows, slot]))
+            ys_rec = ev["ys"].at[rows, slot].set(jnp.where(write[:, None], y_ev, ev["ys"][rows, slot]))
         count = ev["count"] + keep.astype(jnp.int32)
         t_stop = jnp.where(fired, t + theta_stop * hs, t_new)
         y_stop = jnp.where(fired, interp(jnp.where(fired, theta_stop, 1.0)), y_new)
