@@ -317,15 +317,13 @@ def check_events(events: tuple[Event, ...], model: ODEModel, y0: Any, params: di
     struct = _param_struct(params)
     for i, ev in enumerate(events):
         try:
+            key = (ev.fn, tuple(np.shape(y0)), dtype_of(y0), dtype, struct)
             try:
-                out = _rhs_signature(ev.fn, tuple(np.shape(y0)), dtype_of(y0), dtype, struct)
+                out = _rhs_signature(*key)
             except TypeError as err:
                 if "unhashable" not in str(err):
                     raise
-                out = jax.eval_shape(ev.fn, jax.ShapeDtypeStruct((), dtype),
-                                     jax.ShapeDtypeStruct(np.shape(y0), dtype_of(y0)),
-                                     jax.tree_util.tree_map(lambda v: jax.ShapeDtypeStruct(np.shape(v), dtype_of(v)),
-                                                            params))
+                out = _rhs_signature.__wrapped__(*key)  # (an unhashable function: traced, not cached)
         except Exception as err:  # noqa: BLE001 - report which event failed to trace
             raise InputError(f"model {model.name!r}: event {i} ({getattr(ev.fn, '__name__', ev.fn)!r}) "
                              f"failed to evaluate at t0: {type(err).__name__}: {err}") from err
