@@ -62,6 +62,19 @@ configured it:
   256^2 Gray-Scott rollout ran 2.7x slower and a 128^2 heat rollout 1.14x slower (hence a
   threshold, not none). JAX's per-program ``compiler_options`` cannot carry this
   option (a map), so it is process-wide: the user's own small loops are compiled the same way.
+* Single-device CPU programs run on the calling thread (``jax_cpu_enable_async_dispatch``
+  off), unless ``SIMKIT_CPU_ASYNC_DISPATCH=1`` or JAX is already running. By default XLA:CPU
+  hands each program to a worker thread and the caller waits for it; every simkit call waits
+  anyway (it reads its result codes), and on this 2-core machine the hand-over cost about
+  0.1 ms a call back to back and 0.2-0.3 ms after a pause: a plain Robertson solve (0.06 ms
+  of stepping) took 0.39 ms back to back and 0.67 after a pause, 0.23 and 0.45 without it
+  (benchmarks/results/call_overhead.json). Programs over several devices (the sharded
+  ensembles, the decomposed stencils) still run on a thread per device, and ran as fast
+  (10,000 Lorenz members: 99 and 98 k/s). It is process-wide: the user's own single-device
+  CPU programs run synchronously too, so a Python loop no longer overlaps its next dispatch
+  with the running program. To keep JAX's default, set ``SIMKIT_CPU_ASYNC_DISPATCH=1``, or
+  call ``jax.config.update("jax_cpu_enable_async_dispatch", True)`` after importing simkit and
+  before the first computation.
 * JAX's persistent compilation cache directory, ``$SIMKIT_CACHE_DIR`` or
   ``~/.cache/simkit/jax``, unless the user configured one (``jax_compilation_cache_dir``,
   ``JAX_COMPILATION_CACHE_DIR``), switched the cache off (``jax_enable_compilation_cache``)
@@ -230,6 +243,24 @@ def _configure_cpu_devices() -> int | None:
 
 
 CPU_DEVICES: int | None = _configure_cpu_devices()
+
+
+def _configure_cpu_dispatch() -> bool:
+    """Run single-device CPU programs on the calling thread (see the module docstring);
+    False where the user opted out or JAX is already running (then it would not apply)."""
+    if _flag("SIMKIT_CPU_ASYNC_DISPATCH", "0"):
+        return False
+    from jax._src import xla_bridge  # no public test of "JAX is running"
+
+    running = getattr(xla_bridge, "backends_are_initialized", None)
+    if running is None or running():
+        return False
+    jax.config.update("jax_cpu_enable_async_dispatch", False)
+    return True
+
+
+# whether simkit turned JAX's asynchronous CPU dispatch off (see the docstring)
+CPU_SYNC_DISPATCH: bool = _configure_cpu_dispatch()
 
 
 def float_dtype():

@@ -304,7 +304,40 @@ def test_small_loop_threshold(setting, flags, solve):
     assert got["err"] < 25, got
 
 
+DISPATCH_SCRIPT = """
+import json, sys
+import jax
+if sys.argv[1] == "jax first":
+    jax.numpy.ones(1).block_until_ready()  # JAX running before simkit is imported
+import simkit
+print(json.dumps(dict(async_=jax.config.read("jax_cpu_enable_async_dispatch"),
+                      simkit_set=simkit._config.CPU_SYNC_DISPATCH)))
+"""
+
+
+@pytest.mark.parametrize("setting, order, sync", [
+    (None, "simkit first", True),  # the default: programs run on the calling thread
+    ("1", "simkit first", False),  # opted out: JAX's asynchronous dispatch
+    ("0", "simkit first", True),
+    (None, "jax first", False),  # JAX already running: left as it is (it would not apply)
+])
+def test_cpu_dispatch_setting(setting, order, sync):
+    """SIMKIT_CPU_ASYNC_DISPATCH (simkit/_config.py) in a fresh process."""
+    import json
+
+    env = {k: v for k, v in os.environ.items() if k != "SIMKIT_CPU_ASYNC_DISPATCH"}
+    env.update(SIMKIT_COMPILATION_CACHE="0", SIMKIT_CPU_DEVICES="1")
+    if setting is not None:
+        env["SIMKIT_CPU_ASYNC_DISPATCH"] = setting
+    out = subprocess.run([sys.executable, "-c", DISPATCH_SCRIPT, order], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got == dict(async_=not sync, simkit_set=sync)
+
+
 @pytest.mark.parametrize("name, value, message", [
+    ("SIMKIT_CPU_ASYNC_DISPATCH", "sync", "SIMKIT_CPU_ASYNC_DISPATCH='sync': use 1 (or true, yes, on) or 0"),
     ("SIMKIT_SMALL_LOOPS", "32k", "SIMKIT_SMALL_LOOPS='32k': use a whole number of bytes (0: XLA's default)"),
     # a typo must not mean "off": SIMKIT_ENABLE_X64 off is float32
     ("SIMKIT_ENABLE_X64", "ture", "SIMKIT_ENABLE_X64='ture': use 1 (or true, yes, on) or 0 (or false, no, off)"),
