@@ -65,12 +65,14 @@ configured it:
 * Single-device CPU programs run on the calling thread (``jax_cpu_enable_async_dispatch``
   off), unless ``SIMKIT_CPU_ASYNC_DISPATCH=1`` or JAX is already running. By default XLA:CPU
   hands each program to a worker thread and the caller waits for it; every simkit call waits
-  anyway (it reads its result codes), and on this 2-core machine the hand-over cost about
-  0.1 ms a call back to back and 0.2-0.3 ms after a pause: a plain Robertson solve (0.06 ms
-  of stepping) took 0.39 ms back to back and 0.67 after a pause, 0.23 and 0.45 without it
-  (benchmarks/results/call_overhead.json). Programs over several devices (the sharded
-  ensembles, the decomposed stencils) still run on a thread per device, and ran as fast
-  (10,000 Lorenz members: 99 and 98 k/s). It is process-wide: the user's own single-device
+  anyway (it reads its result codes), and on a 2-core machine the hand-over cost about 0.14 ms
+  a call back to back and 0.1-0.3 ms after a pause: a plain Robertson solve (0.06 ms of
+  stepping) took 0.36-0.37 ms back to back and 0.63-0.71 after a pause, 0.22 and 0.41-0.54
+  without it (benchmarks/experiments/cpu_dispatch_ab.py). Programs over several devices (the
+  sharded ensembles, the decomposed stencils) still run on a thread per device (JAX's flag
+  covers single-device programs only): 10,000 Lorenz members ran at 99 and 98 k solves/s
+  with and without it (benchmarks/ensemble.py, one run each), a 1024^2 heat rollout on 2
+  devices in 70-72 ms both ways (benchmarks/parallel.py). It is process-wide: the user's own single-device
   CPU programs run synchronously too, so a Python loop no longer overlaps its next dispatch
   with the running program. To keep JAX's default, set ``SIMKIT_CPU_ASYNC_DISPATCH=1``, or
   call ``jax.config.update("jax_cpu_enable_async_dispatch", True)`` after importing simkit and
