@@ -36,6 +36,31 @@ def test_stability_boundaries():
         3.5068, abs=1e-4)
 
 
+def test_stability_boundary_is_the_scans_and_computed_once():
+    """The batched scan finds the boundary a point-by-point scan finds, to the bit, and each
+    method's is computed once (an `AutoSwitch` ensemble built its method, and this scan,
+    at every call: 54 ms)."""
+    from simkit.kernels.switching import _stability_boundary
+
+    a, b = np.asarray(TSIT5.a, float), np.asarray(TSIT5.b, float)
+    n, one = len(b), np.ones(len(b))
+
+    def growth(z):
+        return abs(1.0 + z * b @ np.linalg.solve(np.eye(n) - z * a, one))
+
+    xs = np.linspace(1e-3, 10.0, 20001)
+    bad = next(x for x in xs if growth(-x) > 1.0 + 1e-12)
+    lo, hi = bad - (xs[1] - xs[0]), bad
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if growth(-mid) <= 1.0 + 1e-12 else (lo, mid)
+    assert real_stability_boundary(a, b) == lo
+    simkit.AutoSwitch().method()
+    misses = _stability_boundary.cache_info().misses
+    simkit.AutoSwitch().method()
+    assert _stability_boundary.cache_info().misses == misses
+
+
 @pytest.mark.parametrize("tol", [1e-8, 1e-12])
 def test_non_stiff_problem_is_tsit5_step_for_step(tol):
     # at 1e-12 too: the stiffness-ratio test (h rho / rtol**(1/5) above 80) stays silent
