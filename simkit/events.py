@@ -36,6 +36,7 @@ import numpy as np
 from jax import lax
 
 from .errors import InputError, InputTypeError
+from .params import check_function
 
 __all__ = ["Event"]
 
@@ -68,7 +69,7 @@ class Event:
     ------
     InputError, InputTypeError
         A direction other than -1, 0, +1, a negative or ``None`` terminal count, a
-        ``max_records`` below 1, or an `fn` that is not callable.
+        ``max_records`` below 1, or an `fn` that is not callable or not hashable.
 
     Examples
     --------
@@ -88,6 +89,7 @@ class Event:
     def __post_init__(self) -> None:
         if not callable(self.fn):
             raise InputTypeError(f"Event: fn must be a callable g(t, y, params), got {self.fn!r}")
+        check_function("Event", "fn", self.fn)
         if self.direction not in (-1, 0, 1):
             raise InputError(f"Event: direction must be -1, 0 or +1, got {self.direction!r}")
         terminal = self.terminal

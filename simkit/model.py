@@ -11,7 +11,7 @@ import equinox as eqx
 import numpy as np
 
 from .errors import InputTypeError, ParameterError, ShapeError
-from .params import check_value, merge_params
+from .params import check_function, check_value, merge_params
 
 Params = Mapping[str, Any]
 RHS = Callable[[Any, Any, Params], Any]
@@ -105,7 +105,8 @@ class ODEModel(eqx.Module):
         repeat, or ``t_span`` is not two finite numbers.
     InputTypeError
         ``params`` is not a mapping of names, a parameter is not a number or a numeric array,
-        ``state_names`` is a string, or ``stiff`` is not True, False or None.
+        ``state_names`` is a string, ``stiff`` is not True, False or None, or ``rhs``
+        (``diffusion``, ``preconditioner``) is not a hashable callable.
     ParameterError
         A parameter's default value is not finite.
 
@@ -135,6 +136,10 @@ class ODEModel(eqx.Module):
     preconditioner: Callable[..., Any] | None = eqx.field(static=True, default=None)
 
     def __check_init__(self) -> None:
+        check_function(f"model {self.name!r}", "rhs", self.rhs)
+        for field in ("diffusion", "preconditioner"):
+            if getattr(self, field) is not None:
+                check_function(f"model {self.name!r}", field, getattr(self, field))
         shape = np.shape(self.y0)
         if len(shape) != 1:
             raise ShapeError(

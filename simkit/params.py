@@ -40,6 +40,24 @@ def concrete(x: Any) -> np.ndarray | None:
     return None if is_traced(x) else np.asarray(x)
 
 
+def check_function(owner: str, name: str, fn: Any) -> None:
+    """An `InputTypeError` naming ``owner`` and ``name`` unless ``fn`` is callable and
+    hashable: simkit compiles a program per function (a static argument of ``jax.jit``),
+    and an unhashable one (an object whose class sets ``__hash__ = None``, an equinox module
+    holding arrays) failed later with JAX's "Non-hashable static arguments are not
+    supported", naming simkit's internal program instead of the function."""
+    if not callable(fn):
+        raise InputTypeError(f"{owner}: {name} must be a callable, got {fn!r:.80}")
+    try:
+        hash(fn)
+    except TypeError as err:
+        raise InputTypeError(
+            f"{owner}: {name} must be hashable (a function, or an object whose class defines __hash__): "
+            f"simkit compiles one program per function and finds it again by its hash; got a "
+            f"{type(fn).__name__} ({err}). Wrap it in a function defined once and reused (a new function "
+            f"compiles again), e.g. f = lambda t, y, p: obj(t, y, p)") from None
+
+
 def check_key(key: Any, owner: str) -> Any:
     """``key`` if it is a ``jax.random`` key: a typed key (``jax.random.key(seed)``) or the raw
     ``uint32`` bits of one (``jax.random.PRNGKey(seed)``); else an `InputTypeError` that

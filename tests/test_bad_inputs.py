@@ -123,6 +123,15 @@ def _failing_event(t, y, p):
     return y["x"]
 
 
+class _Unhashable:
+    """A callable whose class sets ``__hash__ = None`` (as a dataclass with ``eq=True`` does)."""
+
+    __hash__ = None
+
+    def __call__(self, t, y, p):
+        return y[0] - 0.5
+
+
 def _bug(reason):
     return pytest.mark.xfail(strict=True, reason="bug: " + reason)
 
@@ -440,6 +449,15 @@ CASES = [
     pytest.param(lambda: Dataset(times=[0.0, 1.0], values=[1.0, 2.0], observed=("x",), sigma=[1.0, 1.0, 1.0]),
                  ValueError, r"sigma", id="dataset-sigma-shape"),
     pytest.param(integrate(dt="0.1"), TypeError, r"\bdt\b", id="integrate-dt-string"),
+    # -- functions simkit compiles by: callable and hashable (JAX's "Non-hashable static
+    # arguments" named simkit's internal program, not the function) ------------------------------
+    pytest.param(lambda: simkit.ODEModel(rhs=_Unhashable(), params={}, y0=[1.0], state_names=("a",)), TypeError,
+                 r"rhs must be hashable.*_Unhashable", id="model-rhs-unhashable"),
+    pytest.param(lambda: simkit.ODEModel(rhs=3.0, params={}, y0=[1.0], state_names=("a",)), TypeError,
+                 r"rhs must be a callable", id="model-rhs-not-callable"),
+    pytest.param(lambda: LORENZ.replace(diffusion=_Unhashable()), TypeError, r"diffusion must be hashable",
+                 id="model-diffusion-unhashable"),
+    pytest.param(solve(events=_Unhashable()), TypeError, r"Event: fn must be hashable", id="solve-event-unhashable"),
 ]
 
 
