@@ -277,9 +277,12 @@ def _failure_message(model: ODEModel, sol: Solution, t0: Any, t1: Any, solver: A
                      max_step: Any = None) -> str:
     t_end = float(sol.t_final)
     steps = int(sol.stats["num_accepted_steps"])
+    ends = f"{float(t0):.6g}", f"{float(t1):.6g}"
+    if ends[0] == ends[1]:  # (a span such as (1e15, 1e15 + 1) printed as [1e+15, 1e+15])
+        ends = repr(float(t0)), repr(float(t1))
     msg = (
         f"simkit.solve: model {model.name!r} failed at t = {t_end:.6g} "
-        f"(t_span [{float(t0):.6g}, {float(t1):.6g}]) after {int(sol.stats['num_steps'])} steps "
+        f"(t_span [{ends[0]}, {ends[1]}]) after {int(sol.stats['num_steps'])} steps "
         f"with {sol.solver_name}: {describe(code)}."
     )
     size = float(np.max(np.abs(np.asarray(sol.y_final)))) if np.size(sol.y_final) else 0.0

@@ -120,6 +120,9 @@ def solve_to_file(
                          "simkit.Rodas5P(), ... (up to a few hundred states), or use simkit.solve")
     if program.save == "steps":
         raise InputError("solve_to_file needs save times (saveat: a count or an array), not 'steps'")
+    if plan.saveat.dense:  # (it was accepted and ignored)
+        raise InputError("solve_to_file writes the states at the save times; dense output (SaveAt(dense=True)) "
+                         "is not written: use simkit.solve(..., dense=True), or more save times")
     save_ts = np.asarray(program_save_times(program.save, program.n_save, args.t0, args.t1, args.save_ts))
     n_save, chunk = save_ts.shape[0], min(int(chunk), max(save_ts.shape[0], 1))
     fingerprint = dict(

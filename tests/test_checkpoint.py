@@ -220,6 +220,8 @@ def test_bad_arguments_are_named(tmp_path):
         simkit.solve_to_file(tmp_path / "a.nc", ROBERTSON, saveat=ROBERTSON_TS, chunk=0)
     with pytest.raises(InputError, match="not 'steps'"):
         simkit.solve_to_file(tmp_path / "a.nc", ROBERTSON, saveat="steps")
+    with pytest.raises(InputError, match=r"dense output \(SaveAt\(dense=True\)\) is not written"):  # was ignored
+        simkit.solve_to_file(tmp_path / "a.nc", ROBERTSON, saveat=simkit.SaveAt(ts=ROBERTSON_TS, dense=True))
     import diffrax
 
     with pytest.raises(InputError, match="fused kernels"):

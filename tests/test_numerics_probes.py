@@ -23,6 +23,9 @@ def test_step_below_the_spacing_of_t_is_a_step_size_underflow(solver):
     # state became non-finite" (its 1 / h of a zero step), RadauIIA5 "Newton failed".
     sol = simkit.solve(DECAY, (1e15, 1e15 + 1.0), saveat=2, solver=solver, rtol=1e-10, atol=1e-14, throw=False)
     assert int(sol.status) == Status.STEP_SIZE_UNDERFLOW
+    # the message tells the span's ends apart (it printed "t_span [1e+15, 1e+15]")
+    with pytest.raises(simkit.SolveError, match=r"t_span \[1000000000000000\.0, 1000000000000001\.0\]"):
+        simkit.solve(DECAY, (1e15, 1e15 + 1.0), saveat=2, solver=solver, rtol=1e-10, atol=1e-14)
 
 
 def test_bdf_with_an_rhs_nan_at_t0_returns():
