@@ -1,5 +1,7 @@
 """simkit.solve against exact solutions, and its composition with JAX transforms."""
 
+import warnings
+
 import diffrax
 import jax
 import jax.numpy as jnp
@@ -230,9 +232,27 @@ def test_far_from_t0_zero_time_and_state_advance_together(solver):
 def test_a_pure_relative_tolerance_follows_a_state_down_to_the_smallest_normal_numbers(solver):
     # found by probing: XLA:CPU flushes subnormals to zero, so with atol = 0 the error scale of a
     # state near 1e-300 became 0 and the solve stopped at t = 690 as "non-finite"; SciPy finishes
-    sol = simkit.solve(DECAY, (0.0, 700.0), saveat=[600.0, 700.0], solver=solver, rtol=1e-8, atol=0.0)
+    # (at e^-700 = 1e-304, below tiny / rtol = 2.2e-300, rtol 1e-8 cannot hold: it warns, session 34)
+    with pytest.warns(UserWarning, match=r"state 'y' is .* at t = 700, below 2.23e-300 .*flushes subnormal"):
+        sol = simkit.solve(DECAY, (0.0, 700.0), saveat=[600.0, 700.0], solver=solver, rtol=1e-8, atol=0.0)
     assert int(sol.status) == 0
     np.testing.assert_allclose(np.asarray(sol.ys[:, 0]), np.exp([-600.0, -700.0]), rtol=1e-3)
+
+
+@pytest.mark.parametrize("solver", [simkit.Tsit5(), simkit.Rodas5P()], ids=repr)
+def test_a_tolerance_below_the_smallest_normal_number_warns_where_it_cannot_hold(solver):
+    # found by probing: y' = -y from 1e-300 with atol = 0 ended at 2.8e-308 (Tsit5; Rodas5P:
+    # 6.3e-308) where the exact value is 2.1e-309, with status success and no word: XLA:CPU
+    # flushes subnormal numbers, so an error scale below 2.2e-308 counts as 2.2e-308
+    model = DECAY.replace(y0=np.array([1e-300]))
+    with pytest.warns(UserWarning, match=r"state 'y' is 4.5\de-305 at t = 10, .*give atol >= 2.2e-308"):
+        sol = simkit.solve(model, (0.0, 20.0), saveat=[10.0, 20.0], solver=solver, rtol=1e-6, atol=0.0)
+    assert abs(float(sol.ys[-1, 0]) - 1e-300 * np.exp(-20.0)) < 1e-306  # what it did control: ~tiny absolute
+    # an atol the arithmetic can hold, or states that stay above tiny / rtol: no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        simkit.solve(model, (0.0, 20.0), saveat=[10.0, 20.0], solver=solver, rtol=1e-6, atol=1e-300)
+        simkit.solve(model, (0.0, 2.0), saveat=[1.0, 2.0], solver=solver, rtol=1e-6, atol=0.0)
 
 
 def test_a_nan_initial_state_under_vmap_is_reported_as_non_finite_at_once():
