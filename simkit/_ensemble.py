@@ -33,6 +33,7 @@ from jax.sharding import PartitionSpec
 from . import _config, engines
 from . import progress as _progress
 from ._prepare import check_count, check_flag, check_rhs, merge_params, prepare
+from ._solve import warn_below_normal
 from .engines.kernel_queue import queue_eligible, run_queue
 from .ensemble_solution import EnsembleSolution
 from .errors import InputError, InputTypeError, ParameterError, ShapeError
@@ -40,6 +41,7 @@ from .model import ODEModel
 from .parallel.agreement import same_call
 from .parallel.mesh import MEMBER_AXIS, gather, member_mesh, place
 from .params import refuse_traced
+from .status import Status
 
 MAX_BATCHES = 20  # host-level batches when a progress bar is wanted
 DEFAULT_CHUNK = 256  # members per vmapped chunk on CPUs: measured cache-friendly (notes)
@@ -467,6 +469,9 @@ def ensemble(
         used = int(np.max(np.sum(np.isfinite(out["ts"]), axis=1), initial=1))
         out["ts"], out["ys"] = out["ts"][:, :used], out["ys"][:, :used]
     solver_name = plan.solver_name
+    # (the members that succeeded, or stopped at an event; see simkit._solve.warn_below_normal)
+    warn_below_normal(out["ts"], out["ys"], model, plan.args.rtol, plan.args.atol, owner="simkit.ensemble",
+                      ok=out["status"] <= int(Status.EVENT))
     return EnsembleSolution(
         ts=out["ts"], ys=out["ys"], status=out["status"], stats=out["stats"],
         params={k: v[:members] for k, v in p_b.items()}, y0=y0_b, t_final=out["t_final"],

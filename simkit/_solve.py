@@ -219,7 +219,7 @@ def finish(plan: SolvePlan, result: engines.EngineResult, throw: bool) -> Soluti
     if code == Status.EVENT or plan.saveat.steps:
         sol = _trim(sol)
     if code <= int(Status.EVENT):
-        warn_below_normal(sol, model, args.rtol, args.atol)
+        warn_below_normal(sol.ts, sol.ys, model, args.rtol, args.atol)
     return sol
 
 
@@ -228,31 +228,35 @@ def _tiny(dtype: Any) -> float:
     return float(np.finfo(dtype).tiny)
 
 
-def warn_below_normal(sol: Solution, model: ODEModel, rtol: Any, atol: Any) -> None:
+def warn_below_normal(ts: Any, ys: Any, model: ODEModel, rtol: Any, atol: Any, *, owner: str = "simkit.solve",
+                      ok: Any = None) -> None:
     """A `UserWarning` where a tolerance below the smallest normal number (``atol = 0``, a
     pure relative tolerance, say) could not hold: XLA:CPU flushes subnormal numbers to zero,
     so the error scale ``atol + rtol |y|`` of a state below ``tiny / rtol`` is at least
     ``tiny`` (2.2e-308 in float64), and the error there is controlled to about ``tiny`` in
     absolute terms, not to rtol of the state. Found by probing: ``y' = -y`` from 1e-300 with
     ``atol = 0`` ended at 2.8e-308 (exact: 2.1e-309) with status success; SciPy, whose
-    arithmetic keeps subnormals, follows it down."""
+    arithmetic keeps subnormals, follows it down. ``ts`` ``(..., n_save)`` and ``ys``
+    ``(..., n_save, n)`` are saved times and states (an ensemble: a leading member axis, and
+    ``ok`` the members to look at)."""
     dtype = np.asarray(atol).dtype
     tiny = _tiny(dtype)
     if float(atol) >= tiny:  # (the common case: one comparison)
         return
     limit = tiny / max(float(rtol), float(np.finfo(dtype).eps))
-    ts, ys = np.asarray(sol.ts), np.abs(np.asarray(sol.ys))
-    rows = np.flatnonzero(np.isfinite(ts) & (ys < limit).any(axis=-1)) if ys.ndim == 2 else np.zeros(0, int)
-    if not rows.size:
+    ts, ys = np.asarray(ts), np.abs(np.asarray(ys))
+    rows = np.isfinite(ts) if ok is None else np.isfinite(ts) & np.asarray(ok)[..., None]
+    low = (ys < limit) & rows[..., None]
+    if not low.any():
         return
-    k = int(rows[0])
-    i = int(np.argmax(ys[k] < limit))
+    at = np.unravel_index(int(np.argmax(low)), low.shape)  # the first, in order
+    member = f"member {at[0]}: " if low.ndim == 3 else ""
     warnings.warn(
-        f"simkit.solve: model {model.name!r}: state {model.state_names[i]!r} is {ys[k, i]:.3g} at t = {ts[k]:.6g}, "
-        f"below {limit:.3g} (the smallest normal {dtype} number, {tiny:.3g}, over rtol): XLA flushes subnormal "
-        f"numbers to zero, so there the error is controlled to about {tiny:.2g} in absolute terms, not to "
-        f"rtol = {float(rtol):g} of the state as atol = {float(atol):g} asks; give atol >= {tiny:.2g}, or "
-        "rescale the state", UserWarning, stacklevel=5)
+        f"{owner}: model {model.name!r}: {member}state {model.state_names[at[-1]]!r} is {ys[at]:.3g} at "
+        f"t = {ts[at[:-1]]:.6g}, below {limit:.3g} (the smallest normal {dtype} number, {tiny:.3g}, over rtol): "
+        f"XLA flushes subnormal numbers to zero, so there the error is controlled to about {tiny:.2g} in "
+        f"absolute terms, not to rtol = {float(rtol):g} of the state as atol = {float(atol):g} asks; give "
+        f"atol >= {tiny:.2g}, or rescale the state", UserWarning, stacklevel=5)
 
 
 def _trivial(plan: SolvePlan) -> engines.EngineResult | None:

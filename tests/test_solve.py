@@ -248,6 +248,10 @@ def test_a_tolerance_below_the_smallest_normal_number_warns_where_it_cannot_hold
     with pytest.warns(UserWarning, match=r"state 'y' is 4.5\de-305 at t = 10, .*give atol >= 2.2e-308"):
         sol = simkit.solve(model, (0.0, 20.0), saveat=[10.0, 20.0], solver=solver, rtol=1e-6, atol=0.0)
     assert abs(float(sol.ys[-1, 0]) - 1e-300 * np.exp(-20.0)) < 1e-306  # what it did control: ~tiny absolute
+    # an ensemble names the member
+    with pytest.warns(UserWarning, match=r"simkit.ensemble: model .* member 1: state 'y' is 4.5\de-305 at t = 10"):
+        simkit.ensemble(model, (0.0, 20.0), y0=np.array([[1.0], [1e-300]]), saveat=[10.0, 20.0], solver=solver,
+                        rtol=1e-6, atol=0.0)
     # an atol the arithmetic can hold, or states that stay above tiny / rtol: no warning
     with warnings.catch_warnings():
         warnings.simplefilter("error")
