@@ -72,10 +72,11 @@ configured it:
   sharded ensembles, the decomposed stencils) still run on a thread per device (JAX's flag
   covers single-device programs only): 10,000 Lorenz members ran at 99 and 98 k solves/s
   with and without it (benchmarks/ensemble.py, one run each), a 1024^2 heat rollout on 2
-  devices in 70-72 ms both ways (benchmarks/parallel.py). It is process-wide: the user's own single-device
-  CPU programs run synchronously too, so a Python loop no longer overlaps its next dispatch
-  with the running program. To keep JAX's default, set ``SIMKIT_CPU_ASYNC_DISPATCH=1``, or
-  call ``jax.config.update("jax_cpu_enable_async_dispatch", True)`` after importing simkit and
+  devices in 70-72 ms both ways (benchmarks/parallel.py). It is process-wide: the user's own
+  single-device CPU programs run synchronously too, so a Python loop no longer overlaps its
+  next dispatch with the running program (Python threads still run programs side by side).
+  To keep JAX's default, set ``SIMKIT_CPU_ASYNC_DISPATCH=1``, or call
+  ``jax.config.update("jax_cpu_enable_async_dispatch", True)`` after importing simkit and
   before the first computation.
 * JAX's persistent compilation cache directory, ``$SIMKIT_CACHE_DIR`` or
   ``~/.cache/simkit/jax``, unless the user configured one (``jax_compilation_cache_dir``,

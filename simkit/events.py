@@ -197,7 +197,8 @@ def locate_crossings(events: tuple[Event, ...], state: dict, g_new: Any, wanted:
     `state` holds each event's value ``g`` at the step's start and the ``sign`` of its last
     non-zero value (0: none yet) and the ``count`` of recorded crossings; ``g_new`` is the
     events' values at the step's end; ``t_at(theta)``/``y_at(theta)`` give the time and the
-    method's interpolated state at the fraction ``theta`` of the step; ``wanted`` comes from
+    method's interpolated state at the fraction ``theta`` of the step (``t_at`` elementwise on
+    a vector of fractions; ``y_at`` is vmapped over one); ``wanted`` comes from
     `wanted_crossings`. Returns ``theta`` (where, 1 where none), ``keep`` (the
     crossings to record: those not after the stop), ``fired``, ``theta_stop`` and
     ``stop_index`` (the first crossing that completes its event's terminal count)."""
@@ -216,9 +217,8 @@ def locate_crossings(events: tuple[Event, ...], state: dict, g_new: Any, wanted:
     def roots():
         # one loop for every event, entries not crossing here bracketed (1, -1) and set to 1 (a
         # loop per event cost 0.13-0.16 s of compile each: Lorenz with 10 events 2.06 s)
-        keep = wanted
-        f0, f1 = jnp.where(keep, s * state["g"], 1.0), jnp.where(keep, s * g_new, -1.0)
-        return jnp.where(keep, locate(f0.astype(dtype), f1.astype(dtype), keep), 1.0).astype(dtype)
+        f0, f1 = jnp.where(wanted, s * state["g"], 1.0), jnp.where(wanted, s * g_new, -1.0)
+        return jnp.where(wanted, locate(f0.astype(dtype), f1.astype(dtype), wanted), 1.0).astype(dtype)
 
     theta = lax.cond(jnp.any(wanted), roots, lambda: jnp.ones((n,), dtype))
     stops = wanted & (terminal > 0) & (state["count"] + 1 >= terminal)
