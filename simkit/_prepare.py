@@ -283,12 +283,8 @@ def check_rhs(model: ODEModel, y0: Any, params: dict, dtype: Any) -> None:
     broadcastable one, not a list; real unless the state is complex."""
     struct = _param_struct(params)
     y_dtype = dtype_of(y0)
-    try:
-        out = _rhs_signature(model.rhs, tuple(np.shape(y0)), y_dtype, dtype, struct)
-    except TypeError as err:
-        if "unhashable" not in str(err):
-            raise
-        return  # an rhs that is not hashable: checked by the engine's own trace
+    # (the rhs is hashable: `ODEModel` checks it, `simkit.params.check_function`)
+    out = _rhs_signature(model.rhs, tuple(np.shape(y0)), y_dtype, dtype, struct)
     if not isinstance(out, jax.ShapeDtypeStruct):
         raise InputTypeError(
             f"model {model.name!r}: rhs must return one array of shape {tuple(np.shape(y0))}, got "
@@ -316,14 +312,8 @@ def check_events(events: tuple[Event, ...], model: ODEModel, y0: Any, params: di
     the rhs: an uncached trace cost 0.5 ms a call per event)."""
     struct = _param_struct(params)
     for i, ev in enumerate(events):
-        try:
-            key = (ev.fn, tuple(np.shape(y0)), dtype_of(y0), dtype, struct)
-            try:
-                out = _rhs_signature(*key)
-            except TypeError as err:
-                if "unhashable" not in str(err):
-                    raise
-                out = _rhs_signature.__wrapped__(*key)  # (an unhashable function: traced, not cached)
+        try:  # (ev.fn is hashable: `Event` checks it)
+            out = _rhs_signature(ev.fn, tuple(np.shape(y0)), dtype_of(y0), dtype, struct)
         except Exception as err:  # noqa: BLE001 - report which event failed to trace
             raise InputError(f"model {model.name!r}: event {i} ({getattr(ev.fn, '__name__', ev.fn)!r}) "
                              f"failed to evaluate at t0: {type(err).__name__}: {err}") from err

@@ -41,13 +41,10 @@ def detected_pattern(model: Any) -> tuple[Any, bool, Any]:
     n = model.n_states
     dtype = jax.dtypes.canonicalize_dtype(np.float64)  # (float32 where JAX runs without x64)
     params = jax.tree_util.tree_map(abstract, dict(model.params))
-    try:
-        key = (model.rhs, n, str(jax.tree_util.tree_structure(params)),
-               tuple((p.shape, str(p.dtype)) for p in jax.tree_util.tree_leaves(params)))
-        hash(key)
-    except TypeError:  # an unhashable rhs
-        key = None
-    if key is not None and key in _PATTERNS:
+    # (the rhs is hashable: `ODEModel` checks it)
+    key = (model.rhs, n, str(jax.tree_util.tree_structure(params)),
+           tuple((p.shape, str(p.dtype)) for p in jax.tree_util.tree_leaves(params)))
+    if key in _PATTERNS:
         return _PATTERNS[key]
     try:
         pattern = jacobian_structure(model.rhs, jax.ShapeDtypeStruct((), dtype), jax.ShapeDtypeStruct((n,), dtype),
@@ -56,8 +53,7 @@ def detected_pattern(model: Any) -> tuple[Any, bool, Any]:
         pattern = None
     band = None if pattern is None else band_structure(pattern)
     found = pattern, band is not None and band.block <= min(n // NARROW, MAX_BLOCK), band
-    if key is not None:
-        if len(_PATTERNS) >= 64:
-            _PATTERNS.pop(next(iter(_PATTERNS)))
-        _PATTERNS[key] = found
+    if len(_PATTERNS) >= 64:
+        _PATTERNS.pop(next(iter(_PATTERNS)))
+    _PATTERNS[key] = found
     return found
