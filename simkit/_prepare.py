@@ -178,6 +178,30 @@ def check_number(name: str, value: Any, *, positive: bool = False, nonnegative: 
         raise InputError(f"{name} must be >= 0, got {arr}")
 
 
+def check_atol(atol: Any, model: Any) -> None:
+    """``atol``: a real, finite, non-negative scalar, or one per state (shape ``(n_states,)``,
+    as SciPy's ``atol``); host values only, a traced one by its shape."""
+    if type(atol) is float or np.ndim(atol) == 0 and not isinstance(atol, (list, tuple)):
+        check_number("atol", atol, nonnegative=True)
+        return
+    if isinstance(atol, (str, bytes)):
+        raise InputTypeError(f"atol must be a number or one per state, got {atol!r}")
+    n = model.n_states
+    if np.shape(atol) != (n,):
+        raise ShapeError(f"model {model.name!r}: atol must be a scalar or have shape ({n},), one per state, "
+                         f"got shape {np.shape(atol)}")
+    arr = concrete(atol)
+    if arr is None:
+        return
+    if arr.dtype.kind not in "fiu":
+        raise InputTypeError(f"atol must be real numbers, got dtype {arr.dtype}")
+    bad = ~np.isfinite(arr) | (arr < 0)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise InputError(f"model {model.name!r}: atol must be finite and >= 0 for every state, got {arr[i]} for "
+                         f"state {model.state_names[i]!r}")
+
+
 def check_count(name: str, value: Any, *, minimum: int = 1) -> int:
     """An int (not a bool, not a float such as 2.5) of at least `minimum`."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
@@ -445,15 +469,17 @@ def prepare(
             raise ParameterError(f"model {model.name!r}: y0 is not finite: {y0_c}")
     complex_state = np.dtype(dtype_of(y0)).kind == "c"
     y_dtype = (jnp.complex128 if dtype == jnp.float64 else jnp.complex64) if complex_state else dtype
-    for name, value in (("rtol", rtol), ("atol", atol)):
-        check_number(name, value, nonnegative=True)
+    check_number("rtol", rtol, nonnegative=True)
+    check_atol(atol, model)
     c_rtol, c_atol = concrete(rtol), concrete(atol)
-    if c_rtol is not None and c_atol is not None and c_rtol == 0 and c_atol == 0:
-        raise InputError("rtol and atol are both 0: at least one tolerance must be positive")
-    if c_atol is not None and c_atol == 0 and y0_c is not None and (y0_c == 0).any():
+    if c_rtol is not None and c_atol is not None and c_rtol == 0 and np.any(c_atol == 0):
+        raise InputError("rtol and atol are both 0" + (" for the states " + str(
+            [model.state_names[i] for i in np.flatnonzero(c_atol == 0)[:10]]) if np.ndim(c_atol) else "")
+            + ": at least one tolerance must be positive")
+    if c_atol is not None and np.any(c_atol == 0) and y0_c is not None and (y0_c == 0).any():
         # a pure relative tolerance has no scale for a component at exactly 0: the first step was
         # NaN, every step rejected, and the failure blamed max_steps
-        zero = np.flatnonzero((y0_c == 0).reshape(-1, n_states).any(axis=0))
+        zero = np.flatnonzero(((y0_c == 0) & (c_atol == 0)).reshape(-1, n_states).any(axis=0))
         raise InputError(f"model {model.name!r}: atol = 0 (a pure relative tolerance) cannot be met by the states "
                          f"{[model.state_names[i] for i in zero[:10]]} that start at exactly 0: give atol > 0, "
                          "e.g. rtol times the size below which those states do not matter")

@@ -45,7 +45,7 @@ def solve(
     saveat: Any = None,
     solver: Any = None,
     rtol: float = 1e-6,
-    atol: float = 1e-9,
+    atol: float | Any = 1e-9,
     max_steps: int = 100_000,
     max_step: float | None = None,
     dt0: float | None = None,
@@ -89,9 +89,12 @@ def solve(
         on Jacobian-vector products, preconditioned by the model's ``preconditioner``), so
         large PDE systems never build a dense Jacobian. Complex stiff states above 64 get
         ``diffrax.Kvaerno5()`` (matrix-free above 2,048 states).
-    rtol, atol : float
-        Error tolerances of the adaptive step controller (>= 0, not both 0; an rtol below
-        100 machine epsilons is raised to that with a warning, as SciPy does).
+    rtol : float
+        Relative error tolerance of the adaptive step controller (>= 0; below 100 machine
+        epsilons it is raised to that with a warning, as SciPy does).
+    atol : float or array_like
+        Absolute error tolerance (>= 0, not 0 where rtol is): one for every state, or one
+        per state, shape ``(n_states,)``, as SciPy's (for states of very different sizes).
     max_steps : int
         Step budget; exhausting it raises `SolveError` (structure: changing it recompiles).
     max_step : float, optional
@@ -241,12 +244,15 @@ def warn_below_normal(ts: Any, ys: Any, model: ODEModel, rtol: Any, atol: Any, *
     ``ok`` the members to look at)."""
     dtype = np.asarray(atol).dtype
     tiny = _tiny(dtype)
-    if float(atol) >= tiny:  # (the common case: one comparison)
+    if type(atol) is float or np.ndim(atol) == 0:
+        if float(atol) >= tiny:  # (the common case: one comparison)
+            return
+    elif np.all(np.asarray(atol) >= tiny):  # (one per state)
         return
     limit = tiny / max(float(rtol), float(np.finfo(dtype).eps))
     ts, ys = np.asarray(ts), np.abs(np.asarray(ys))
     rows = np.isfinite(ts) if ok is None else np.isfinite(ts) & np.asarray(ok)[..., None]
-    low = (ys < limit) & rows[..., None]
+    low = (ys < limit) & rows[..., None] & (np.asarray(atol) < tiny)
     if not low.any():
         return
     at = np.unravel_index(int(np.argmax(low)), low.shape)  # the first, in order
@@ -255,7 +261,8 @@ def warn_below_normal(ts: Any, ys: Any, model: ODEModel, rtol: Any, atol: Any, *
         f"{owner}: model {model.name!r}: {member}state {model.state_names[at[-1]]!r} is {ys[at]:.3g} at "
         f"t = {ts[at[:-1]]:.6g}, below {limit:.3g} (the smallest normal {dtype} number, {tiny:.3g}, over rtol): "
         f"XLA flushes subnormal numbers to zero, so there the error is controlled to about {tiny:.2g} in "
-        f"absolute terms, not to rtol = {float(rtol):g} of the state as atol = {float(atol):g} asks; give "
+        f"absolute terms, not to rtol = {float(rtol):g} of the state as atol = "
+        f"{float(np.broadcast_to(atol, ys.shape[-1:])[at[-1]]):g} asks; give "
         f"atol >= {tiny:.2g}, or rescale the state", UserWarning, stacklevel=5)
 
 

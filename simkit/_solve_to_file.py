@@ -34,7 +34,7 @@ def solve_to_file(
     params: Params | None = None,
     solver: Any = None,
     rtol: float = 1e-6,
-    atol: float = 1e-9,
+    atol: float | Any = 1e-9,
     max_steps: int = 100_000,
     max_step: float | None = None,
     dt0: float | None = None,
@@ -133,7 +133,7 @@ def solve_to_file(
         rhs=checkpoint.function_digest(program.rhs, args.t0, args.y0, args.params),
         t_span=[float(args.t0), float(args.t1)], y0=checkpoint.digest(args.y0),
         params=checkpoint.params_digest(args.params), save_ts=checkpoint.digest(save_ts),
-        rtol=float(args.rtol), atol=float(args.atol), max_steps=program.max_steps,
+        rtol=float(args.rtol), atol=np.asarray(args.atol, float).tolist(), max_steps=program.max_steps,
         max_step=float(args.max_step), dt0=float(args.dt0), dtype=str(args.y0.dtype))
     out = checkpoint.FrameFile(path, fingerprint, resume=resume)
     if out.complete:

@@ -86,7 +86,8 @@ def traced_inputs_ok(*, t0: Any, t1: Any, save_kind: str, save_ts: Any, rtol: An
     if save_kind == "ts":
         ok &= _save_times_ok(jnp.asarray(save_ts), t0, t1)
     rtol, atol = jnp.asarray(rtol), jnp.asarray(atol)
-    ok &= jnp.isfinite(rtol) & jnp.isfinite(atol) & (rtol >= 0) & (atol >= 0) & ((rtol > 0) | (atol > 0))
+    # (atol: a scalar or one per state)
+    ok &= jnp.isfinite(rtol) & (rtol >= 0) & jnp.all(jnp.isfinite(atol) & (atol >= 0) & ((rtol > 0) | (atol > 0)))
     if max_step is not None:
         ok &= jnp.asarray(max_step) > 0  # (NaN fails; inf is no limit)
     if dt0 is not None:

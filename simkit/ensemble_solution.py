@@ -52,8 +52,8 @@ class EnsembleSolution(io.Saveable):
         Names of the state columns.
     model_name, solver_name : str
         The model's name and the solver's.
-    rtol, atol : float
-        The tolerances of every member.
+    rtol, atol : float or numpy.ndarray
+        The tolerances of every member (``atol`` a scalar or one per state).
     model_source, model_units : str
         The model's citation and units.
     event_ts, event_ys, event_counts : numpy.ndarray or None

@@ -267,7 +267,9 @@ def provenance(kind: str, *, model_name: str, model_source: str = "", model_unit
         "parameters": dict(parameters) if parameters is not None else None,
         "solver": solver,
         "rtol": None if rtol is None else float(np.asarray(rtol)),
-        "atol": None if atol is None else float(np.asarray(atol)),
+        # (one per state: a 1-D array; a single state's, a number)
+        "atol": None if atol is None else (float(np.asarray(atol)) if np.size(atol) == 1
+                                           else np.asarray(atol, float)),
         "status": status,
         "status_code": None if status_code is None else int(np.asarray(status_code)),
         "y0": y0,

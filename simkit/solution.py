@@ -73,8 +73,8 @@ class Solution(io.Saveable):
         Its time.
     params : dict
         The parameter values of the solve.
-    rtol, atol : float
-        The tolerances of the solve.
+    rtol, atol : float or numpy.ndarray
+        The tolerances of the solve (``atol`` a scalar or one per state).
     model_name, solver_name : str
         The model's name and the solver's (e.g. ``"simkit.Tsit5()"``).
     interpolation : object or None

@@ -198,6 +198,19 @@ CASES = [
     # a pure relative tolerance and a state at exactly 0: NaN first step, "max_steps reached" at t0
     pytest.param(solve(atol=0.0, y0=np.array([1.0, 0.0, 1.0])), ValueError, r"atol = 0 .* states \['y'\] that start at exactly 0",
                  id="solve-atol-zero-state-zero"),
+    # atol one per state (SciPy's array_like atol)
+    pytest.param(solve(atol=[1e-6, 1e-6]), ValueError, r"atol must be a scalar or have shape \(3,\), one per state, "
+                 r"got shape \(2,\)", id="solve-atol-per-state-short"),
+    pytest.param(solve(atol=np.full((3, 1), 1e-6)), ValueError, r"atol must be a scalar or have shape \(3,\)",
+                 id="solve-atol-per-state-2d"),
+    pytest.param(solve(atol=[1e-6, -1e-6, 1e-6]), ValueError, r"atol must be finite and >= 0 for every state, got "
+                 r"-1e-06 for state 'y'", id="solve-atol-per-state-negative"),
+    pytest.param(solve(atol=[1e-6, 1e-6, NAN]), ValueError, r"got nan for state 'z'", id="solve-atol-per-state-nan"),
+    pytest.param(solve(atol=["a", "b", "c"]), TypeError, r"atol must be real numbers", id="solve-atol-per-state-str"),
+    pytest.param(solve(rtol=0.0, atol=[1e-6, 0.0, 1e-6]), ValueError, r"rtol and atol are both 0 for the states "
+                 r"\['y'\]", id="solve-atol-per-state-zero-rtol-zero"),
+    pytest.param(solve(atol=[1e-6, 0.0, 1e-6], y0=np.array([1.0, 0.0, 0.0])), ValueError,
+                 r"atol = 0 .* states \['y'\] that start at exactly 0", id="solve-atol-per-state-zero-state-zero"),
     pytest.param(lambda: simkit.BDF("krylov", jac_sparsity=np.eye(3)), ValueError, r"'krylov' does not use jac_sparsity",
                  id="bdf-krylov-with-pattern"),
     pytest.param(solve(solver=diffrax.Euler()), ValueError, r"Euler\(\) has no error estimate", id="solve-diffrax-euler-ode"),

@@ -80,8 +80,9 @@ DELIBERATE_DIFFERENCES = {
         "SciPy integrates an empty state to t1 = inf; simkit refuses t1 = inf without a terminal event "
         "(InputError), whatever the state size (checked in test_empty)."),
     "test_array_rtol": (
-        "rtol and atol are scalars in simkit: an array rtol (one per state) is refused with InputTypeError "
-        "(a TypeError); SciPy accepts array_like tolerances (checked in test_array_rtol)."),
+        "rtol is a scalar in simkit: an array rtol (one per state) is refused with InputTypeError "
+        "(a TypeError); SciPy accepts an array_like rtol (checked in test_array_rtol). atol may be one per state "
+        "in both (tests/test_atol_per_state.py)."),
     "test_args_single_value[args=-1]": (
         "simkit has no args=: the extra arguments are named parameters, params={'a': -1.0}. A params value that "
         "is not a dict raises InputTypeError (a TypeError, as SciPy's 'cannot be unpacked'), checked there."),

@@ -93,7 +93,7 @@ def fit(
     max_evaluations: int = 2000,
     max_steps: int = 20_000,
     rtol: float = 1e-8,
-    atol: float = 1e-10,
+    atol: float | Any = 1e-10,
     ode_solver: Any = None,
     solver: Any = _UNSET,
     progress: bool | None = None,
@@ -147,7 +147,7 @@ def fit(
         ``max_evaluations`` solves of ``max_steps`` steps with their sensitivities (for
         every start at once with ``starts > 1``: the starts run in lock step).
     rtol, atol : float
-        Tolerances of the solves.
+        Tolerances of the solves (``atol`` a scalar or one per state, as in `simkit.solve`).
     ode_solver : optional
         The ODE solver of the solves (as `simkit.solve`'s ``solver``).
     solver : optional
