@@ -184,8 +184,6 @@ def check_atol(atol: Any, model: Any) -> None:
     if type(atol) is float or np.ndim(atol) == 0 and not isinstance(atol, (list, tuple)):
         check_number("atol", atol, nonnegative=True)
         return
-    if isinstance(atol, (str, bytes)):
-        raise InputTypeError(f"atol must be a number or one per state, got {atol!r}")
     n = model.n_states
     if np.shape(atol) != (n,):
         raise ShapeError(f"model {model.name!r}: atol must be a scalar or have shape ({n},), one per state, "
@@ -472,14 +470,15 @@ def prepare(
     check_number("rtol", rtol, nonnegative=True)
     check_atol(atol, model)
     c_rtol, c_atol = concrete(rtol), concrete(atol)
-    if c_rtol is not None and c_atol is not None and c_rtol == 0 and np.any(c_atol == 0):
+    if c_rtol is not None and c_atol is not None and c_rtol == 0 and (c_atol == 0).any():
         raise InputError("rtol and atol are both 0" + (" for the states " + str(
             [model.state_names[i] for i in np.flatnonzero(c_atol == 0)[:10]]) if np.ndim(c_atol) else "")
             + ": at least one tolerance must be positive")
-    if c_atol is not None and np.any(c_atol == 0) and y0_c is not None and (y0_c == 0).any():
-        # a pure relative tolerance has no scale for a component at exactly 0: the first step was
-        # NaN, every step rejected, and the failure blamed max_steps
-        zero = np.flatnonzero(((y0_c == 0) & (c_atol == 0)).reshape(-1, n_states).any(axis=0))
+    # a pure relative tolerance has no scale for a component at exactly 0: the first step was
+    # NaN, every step rejected, and the failure blamed max_steps
+    zero = (np.flatnonzero(((y0_c == 0) & (c_atol == 0)).reshape(-1, n_states).any(axis=0))
+            if c_atol is not None and (c_atol == 0).any() and y0_c is not None else ())
+    if len(zero):
         raise InputError(f"model {model.name!r}: atol = 0 (a pure relative tolerance) cannot be met by the states "
                          f"{[model.state_names[i] for i in zero[:10]]} that start at exactly 0: give atol > 0, "
                          "e.g. rtol times the size below which those states do not matter")

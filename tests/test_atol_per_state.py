@@ -85,6 +85,15 @@ def test_ensemble_and_jit_take_per_state_atol():
     assert int(jitted(jnp.array([1e-6, -1e-8, 1e-10])).status) == simkit.Status.INVALID_INPUT
 
 
+def test_a_zero_atol_is_refused_only_for_a_state_that_starts_at_zero():
+    lorenz = models.get("lorenz")
+    # x has atol 0 and starts at 1 (a pure relative tolerance for it); y starts at 0 with atol > 0
+    sol = simkit.solve(lorenz, (0.0, 0.5), y0=[1.0, 0.0, 1.0], saveat=3, atol=np.array([0.0, 1e-9, 1e-9]))
+    assert sol.status == simkit.Status.SUCCESS
+    with pytest.raises(ValueError, match=r"states \['y'\] that start at exactly 0"):
+        simkit.solve(lorenz, (0.0, 0.5), y0=[1.0, 0.0, 1.0], saveat=3, atol=np.array([1e-9, 0.0, 1e-9]))
+
+
 def test_per_state_atol_goes_to_files(tmp_path):
     pytest.importorskip("h5netcdf")
     lorenz = models.get("lorenz")

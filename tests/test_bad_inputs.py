@@ -211,6 +211,8 @@ CASES = [
                  r"\['y'\]", id="solve-atol-per-state-zero-rtol-zero"),
     pytest.param(solve(atol=[1e-6, 0.0, 1e-6], y0=np.array([1.0, 0.0, 0.0])), ValueError,
                  r"atol = 0 .* states \['y'\] that start at exactly 0", id="solve-atol-per-state-zero-state-zero"),
+    pytest.param(solve(atol=["1e-6", "1e-6", "1e-6"]), TypeError, r"atol must be real numbers",
+                 id="solve-atol-per-state-numeric-strings"),
     pytest.param(lambda: simkit.BDF("krylov", jac_sparsity=np.eye(3)), ValueError, r"'krylov' does not use jac_sparsity",
                  id="bdf-krylov-with-pattern"),
     pytest.param(solve(solver=diffrax.Euler()), ValueError, r"Euler\(\) has no error estimate", id="solve-diffrax-euler-ode"),
