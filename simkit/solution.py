@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _config, io
-from .errors import InputError, ParameterError
+from .errors import InputError, InputTypeError, ParameterError
 from .status import Status, describe
 
 
@@ -147,6 +147,13 @@ class Solution(io.Saveable):
 
     def _recorded(self) -> list[int]:
         """Crossings kept per event (at most its ``max_records``: rows beyond are ``inf``)."""
+        if isinstance(self.event_counts, jax.core.Tracer) or isinstance(self.event_ts, jax.core.Tracer):
+            # (a shape known only once the solve has run: JAX's own error named its internals)
+            raise InputTypeError(
+                "Solution.t_events and Solution.y_events have as many rows as crossings were recorded, known only "
+                "after the solve runs: under jax.jit, jax.grad or jax.vmap read the fixed-size records instead, "
+                "Solution.event_ts (events, max_records; inf beyond each count), Solution.event_ys and "
+                "Solution.event_counts (or event_time and y_final for a terminal event)")
         return recorded(self.event_ts, self.event_counts)
 
     @property

@@ -245,3 +245,20 @@ def test_derivative_of_the_state_at_an_event_in_a_fast_phase():
     reference = (v_at_event(20.0 + h, 1e-12) - v_at_event(20.0 - h, 1e-12)) / (2 * h)  # -0.65692
     derivative = jax.grad(v_at_event)(20.0, 1e-6)
     assert abs(derivative / reference - 1) < 3e-3, (float(derivative), float(reference))
+
+
+def test_t_events_under_a_transform_names_the_fixed_size_records():
+    # variable-length rows cannot be traced: JAX's TracerArrayConversionError named its internals
+    ball = simkit.Event(lambda t, y, p: y[0], terminal=0)
+
+    def first_crossing(g, field):
+        sol = simkit.solve(BALL, (0.0, 2.0), params={"g": g}, solver=simkit.Tsit5(), events=ball, **TOL)
+        return getattr(sol, field)[0][0] if field != "event_ts" else sol.event_ts[0, 0]
+
+    with pytest.raises(TypeError, match=r"under jax.jit, jax.grad or jax.vmap read the fixed-size records"):
+        jax.grad(first_crossing)(9.81, "t_events")
+    with pytest.raises(simkit.SimkitError, match=r"Solution.event_ts"):
+        jax.jit(first_crossing, static_argnums=1)(9.81, "y_events")
+    # the records themselves differentiate: the crossing time sqrt(2 h / g) (BALL: h = 10)
+    np.testing.assert_allclose(jax.grad(first_crossing)(9.81, "event_ts"), -0.5 * np.sqrt(20.0) * 9.81**-1.5,
+                               rtol=1e-8)
