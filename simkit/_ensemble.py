@@ -310,7 +310,8 @@ def ensemble(
     (`EnsembleSolution.t_events`). A member's
     result equals its own `simkit.solve` to rounding (batched code is vectorised and rounds
     differently in the last bits; on chaotic models that grows along the trajectory like
-    any perturbation).
+    any perturbation, and where it tips a step-size decision the member takes other steps
+    and differs by about the tolerance: docs/ensembles.md).
 
     Parameters
     ----------

@@ -69,6 +69,20 @@ def test_diffrax_engine_per_state_atol_against_the_exact_solution():
     assert err.max() < 5, err
 
 
+def test_complex_states_on_diffrax_take_per_state_atol():
+    import diffrax
+
+    # y' = i w y, |y| = 1: diffrax solves the real and imaginary parts, each with its state's atol
+    rotor = simkit.ODEModel(rhs=lambda t, y, p: 1j * p["w"] * y, y0=[1.0 + 0j, 1e-6 + 0j],
+                            params={"w": jnp.array([1.0, 2.0])}, state_names=("a", "b"), name="rotor")
+    ts = np.linspace(0.0, 3.0, 7)
+    exact = np.stack([np.exp(1j * ts), 1e-6 * np.exp(2j * ts)], axis=1)
+    atol = np.array([1e-8, 1e-14])
+    sol = simkit.solve(rotor, (0.0, 3.0), saveat=ts, rtol=RTOL, atol=atol, solver=diffrax.Tsit5())
+    err = np.max(np.abs(np.asarray(sol.ys) - exact) / (atol + RTOL * np.abs(exact)), axis=0)
+    assert err.max() < 5, err
+
+
 def test_ensemble_and_jit_take_per_state_atol():
     lorenz = models.get("lorenz")
     atol = np.array([1e-6, 1e-8, 1e-10])

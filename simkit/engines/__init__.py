@@ -55,7 +55,9 @@ def entry(program, args) -> tuple:
     from .diffrax_engine import run_diffrax  # diffrax is imported when first used
 
     if jnp.iscomplexobj(args.y0):  # diffrax's complex support is experimental: solve (re, im)
-        return run_diffrax, (_real_program(program), args._replace(y0=_to_real(args.y0)))
+        # (an atol per state holds for both parts: a raw broadcasting error before, found by probing)
+        atol = args.atol if jnp.ndim(args.atol) == 0 else jnp.concatenate([args.atol, args.atol], axis=-1)
+        return run_diffrax, (_real_program(program), args._replace(y0=_to_real(args.y0), atol=atol))
     return run_diffrax, (program, args)
 
 
