@@ -551,7 +551,8 @@ def prepare(
         # the grid on the host, the one `solve_to_file` writes (`save_times.program_save_times`)
         save_ts = np.asarray(save_grid(as_float(t0, dtype), as_float(t1, dtype), sv.count), dtype)
     inputs_ok = traced_inputs_ok(t0=t0, t1=t1, save_kind=sv.kind, save_ts=save_ts, rtol=rtol, atol=atol,
-                                 max_step=max_step, dt0=dt0, infinite_end=any(ev.terminal for ev in events_t))
+                                 max_step=max_step, dt0=dt0, infinite_end=any(ev.terminal for ev in events_t),
+                                 y0=None if batched else y0)
     if sv.kind == "ts":
         # times within `check_save_times`' rounding slack outside the span are its ends (a
         # time just past t1 was saved as inf by the kernels, and diffrax's own range check

@@ -57,7 +57,7 @@ def _save_times_ok(ts: Any, t0: Any, t1: Any) -> Any:
 
 
 def traced_inputs_ok(*, t0: Any, t1: Any, save_kind: str, save_ts: Any, rtol: Any, atol: Any,
-                     max_step: Any, dt0: Any, infinite_end: bool) -> Any:
+                     max_step: Any, dt0: Any, infinite_end: bool, y0: Any = None) -> Any:
     """A scalar boolean (traced) that holds when every traced input passes the host checks'
     rules, or None when nothing is traced (the host checks have run).
 
@@ -75,8 +75,17 @@ def traced_inputs_ok(*, t0: Any, t1: Any, save_kind: str, save_ts: Any, rtol: An
         As the user gave them (None: not given).
     infinite_end : bool
         Whether ``t1 = ±inf`` is allowed (a terminal event).
+    y0 : array, shape (n_states,), optional
+        The initial state, checked where ``atol`` may be 0: a state at exactly 0 with an
+        atol of 0 has no error scale (a traced atol gave a "non-finite" or "Newton" failure
+        at t0 instead of this code; found by probing).
     """
     given = [v for v in (max_step, dt0) if v is not None]
+    c_atol = None if is_traced(atol) else np.asarray(atol)
+    if y0 is not None and (c_atol is None or (c_atol == 0).any()):
+        given.append(y0)
+    else:
+        y0 = None
     if not is_traced(t0, t1, save_ts, rtol, atol, *given):
         return None
     t0, t1 = jnp.asarray(t0), jnp.asarray(t1)
@@ -93,6 +102,8 @@ def traced_inputs_ok(*, t0: Any, t1: Any, save_kind: str, save_ts: Any, rtol: An
     if dt0 is not None:
         dt0 = jnp.asarray(dt0)
         ok &= jnp.isfinite(dt0) & (dt0 != 0)
+    if y0 is not None:
+        ok &= ~jnp.any((atol == 0) & (jnp.asarray(y0) == 0))
     return ok
 
 

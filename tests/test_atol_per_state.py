@@ -97,6 +97,11 @@ def test_ensemble_and_jit_take_per_state_atol():
     np.testing.assert_allclose(jitted(jnp.asarray(atol)).ys, one.ys, rtol=1e-12, atol=1e-12)
     # a traced atol with a negative entry: the result code, not a solve
     assert int(jitted(jnp.array([1e-6, -1e-8, 1e-10])).status) == simkit.Status.INVALID_INPUT
+    # a zero atol for a state that starts at exactly 0 (the host check's rule), traced: the same
+    # code (it was a "non-finite state" failure at t0)
+    start = jax.jit(lambda a, y0: simkit.solve(lorenz, (0.0, 1.0), y0=y0, saveat=5, rtol=RTOL, atol=a, throw=False))
+    assert int(start(jnp.array([1e-6, 0.0, 1e-10]), jnp.array([1.0, 0.0, 1.0])).status) == simkit.Status.INVALID_INPUT
+    assert int(start(jnp.array([1e-6, 0.0, 1e-10]), jnp.array([1.0, 0.5, 1.0])).status) == simkit.Status.SUCCESS
 
 
 def test_a_zero_atol_is_refused_only_for_a_state_that_starts_at_zero():
