@@ -288,7 +288,7 @@ def ensemble(
     saveat: Any = None,
     solver: Any = None,
     rtol: float = 1e-6,
-    atol: float | Any = 1e-9,
+    atol: float | jax.typing.ArrayLike = 1e-9,
     max_steps: int = 100_000,
     max_step: float | None = None,
     dt0: float | None = None,

@@ -34,7 +34,7 @@ def solve_to_file(
     params: Params | None = None,
     solver: Any = None,
     rtol: float = 1e-6,
-    atol: float | Any = 1e-9,
+    atol: float | jax.typing.ArrayLike = 1e-9,
     max_steps: int = 100_000,
     max_step: float | None = None,
     dt0: float | None = None,

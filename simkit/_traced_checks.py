@@ -69,7 +69,7 @@ def traced_inputs_ok(*, t0: Any, t1: Any, save_kind: str, save_ts: Any, rtol: An
         ``SaveAt.kind``: ``"ts"`` (given times, `save_ts`), ``"linspace"`` or ``"steps"``.
     save_ts : array, shape (n_save,)
         The given save times (unclipped), or an empty array.
-    rtol, atol : scalar
+    rtol, atol : scalar (atol: or one per state, shape ``(n_states,)``)
         Tolerances.
     max_step, dt0 : scalar or None
         As the user gave them (None: not given).

@@ -93,7 +93,7 @@ def fit(
     max_evaluations: int = 2000,
     max_steps: int = 20_000,
     rtol: float = 1e-8,
-    atol: float | Any = 1e-10,
+    atol: float | jax.typing.ArrayLike = 1e-10,
     ode_solver: Any = None,
     solver: Any = _UNSET,
     progress: bool | None = None,
