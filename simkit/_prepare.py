@@ -181,7 +181,7 @@ def check_number(name: str, value: Any, *, positive: bool = False, nonnegative: 
 def check_atol(atol: Any, model: Any) -> None:
     """``atol``: a real, finite, non-negative scalar, or one per state (shape ``(n_states,)``,
     as SciPy's ``atol``); host values only, a traced one by its shape."""
-    if type(atol) is float or np.ndim(atol) == 0 and not isinstance(atol, (list, tuple)):
+    if type(atol) is float or np.ndim(atol) == 0:
         check_number("atol", atol, nonnegative=True)
         return
     n = model.n_states
@@ -470,14 +470,15 @@ def prepare(
     check_number("rtol", rtol, nonnegative=True)
     check_atol(atol, model)
     c_rtol, c_atol = concrete(rtol), concrete(atol)
-    if c_rtol is not None and c_atol is not None and c_rtol == 0 and (c_atol == 0).any():
+    atol_zero = c_atol is not None and bool((c_atol == 0).any())  # (for some state)
+    if atol_zero and c_rtol is not None and c_rtol == 0:
         raise InputError("rtol and atol are both 0" + (" for the states " + str(
             [model.state_names[i] for i in np.flatnonzero(c_atol == 0)[:10]]) if np.ndim(c_atol) else "")
             + ": at least one tolerance must be positive")
     # a pure relative tolerance has no scale for a component at exactly 0: the first step was
     # NaN, every step rejected, and the failure blamed max_steps
     zero = (np.flatnonzero(((y0_c == 0) & (c_atol == 0)).reshape(-1, n_states).any(axis=0))
-            if c_atol is not None and (c_atol == 0).any() and y0_c is not None else ())
+            if atol_zero and y0_c is not None else ())
     if len(zero):
         raise InputError(f"model {model.name!r}: atol = 0 (a pure relative tolerance) cannot be met by the states "
                          f"{[model.state_names[i] for i in zero[:10]]} that start at exactly 0: give atol > 0, "

@@ -28,7 +28,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from .params import is_traced
+from .params import concrete, is_traced
 
 SAVE_TIME_SLACK = 1e-12  # save times this fraction of the span outside it are its ends (rounding)
 
@@ -81,12 +81,12 @@ def traced_inputs_ok(*, t0: Any, t1: Any, save_kind: str, save_ts: Any, rtol: An
         at t0 instead of this code; found by probing).
     """
     given = [v for v in (max_step, dt0) if v is not None]
-    c_atol = None if is_traced(atol) else np.asarray(atol)
-    if y0 is not None and (c_atol is None or (c_atol == 0).any()):
-        given.append(y0)
-    else:
-        y0 = None
-    if not is_traced(t0, t1, save_ts, rtol, atol, *given):
+    if not is_traced(t0, t1, save_ts, rtol, atol, *given, *([] if y0 is None else [y0])):
+        return None  # (every call at top level: the host checks have run)
+    c_atol = concrete(atol)
+    if c_atol is not None and not (c_atol == 0).any():
+        y0 = None  # no state has atol 0: nothing for y0 to break (a traced y0 alone is fine)
+    if y0 is None and not is_traced(t0, t1, save_ts, rtol, atol, *given):
         return None
     t0, t1 = jnp.asarray(t0), jnp.asarray(t1)
     ok = jnp.isfinite(t0) & ~jnp.isnan(t1)

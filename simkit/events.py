@@ -87,9 +87,7 @@ class Event:
     max_records: int = DEFAULT_MAX_RECORDS
 
     def __post_init__(self) -> None:
-        if not callable(self.fn):
-            raise InputTypeError(f"Event: fn must be a callable g(t, y, params), got {self.fn!r}")
-        check_function("Event", "fn", self.fn)
+        check_function("Event", "fn", self.fn)  # a callable g(t, y, params), hashable
         if self.direction not in (-1, 0, 1):
             raise InputError(f"Event: direction must be -1, 0 or +1, got {self.direction!r}")
         terminal = self.terminal
