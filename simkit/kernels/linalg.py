@@ -133,9 +133,13 @@ def writing_by_select() -> bool:
 
 def lu_factor(a):
     """``(lu, perm)`` of a square matrix with partial pivoting: ``a[perm] = L @ U``,
-    L unit lower triangular (below the diagonal of ``lu``), U upper triangular. Straight-line
-    code: a Python loop over the static size, masked whole-matrix updates per column (the
-    column of L by a scatter, or a select in `lu_columns_by_select`)."""
+    L unit lower triangular (below the diagonal of ``lu``), U upper triangular above it, and
+    on the diagonal the reciprocals of U's pivots, ``1 / U_kk``: `lu_solve` multiplies by
+    them. (Divisions in the back substitution's dependent chain cost a small stiff step
+    more than the rest of the solve; LAPACK's ``dgetf2`` scales its column of L by the
+    reciprocal pivot too.) Straight-line code: a Python loop over the static size, masked
+    whole-matrix updates per column (the column of L by a scatter, or a select in
+    `lu_columns_by_select`)."""
     n = a.shape[-1]
     idx = jnp.arange(n)
     perm = idx
@@ -145,9 +149,10 @@ def lu_factor(a):
         p = jnp.argmax(column)
         swap = jnp.where(idx == k, p, jnp.where(idx == p, k, idx))
         a, perm = a[swap, :], perm[swap]
-        factors = jnp.where(idx > k, a[:, k] / a[k, k], 0.0)
+        inverse = 1.0 / a[k, k]
+        factors = jnp.where(idx > k, a[:, k] * inverse, 0.0)
         a = a - factors[:, None] * jnp.where(idx > k, a[k, :], 0.0)[None, :]
-        column_k = jnp.where(idx > k, factors, a[:, k])
+        column_k = jnp.where(idx > k, factors, jnp.where(idx == k, inverse, a[:, k]))
         if by_select:
             a = jnp.where((idx == k)[None, :], column_k[:, None], a)
         else:
@@ -157,7 +162,8 @@ def lu_factor(a):
 
 def lu_solve(lu_perm, b):
     """Solve ``a x = b`` from `lu_factor`'s output: the two triangular sweeps written out
-    element by element (static indices: XLA fuses them)."""
+    element by element (static indices: XLA fuses them), multiplying by the stored
+    reciprocal pivots."""
     lu, perm = lu_perm
     n = lu.shape[-1]
     y = b[perm]
@@ -168,7 +174,7 @@ def lu_solve(lu_perm, b):
     for i in reversed(range(n)):
         for j in range(i + 1, n):
             rows[i] = rows[i] - lu[i, j] * rows[j]
-        rows[i] = rows[i] / lu[i, i]
+        rows[i] = rows[i] * lu[i, i]
     return jnp.stack(rows)
 
 
