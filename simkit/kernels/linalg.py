@@ -172,7 +172,7 @@ def lu_solve(lu_perm, b):
         for j in range(i):
             rows[i] = rows[i] - lu[i, j] * rows[j]
     for i in reversed(range(n)):
-        for j in range(i + 1, n):
+        for j in reversed(range(i + 1, n)):  # the newest row last: a chain of n, not n^2 / 2
             rows[i] = rows[i] - lu[i, j] * rows[j]
         rows[i] = rows[i] * lu[i, i]
     return jnp.stack(rows)
