@@ -131,6 +131,23 @@ def writing_by_select() -> bool:
     return _COLUMNS_BY_SELECT.get()
 
 
+def _first_max(v):
+    """``jnp.argmax(v)`` of a short vector as a tree of pairwise comparisons (static size):
+    ``log2 n`` dependent selects instead of a reduction's chain of ``n``. Ties go to the
+    lower index, as ``argmax``'s."""
+    items = [(v[i], jnp.asarray(i)) for i in range(v.shape[0])]
+    while len(items) > 1:
+        merged = []
+        for j in range(0, len(items) - 1, 2):
+            (va, ia), (vb, ib) = items[j], items[j + 1]
+            left = va >= vb
+            merged.append((jnp.where(left, va, vb), jnp.where(left, ia, ib)))
+        if len(items) % 2:
+            merged.append(items[-1])
+        items = merged
+    return items[0][1]
+
+
 def lu_factor(a):
     """``(lu, perm)`` of a square matrix with partial pivoting: ``a[perm] = L @ U``,
     L unit lower triangular (below the diagonal of ``lu``), U upper triangular above it, and
@@ -145,8 +162,7 @@ def lu_factor(a):
     perm = idx
     by_select = _COLUMNS_BY_SELECT.get()
     for k in range(n):
-        column = jnp.where(idx >= k, jnp.abs(a[:, k]), -1.0)
-        p = jnp.argmax(column)
+        p = _first_max(jnp.abs(a[k:, k])) + k
         swap = jnp.where(idx == k, p, jnp.where(idx == p, k, idx))
         a, perm = a[swap, :], perm[swap]
         inverse = 1.0 / a[k, k]
