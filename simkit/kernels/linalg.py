@@ -150,13 +150,18 @@ def _first_max(v):
 
 def lu_factor(a):
     """``(lu, perm)`` of a square matrix with partial pivoting: ``a[perm] = L @ U``,
-    L unit lower triangular (below the diagonal of ``lu``), U upper triangular above it, and
-    on the diagonal the reciprocals of U's pivots, ``1 / U_kk``: `lu_solve` multiplies by
-    them. (Divisions in the back substitution's dependent chain cost a small stiff step
-    more than the rest of the solve; LAPACK's ``dgetf2`` scales its column of L by the
-    reciprocal pivot too.) Straight-line code: a Python loop over the static size, masked
-    whole-matrix updates per column (the column of L by a scatter, or a select in
-    `lu_columns_by_select`)."""
+    L unit lower triangular (below the diagonal of ``lu``), U upper triangular. Straight-line
+    code: a Python loop over the static size, masked whole-matrix updates per column (the
+    column of L by a scatter, or a select in `lu_columns_by_select`), the column of L scaled
+    by the pivot's reciprocal (as LAPACK's ``dgetf2``), the pivot's row found by
+    `_first_max`.
+
+    (Tried and not kept, session 36: the reciprocals kept on the diagonal for `lu_solve` to
+    multiply by. Single small solves inside ``jax.jit`` ran 10-15 % faster, Robertson with
+    Rodas5P 55 -> 48 us, but under ``jax.vmap`` the multiplications ran slower than the
+    divisions they replaced: a 2,500-member van der Pol ensemble with Rodas4 fell from 47-50k
+    to 38-40k solves/s, in one process or in fresh ones; reciprocals computed in the solve, or
+    kept in an array of their own, did the same.)"""
     n = a.shape[-1]
     idx = jnp.arange(n)
     perm = idx
@@ -168,7 +173,7 @@ def lu_factor(a):
         inverse = 1.0 / a[k, k]
         factors = jnp.where(idx > k, a[:, k] * inverse, 0.0)
         a = a - factors[:, None] * jnp.where(idx > k, a[k, :], 0.0)[None, :]
-        column_k = jnp.where(idx > k, factors, jnp.where(idx == k, inverse, a[:, k]))
+        column_k = jnp.where(idx > k, factors, a[:, k])
         if by_select:
             a = jnp.where((idx == k)[None, :], column_k[:, None], a)
         else:
@@ -178,8 +183,7 @@ def lu_factor(a):
 
 def lu_solve(lu_perm, b):
     """Solve ``a x = b`` from `lu_factor`'s output: the two triangular sweeps written out
-    element by element (static indices: XLA fuses them), multiplying by the stored
-    reciprocal pivots."""
+    element by element (static indices: XLA fuses them)."""
     lu, perm = lu_perm
     n = lu.shape[-1]
     y = b[perm]
@@ -190,7 +194,7 @@ def lu_solve(lu_perm, b):
     for i in reversed(range(n)):
         for j in reversed(range(i + 1, n)):  # the newest row last: a chain of n, not n^2 / 2
             rows[i] = rows[i] - lu[i, j] * rows[j]
-        rows[i] = rows[i] * lu[i, i]
+        rows[i] = rows[i] / lu[i, i]
     return jnp.stack(rows)
 
 
