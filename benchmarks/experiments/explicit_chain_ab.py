@@ -1,19 +1,23 @@
 """The explicit step's chains, variants compiled side by side in one process (session 36).
 
-    python benchmarks/experiments/explicit_chain_ab.py [--variants V0,V1,V3] [--rounds 11] [--out FILE]
+    python benchmarks/experiments/explicit_chain_ab.py [--mode single|ensemble] [--variants V0,V1,V3]
+        [--rounds 11] [--out FILE]
 
-Lorenz (t 0..100, rtol = atol = 1e-8, 1,000 saves) with Tsit5 and DOP853 inside ``jax.jit``,
-one compiled program per variant (`jax.clear_caches` between their traces, the method's code
-patched at trace time), the programs then called in interleaved rounds (20 calls each,
-alternating the order every round): ns per step, the median over the rounds. Fresh processes
-swing by 10 % from one to the next on this machine; side by side, 2-3 %.
+``--mode single``: Lorenz (t 0..100, rtol = atol = 1e-8, 1,000 saves) with Tsit5 and DOP853
+inside ``jax.jit``, one compiled program per variant (`jax.clear_caches` between their
+traces, the method's code patched at trace time), the programs then called in interleaved
+rounds (20 calls each, alternating the order every round): ns per step, the median over the
+rounds. Fresh processes swing by 10 % from one to the next on this machine; side by side,
+2-3 %. ``--mode ensemble``: the 10,000-member Lorenz ensemble of `ensemble.py` (rho ~ U[10,
+50], t 0..10, 1e-6, Tsit5), recompiled per variant in each round, 3 calls a round: solves/s.
 
 - V0: the code before session 36's step change: stage states ``y + h * sum(a_ij k_j)``, the
   controller's new step ``h / fac``, `fast_log2` by its atanh series (one division);
-- V1: stage states ``y + sum((h a_ij) k_j)`` (`simkit.kernels.methods._onto`);
+- V1: stage states ``y + sum((h a_ij) k_j)`` (`simkit.kernels.methods._onto`; the code kept);
 - V2: V1, the new step as ``h * (0.9 / fac)`` (the factor's reciprocal from `fast_exp2` of the
   negated exponent), `fast_log2` as a degree-6 polynomial in the mantissa (no division);
-- V3: V1 and the reciprocal factors, `fast_log2` as in V0 (the code kept).
+- V3: V1 and the reciprocal factors, `fast_log2` as in V0 (not kept: single solves 4 % faster a
+  step, the ensemble 3.5 % slower).
 
 DOP853's step is the kept one in every variant (only the controller differs).
 """
@@ -36,7 +40,7 @@ import simkit  # noqa: E402
 from simkit import models  # noqa: E402
 from simkit.kernels import methods as M  # noqa: E402
 
-new_step, new_propose = M.ExplicitRK.step, M._HairerPI.propose
+new_step, old_propose = M.ExplicitRK.step, M._HairerPI.propose
 
 def old_step(self, rhs, t, y, f, hs, params, rtol, atol):
     tab = self.tableau
@@ -57,15 +61,14 @@ def old_log2(x):
     series = u * (2.8853900817779268 + u2 * (0.9617966939259756 + u2 * (0.5770780163555854 + u2 * 0.4121985831111324)))
     return ((bits >> nm) - bias).astype(x.dtype) + series
 
-def old_propose(self, err_norm, h, state, accepted, last_rejected, work=None):
+def new_propose(self, err_norm, h, state, accepted, last_rejected, work=None):  # V2, V3: reciprocal factors
     expo = 1.0 / (self.error_order + 1) - 0.75 * self.beta
     log_err = M.fast_log2(jnp.maximum(err_norm, 1e-10))
-    fac11 = M.fast_exp2(expo * log_err)
-    fac = M.fast_exp2(expo * log_err - self.beta * state) if self.beta else fac11
-    fac = jnp.clip(fac / 0.9, 1.0 / self.fac_max, 1.0 / self.fac_min)
-    h_acc = h / fac
+    inv11 = 0.9 * M.fast_exp2(-expo * log_err)
+    inv = 0.9 * M.fast_exp2(self.beta * state - expo * log_err) if self.beta else inv11
+    h_acc = h * jnp.clip(inv, self.fac_min, self.fac_max)
     h_acc = jnp.where(last_rejected, jnp.minimum(h_acc, h), h_acc)
-    h_rej = h / jnp.minimum(1.0 / self.fac_min, fac11 / 0.9)
+    h_rej = h * jnp.maximum(self.fac_min, inv11)
     h_new = jnp.where(accepted, h_acc, h_rej)
     new_state = jnp.where(accepted, jnp.maximum(log_err, np.log2(1e-4)), state)
     return h_new, new_state
@@ -87,34 +90,58 @@ def poly_log2(x):
 VARIANTS = {"V0": (old_step, old_propose, old_log2), "V1": (new_step, old_propose, old_log2),
             "V2": (new_step, new_propose, poly_log2), "V3": (new_step, new_propose, old_log2)}
 ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+ap.add_argument("--mode", choices=("single", "ensemble"), default="single")
 ap.add_argument("--variants", default="V0,V1,V2,V3")
 ap.add_argument("--rounds", type=int, default=11)
 ap.add_argument("--out", default=None)
 args = ap.parse_args()
 names = args.variants.split(",")
-m = models.get("lorenz")
-compiled = {}
-for v in names:
-    M.ExplicitRK.step, M._HairerPI.propose, M.fast_log2 = VARIANTS[v]
-    jax.clear_caches()
+if args.mode == "single":
+    m = models.get("lorenz")
+    compiled = {}
+    for v in names:
+        M.ExplicitRK.step, M._HairerPI.propose, M.fast_log2 = VARIANTS[v]
+        jax.clear_caches()
+        for sv in ("Tsit5", "DOP853"):
+            s = getattr(simkit, sv)()
+            f = jax.jit(lambda p, s=s: (lambda sol: (sol.ys, sol.stats["num_steps"]))(simkit.solve(m, (0.0, 100.0), params=p, saveat=1000, solver=s, rtol=1e-8, atol=1e-8)))
+            p0 = dict(m.params)
+            c = f.lower(p0).compile(); y, n = c(p0)
+            compiled[(v, sv)] = (c, p0, int(n))
+    res = {k: [] for k in compiled}
+    for r in range(args.rounds):
+        for k in (list(compiled) if r % 2 == 0 else list(reversed(list(compiled)))):
+            c, p0, n = compiled[k]; c(p0)[0].block_until_ready()
+            t = time.perf_counter()
+            for _ in range(20): y = c(p0)[0]
+            y.block_until_ready(); res[k].append((time.perf_counter() - t) / 20)
+    rows = {}
     for sv in ("Tsit5", "DOP853"):
-        s = getattr(simkit, sv)()
-        f = jax.jit(lambda p, s=s: (lambda sol: (sol.ys, sol.stats["num_steps"]))(simkit.solve(m, (0.0, 100.0), params=p, saveat=1000, solver=s, rtol=1e-8, atol=1e-8)))
-        p0 = dict(m.params)
-        c = f.lower(p0).compile(); y, n = c(p0)
-        compiled[(v, sv)] = (c, p0, int(n))
-res = {k: [] for k in compiled}
-for r in range(args.rounds):
-    for k in (list(compiled) if r % 2 == 0 else list(reversed(list(compiled)))):
-        c, p0, n = compiled[k]; c(p0)[0].block_until_ready()
-        t = time.perf_counter()
-        for _ in range(20): y = c(p0)[0]
-        y.block_until_ready(); res[k].append((time.perf_counter() - t) / 20)
-rows = {}
-for sv in ("Tsit5", "DOP853"):
-    rows[sv] = {v: dict(ns_per_step=1e9 * statistics.median(res[(v, sv)]) / compiled[(v, sv)][2],
-                        steps=compiled[(v, sv)][2]) for v in names}
-    print(sv, "  ".join(f"{v}: {rows[sv][v]['ns_per_step']:.1f} ns/step ({rows[sv][v]['steps']})" for v in names))
+        rows[sv] = {v: dict(ns_per_step=1e9 * statistics.median(res[(v, sv)]) / compiled[(v, sv)][2],
+                            steps=compiled[(v, sv)][2]) for v in names}
+        print(sv, "  ".join(f"{v}: {rows[sv][v]['ns_per_step']:.1f} ns/step ({rows[sv][v]['steps']})" for v in names))
+else:
+    rng = np.random.default_rng(0)
+    rhos = rng.uniform(10.0, 50.0, 10_000)
+    lorenz = models.get("lorenz")
+
+
+    def ensemble_call():
+        return simkit.ensemble(lorenz, (0.0, 10.0), params={"rho": rhos}, saveat=2, rtol=1e-6, atol=1e-6)
+
+
+    rates = {v: [] for v in names}
+    for r in range(args.rounds):
+        for v in (names if r % 2 == 0 else names[::-1]):
+            M.ExplicitRK.step, M._HairerPI.propose, M.fast_log2 = VARIANTS[v]
+            jax.clear_caches()
+            np.asarray(ensemble_call().ys)
+            for _ in range(3):
+                start = time.perf_counter()
+                np.asarray(ensemble_call().ys)
+                rates[v].append(10_000 / (time.perf_counter() - start))
+    rows = {"lorenz ensemble, 10,000 members [solves/s]": {v: statistics.median(rates[v]) for v in names}}
+    print("lorenz ensemble solves/s", "  ".join(f"{v} {statistics.median(rates[v]):.0f}" for v in names))
 if args.out:
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from stencil import machine  # benchmarks/stencil.py

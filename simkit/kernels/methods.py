@@ -32,7 +32,9 @@ def _onto(base, coeffs, ks, hs):
     """``base + hs * sum_i coeffs[i] * ks[i]`` as ``base + sum_i (hs coeffs[i]) ks[i]``, in
     the stages' order, skipping zero coefficients: the products ``hs * coeffs[i]`` do not wait
     for the stages, so after the newest stage one multiply-add remains (not the sum's last
-    term, a product with ``hs`` and an add). The same accuracy; other rounding."""
+    term, a product with ``hs`` and an add). The same accuracy; other rounding. Measured
+    (`benchmarks/experiments/explicit_chain_ab.py`): a Lorenz solve 6-7 % faster a step
+    (Tsit5), a 10,000-member Lorenz ensemble 0-5 % slower (more products per lane)."""
     out = base
     for c, k in zip(coeffs, ks):
         c = float(c)
@@ -153,13 +155,14 @@ class _HairerPI(_Stateless):
     def propose(self, err_norm, h, state, accepted, last_rejected, work=None):
         expo = 1.0 / (self.error_order + 1) - 0.75 * self.beta
         log_err = fast_log2(jnp.maximum(err_norm, 1e-10))
-        # the factors' reciprocals, h_new = h * (0.9 / fac): Hairer's h / (fac / 0.9) without
-        # a division on the way to the next step
-        inv11 = 0.9 * fast_exp2(-expo * log_err)
-        inv = 0.9 * fast_exp2(self.beta * state - expo * log_err) if self.beta else inv11
-        h_acc = h * jnp.clip(inv, self.fac_min, self.fac_max)
+        fac11 = fast_exp2(expo * log_err)
+        fac = fast_exp2(expo * log_err - self.beta * state) if self.beta else fac11
+        fac = jnp.clip(fac / 0.9, 1.0 / self.fac_max, 1.0 / self.fac_min)
+        # (h times the factor's reciprocal, with no division before the next step: single
+        # solves 4 % faster a step, a 10,000-member Lorenz ensemble 3.5 % slower; not kept)
+        h_acc = h / fac
         h_acc = jnp.where(last_rejected, jnp.minimum(h_acc, h), h_acc)
-        h_rej = h * jnp.maximum(self.fac_min, inv11)
+        h_rej = h / jnp.minimum(1.0 / self.fac_min, fac11 / 0.9)
         h_new = jnp.where(accepted, h_acc, h_rej)
         # facold = max(err, 1e-4), as a log (1e-4 > the 1e-10 floor above)
         new_state = jnp.where(accepted, jnp.maximum(log_err, np.log2(1e-4)), state)
