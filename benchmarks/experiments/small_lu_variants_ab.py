@@ -25,7 +25,6 @@ the variants). ``--mode ensemble``: the 2,500-member van der Pol ensemble of `en
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -151,8 +150,7 @@ else:
     print("vdp ensemble solves/s", "  ".join(f"{v} {statistics.median(res[v]):.0f}" for v in names))
 if args.out:
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from stencil import machine  # benchmarks/stencil.py
+    from stiff import machine, write_result  # benchmarks/stiff.py
 
-    with open(args.out, "w") as fh:
-        json.dump(dict(command=" ".join(["python"] + sys.argv), machine=machine(), rows=rows), fh, indent=1)
+    write_result(args.out, dict(command=" ".join(["python"] + sys.argv), machine=machine(), rows=rows))
     print(f"wrote {args.out}")
