@@ -184,7 +184,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--rtols", default="1e-4,1e-6")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--solvers", default="default,dense,unpreconditioned")
-    parser.add_argument("--scipy", default="BDF,Radau")
+    parser.add_argument("--scipy", default="BDF,Radau", help="SciPy methods, comma-separated (\"\" for none)")
     parser.add_argument("--dense-max", type=int, default=32, help="largest n run with the dense BDF")
     parser.add_argument("--radau-max", type=int, default=32, help="largest n run with SciPy's Radau")
     parser.add_argument("--unpreconditioned-max", type=int, default=72,
@@ -206,7 +206,7 @@ def main(argv=None) -> dict:
             row_out = dict(n=n, states=2 * n * n, rtol=rtol, reference=ref_label, results={})
             todo = [("simkit", s) for s in args.solvers.split(",") if not (s == "dense" and n > args.dense_max)
                     and not (s == "unpreconditioned" and n > args.unpreconditioned_max)]
-            todo += [("scipy", s) for s in args.scipy.split(",") if not (s == "Radau" and n > args.radau_max)]
+            todo += [("scipy", s) for s in args.scipy.split(",") if s and not (s == "Radau" and n > args.radau_max)]
             for kind, label in todo:
                 res, y = run_row(kind, label, n, rtol, args.repeats)
                 res["error"] = error(y, ref)
