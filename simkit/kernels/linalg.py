@@ -158,7 +158,7 @@ def lu_factor(a):
 
     (Tried and not kept, session 36: the reciprocals kept on the diagonal for `lu_solve` to
     multiply by. Single small solves inside ``jax.jit`` ran 10-15 % faster, Robertson with
-    Rodas5P 55 -> 48 us, but under ``jax.vmap`` the multiplications ran slower than the
+    Rodas5P 63 -> 55 us, but under ``jax.vmap`` the multiplications ran slower than the
     divisions they replaced: a 2,500-member van der Pol ensemble with Rodas4 fell from 47-50k
     to 38-40k solves/s, in one process or in fresh ones; reciprocals computed in the solve, or
     kept in an array of their own, did the same.)"""

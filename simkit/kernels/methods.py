@@ -9,9 +9,11 @@ so a step is one straight-line block of XLA code.
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
-import numpy as np
+
 from .linalg import factor, solve
 from .tableaus import DOP853Tableau, ExplicitTableau, RosenbrockTableau
 
@@ -165,7 +167,7 @@ class _HairerPI(_Stateless):
         h_rej = h / jnp.minimum(1.0 / self.fac_min, fac11 / 0.9)
         h_new = jnp.where(accepted, h_acc, h_rej)
         # facold = max(err, 1e-4), as a log (1e-4 > the 1e-10 floor above)
-        new_state = jnp.where(accepted, jnp.maximum(log_err, np.log2(1e-4)), state)
+        new_state = jnp.where(accepted, jnp.maximum(log_err, math.log2(1e-4)), state)  # (a Python float: weak)
         return h_new, new_state
 
 
