@@ -32,7 +32,7 @@ import numpy as np
 from jax.custom_derivatives import SymbolicZero
 from jax.flatten_util import ravel_pytree
 
-from .loop import adaptive_loop
+from .loop import adaptive_loop, zero_tangent
 
 _FLOAT_KEYS = ("ys", "t_final", "y_final", "event_time", "event_ts", "event_ys")
 
@@ -61,10 +61,6 @@ def _raw(program: KernelLoopProgram, t0, t1, y0, params, save_ts, rtol, atol, dt
 def kernel_solve(program: KernelLoopProgram, t0, t1, y0, params, save_ts, rtol, atol, dt0, max_step):
     """Run a fused kernel; differentiable in t0, t1, y0, params and the save times."""
     return _raw(program, t0, t1, y0, params, save_ts, rtol, atol, dt0, max_step)
-
-
-def _float0_like(x):
-    return np.zeros(jnp.shape(x), dtype=jax.dtypes.float0)
 
 
 def _active(tangent) -> bool:
@@ -151,7 +147,7 @@ def _kernel_solve_jvp(program, primals, tangents):
         # a tensordot of it stopped every derivative of a dense AutoSwitch solve; found by probing)
         tangent["dense"] = jax.tree_util.tree_map(
             lambda j, v: jnp.tensordot(dx, j, axes=(0, 0)) if jnp.issubdtype(v.dtype, jnp.inexact)
-            else _float0_like(v), jac["dense"], out["dense"])
+            else zero_tangent(v), jac["dense"], out["dense"])
     if not program.save_steps and _active(dts_t):
         # moving a save time moves the saved state along the solution: dy/dt_k = f(t_k, y_k)
         reached = jnp.isfinite(out["ts"])
@@ -163,10 +159,10 @@ def _kernel_solve_jvp(program, primals, tangents):
     elif not program.save_steps:
         tangent["ts"] = jnp.zeros_like(out["ts"])
     tangents_out = {
-        "status": _float0_like(out["status"]),
-        "event_index": _float0_like(out["event_index"]),
-        "event_counts": _float0_like(out["event_counts"]),
-        "stats": jax.tree_util.tree_map(_float0_like, out["stats"]),
+        "status": zero_tangent(out["status"]),
+        "event_index": zero_tangent(out["event_index"]),
+        "event_counts": zero_tangent(out["event_counts"]),
+        "stats": jax.tree_util.tree_map(zero_tangent, out["stats"]),
         **tangent,
     }
     return out, tangents_out

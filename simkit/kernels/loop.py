@@ -252,7 +252,7 @@ def _event_state_jvp(method: Any, rhs, primals: tuple, tangents: tuple) -> tuple
     moving = [not isinstance(d, SymbolicZero) for d in leaves]
     if any(moving):
         primal_leaves = jax.tree_util.tree_leaves((full, params))
-        d_data = tree.unflatten([d if m else _zero_tangent(x) for d, m, x in zip(leaves, moving, primal_leaves)])
+        d_data = tree.unflatten([d if m else zero_tangent(x) for d, m, x in zip(leaves, moving, primal_leaves)])
         y, dy = jax.jvp(lambda f, p: method.interpolate(rhs, p, f, theta), (full, params), d_data)
     else:
         y = method.interpolate(rhs, params, full, theta)
@@ -266,8 +266,9 @@ def _event_state_jvp(method: Any, rhs, primals: tuple, tangents: tuple) -> tuple
 event_state.defjvp(_event_state_jvp, symbolic_zeros=True)
 
 
-def _zero_tangent(x: Any) -> Any:
-    """The zero tangent of ``x``: float0 for integers and bools (a method's phase flag)."""
+def zero_tangent(x: Any) -> Any:
+    """The zero tangent of ``x``: float0 for integers and bools (a method's phase flag, a
+    solve's status and counters), zeros of its dtype for floats."""
     if jnp.issubdtype(jnp.result_type(x), jnp.inexact):
         return jnp.zeros(jnp.shape(x), jnp.result_type(x))
     return np.zeros(jnp.shape(x), jax.dtypes.float0)
