@@ -619,6 +619,18 @@ def abstract(x: Any) -> jax.ShapeDtypeStruct:
     return x if isinstance(x, jax.ShapeDtypeStruct) else jax.ShapeDtypeStruct(np.shape(x), jnp.result_type(x))
 
 
+def _dependence(rhs: Callable, t: Any, y: Any, params: Any, wrt: int) -> _V:
+    """What each element of ``rhs(t, y, params)`` depends on among the elements of its
+    argument ``wrt`` (0: ``t``, 1: ``y``)."""
+    specs = [abstract(t), abstract(y), jax.tree_util.tree_map(abstract, params)]
+    closed = jax.make_jaxpr(rhs)(*specs)
+    n = int(np.prod(specs[wrt].shape, dtype=np.int64))
+    _N[0] = n
+    args = [_V(tuple(v.aval.shape)) for v in closed.jaxpr.invars]
+    args[wrt] = _V(tuple(specs[wrt].shape), sp.identity(n, dtype=np.float32, format="csr"))
+    return _run(closed.jaxpr, [_constant(c) for c in closed.consts], args)[0]
+
+
 def jacobian_structure(rhs: Callable, t: Any, y: Any, params: Any) -> sp.csr_matrix:
     """Every ``(i, j)`` where ``d rhs(t, y, params)_i / d y_j`` may be nonzero, read from the
     program (see the module's docstring): a ``(n, n)`` CSR matrix with ones, ``n = y.size``.
@@ -636,14 +648,38 @@ def jacobian_structure(rhs: Callable, t: Any, y: Any, params: Any) -> sp.csr_mat
     Unstructured
         The dependency sets grew past `MAX_ENTRIES` or a loop's did not settle.
     """
-    y_spec = abstract(y)
-    n = int(np.prod(y_spec.shape, dtype=np.int64))
-    closed = jax.make_jaxpr(rhs)(abstract(t), y_spec, jax.tree_util.tree_map(abstract, params))
-    _N[0] = n
-    args = [_V(tuple(v.aval.shape)) for v in closed.jaxpr.invars]
-    args[1] = _V(tuple(y_spec.shape), sp.identity(n, dtype=np.float32, format="csr"))
-    out = _run(closed.jaxpr, [_constant(c) for c in closed.consts], args)[0]
+    n = int(np.prod(np.shape(y) if not isinstance(y, jax.ShapeDtypeStruct) else y.shape, dtype=np.int64))
+    out = _dependence(rhs, t, y, params, 1)
     deps = _deps(out) if out.size == n else None
     if deps is None:
         raise Unstructured(f"rhs returned {out.size} elements for {n} states")
     return sp.csr_matrix(deps)
+
+
+def depends_on_time(rhs: Callable, t: Any, y: Any, params: Any) -> bool:
+    """Whether ``d rhs(t, y, params) / d t`` may be nonzero, read from the program as
+    `jacobian_structure` reads ``d / d y``: False for an autonomous rhs (``t`` unused, or
+    used only where the derivative is zero: comparisons, ``floor``, ...), whose time
+    derivative a Rosenbrock step then need not compute. True where the analysis gives up.
+    Host code at trace time: ``t``, ``y`` and ``params`` may be tracers (only their shapes
+    and dtypes are read)."""
+    specs = (abstract(t), abstract(y), jax.tree_util.tree_map(abstract, params))
+    try:
+        key = (rhs, str(jax.tree_util.tree_structure(specs)), tuple(jax.tree_util.tree_leaves(specs)))
+        hash(key)
+    except TypeError:  # an unhashable rhs: not cached
+        key = None
+    if key is not None and key in _TIME_DEPENDENT:
+        return _TIME_DEPENDENT[key]
+    try:
+        found = _deps(_dependence(rhs, *specs, 0)).nnz > 0
+    except Exception:  # noqa: BLE001 - Unstructured, or an rhs the analysis trips on: assume it does
+        found = True
+    if key is not None:
+        if len(_TIME_DEPENDENT) >= 256:
+            _TIME_DEPENDENT.pop(next(iter(_TIME_DEPENDENT)))
+        _TIME_DEPENDENT[key] = found
+    return found
+
+
+_TIME_DEPENDENT: dict = {}  # (rhs, argument shapes) -> `depends_on_time`

@@ -12,7 +12,8 @@ import pytest
 from jax import lax
 
 import simkit
-from simkit.kernels.structure import MAX_ENTRIES, Unstructured, jacobian_structure
+from simkit.kernels import structure
+from simkit.kernels.structure import MAX_ENTRIES, Unstructured, depends_on_time, jacobian_structure
 
 N = 12
 A = np.diag(-2.0 * np.ones(N)) + np.diag(np.ones(N - 1), 1)
@@ -153,3 +154,65 @@ def test_a_pattern_too_large_to_hold_gives_up():
     n = int(np.sqrt(MAX_ENTRIES)) + 1
     with pytest.raises(Unstructured):
         jacobian_structure(lambda t, y, p: jnp.sort(y), 0.0, jax.ShapeDtypeStruct((n,), jnp.float64), {})
+
+
+# (rhs, whether d rhs / d t may be nonzero): `depends_on_time`, which lets a Rosenbrock step
+# skip the time derivative of an autonomous rhs
+TIME_CASES = {
+    "autonomous": (lambda t, y, p: -p["k"] * y, False),
+    "forcing sin t": (lambda t, y, p: -y + jnp.sin(t), True),
+    "t times a parameter": (lambda t, y, p: -y * (p["k"] * t), True),
+    "t in a loop": (lambda t, y, p: lax.fori_loop(0, 3, lambda i, c: c * jnp.cos(t), y), True),
+    "t in a custom_jvp": (lambda t, y, p: _coupled_sin(y + t), True),
+    "t sorted with y": (lambda t, y, p: jnp.sort(y * t), True),
+    "where on t": (lambda t, y, p: jnp.where(t > 1, -y, y), False),
+    "cond on t": CASES["cond on t"][:1] + (False,),
+    "floor of t": (lambda t, y, p: y * jnp.floor(t), False),
+    "stop_gradient of t": (lambda t, y, p: y * lax.stop_gradient(t), False),
+}
+
+
+@pytest.mark.parametrize("name", list(TIME_CASES))
+def test_time_dependence_is_read_from_the_program(name):
+    """The answer, and never False where ``jax.jacfwd`` in t finds a nonzero entry."""
+    f, expected = TIME_CASES[name]
+    p = {"k": 2.0}
+    assert depends_on_time(f, 0.0, jnp.ones(N), p) is expected
+    dfdt = jax.jit(jax.jacfwd(f, 0))
+    rng = np.random.default_rng(3)
+    moved = any(np.any(np.asarray(dfdt(t, rng.uniform(0.5, 2.0, N), p)) != 0) for t in (0.3, 1.7, 2.9))
+    assert moved == expected
+
+
+def test_time_dependence_of_an_rhs_over_traced_arguments():
+    """Inside a transform the step asks with tracers (and an rhs closing over one): only
+    their shapes are read."""
+    found = []
+
+    @jax.jit
+    def probe(y, k, t_forcing):
+        found.append(depends_on_time(lambda t, y, p: -p["k"] * y + t_forcing, 0.5, y, {"k": k}))
+        found.append(depends_on_time(lambda t, y, p: -p["k"] * y + t_forcing * t, 0.5, y, {"k": k}))
+        return y
+
+    probe(jnp.ones(3), 2.0, 1.0)
+    assert found == [False, True]
+
+
+def test_an_autonomous_rosenbrock_solve_matches_the_one_with_its_time_derivative(monkeypatch):
+    """Robertson with Rodas5P (and the stiff phase of AutoSwitch): skipping the zero d f / d t
+    leaves the solution as it was, to rounding."""
+    model = simkit.models.get("robertson")
+    ts = np.logspace(-4, 2, 7)
+
+    def solve(solver):
+        sol = simkit.solve(model, (0.0, 100.0), saveat=ts, rtol=1e-6, atol=1e-10, solver=solver)
+        return np.asarray(sol.ys), int(sol.stats["num_steps"])
+
+    fast = [solve(s) for s in (simkit.Rodas5P(), simkit.AutoSwitch())]
+    monkeypatch.setattr(structure, "depends_on_time", lambda *a: True)
+    jax.clear_caches()
+    full = [solve(s) for s in (simkit.Rodas5P(), simkit.AutoSwitch())]
+    for (ys, steps), (ys_full, steps_full) in zip(fast, full):
+        assert steps == steps_full
+        np.testing.assert_allclose(ys, ys_full, rtol=1e-12, atol=1e-20)
