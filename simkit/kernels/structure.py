@@ -663,23 +663,9 @@ def depends_on_time(rhs: Callable, t: Any, y: Any, params: Any) -> bool:
     derivative a Rosenbrock step then need not compute. True where the analysis gives up.
     Host code at trace time: ``t``, ``y`` and ``params`` may be tracers (only their shapes
     and dtypes are read)."""
-    specs = (abstract(t), abstract(y), jax.tree_util.tree_map(abstract, params))
+    # (not cached: about 1 ms a trace, and an rhs that reads a Python global is traced anew
+    # by JAX with the global's new value, where a cached answer would be stale)
     try:
-        key = (rhs, str(jax.tree_util.tree_structure(specs)), tuple(jax.tree_util.tree_leaves(specs)))
-        hash(key)
-    except TypeError:  # an unhashable rhs: not cached
-        key = None
-    if key is not None and key in _TIME_DEPENDENT:
-        return _TIME_DEPENDENT[key]
-    try:
-        found = _deps(_dependence(rhs, *specs, 0)).nnz > 0
+        return _deps(_dependence(rhs, t, y, params, 0)).nnz > 0
     except Exception:  # noqa: BLE001 - Unstructured, or an rhs the analysis trips on: assume it does
-        found = True
-    if key is not None:
-        if len(_TIME_DEPENDENT) >= 256:
-            _TIME_DEPENDENT.pop(next(iter(_TIME_DEPENDENT)))
-        _TIME_DEPENDENT[key] = found
-    return found
-
-
-_TIME_DEPENDENT: dict = {}  # (rhs, argument shapes) -> `depends_on_time`
+        return True
