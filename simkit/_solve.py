@@ -371,6 +371,12 @@ def _failure_message(model: ODEModel, sol: Solution, t0: Any, t1: Any, solver: A
         msg += linear + " Raising max_steps allows more steps."
     elif code == Status.STEP_SIZE_UNDERFLOW:
         msg += blow_up or nonfinite_ahead or coarse_time or linear or " Check for a singularity of the model near that time."
+    elif code == Status.NONFINITE and np.all(np.isfinite(np.asarray(sol.y_final))) and not np.all(
+            np.isfinite(np.asarray(sol.ys))):
+        # (`engines.record.nonfinite_saves`: the steps were finite, a saved value between them was not)
+        msg += (f" Every step's end was finite, but a saved value between steps was not: the interpolant "
+                f"overflowed {np.asarray(sol.ys).dtype}, the states being near its largest number "
+                f"(max|y| = {size:.3g}); rescale the model or solve in a wider float.")
     elif code == Status.NONFINITE:
         # (a NaN rhs at a finite state: the rhs's fault, not a blow-up)
         msg += nonfinite_ahead or " Check the parameters and initial state, or whether the solution blows up."

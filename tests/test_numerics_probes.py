@@ -44,3 +44,24 @@ def test_max_steps_under_a_small_max_step_does_not_blame_stiffness():
     with pytest.raises(simkit.SolveError, match=r"capped by max_step = 1e-07") as info:
         simkit.solve(DECAY, (0.0, 1.0), saveat=2, max_step=1e-7, max_steps=20)
     assert "stiff" not in str(info.value)
+
+
+def test_a_saved_value_that_overflows_between_finite_steps_is_not_a_success():
+    """DOP853 from a state of 1e306 (float64; 1e37 in float32, as found by probing): every
+    step's end is finite, but its dense output's sums overflow, and the saves were NaN with
+    status success. Now `Status.NONFINITE`, in a solve and an ensemble, and the message says
+    what overflowed; Tsit5's interpolant holds there."""
+    import numpy as np
+
+    big = simkit.ODEModel(rhs=lambda t, y, p: -p["a"] * y, y0=[1e306, 1.0], params={"a": 1.0}, state_names=("u", "v"))
+    ts = np.linspace(0.0, 1.0, 5)
+    sol = simkit.solve(big, (0.0, 1.0), saveat=ts, rtol=1e-5, atol=1e-10, solver=simkit.DOP853(), throw=False)
+    assert np.all(np.isfinite(np.asarray(sol.y_final)))
+    assert int(sol.status) == Status.NONFINITE and not np.all(np.isfinite(np.asarray(sol.ys)))
+    with pytest.raises(simkit.SolveError, match="saved value between steps"):
+        simkit.solve(big, (0.0, 1.0), saveat=ts, rtol=1e-5, atol=1e-10, solver=simkit.DOP853())
+    ens = simkit.ensemble(big, (0.0, 1.0), params={"a": np.array([1.0, 1.0])}, saveat=ts, rtol=1e-5, atol=1e-10,
+                          solver=simkit.DOP853())
+    assert np.all(np.asarray(ens.status) == Status.NONFINITE)
+    ok = simkit.solve(big, (0.0, 1.0), saveat=ts, rtol=1e-5, atol=1e-10, solver=simkit.Tsit5())
+    np.testing.assert_allclose(np.asarray(ok.ys)[:, 0], 1e306 * np.exp(-ts), rtol=1e-4)

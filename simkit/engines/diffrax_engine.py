@@ -40,7 +40,7 @@ from ..save_times import program_save_times
 from ..solvers import initial_step, solver_order, with_newton_tolerances
 from ..status import Status
 from .programs import DiffraxProgram
-from .record import EngineResult
+from .record import EngineResult, nonfinite_saves
 
 # diffrax's marker for "use the step-size controller's tolerances" in an implicit solver's
 # root finder, read off a default solver (public API) rather than imported from a private module
@@ -424,7 +424,8 @@ def run_diffrax(program: DiffraxProgram, args) -> EngineResult:
     if num_rhs is not None:
         stats["num_rhs"] = num_rhs
     return EngineResult(
-        ts=ts, ys=ys, stats=stats, status=status, t_final=t_end, y_final=y_end, event_index=event_index,
+        ts=ts, ys=ys, stats=stats, status=nonfinite_saves(status, ys), t_final=t_end, y_final=y_end,
+        event_index=event_index,
         event_time=event_time, event_ts=event_ts, event_ys=event_ys, event_counts=event_counts,
         interpolation=sol.interpolation if program.dense else None,
     )

@@ -12,7 +12,7 @@ from ..kernels.loop import adaptive_loop, initial_state
 from ..solvers import initial_step
 from ..save_times import program_save_times
 from .programs import KernelProgram
-from .record import EngineResult
+from .record import EngineResult, nonfinite_saves
 
 
 def first_step(program: KernelProgram, args):
@@ -48,7 +48,7 @@ def run_kernel(program: KernelProgram, args) -> EngineResult:
     stats = dict(out["stats"])
     stats["num_rhs"] = stats["num_rhs"] + 2  # the initial-step estimate
     return EngineResult(
-        ts=out["ts"], ys=out["ys"], stats=stats, status=out["status"], t_final=out["t_final"],
+        ts=out["ts"], ys=out["ys"], stats=stats, status=nonfinite_saves(out["status"], out["ys"]), t_final=out["t_final"],
         y_final=out["y_final"], event_index=out["event_index"], event_time=out["event_time"],
         event_ts=out["event_ts"], event_ys=out["event_ys"], event_counts=out["event_counts"],
         interpolation=None if not program.dense else KernelInterpolation(

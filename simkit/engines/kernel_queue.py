@@ -63,6 +63,7 @@ from ..save_times import program_save_times
 from ..status import Status
 from .kernel_engine import first_step
 from .programs import KernelProgram
+from .record import nonfinite_saves
 
 REFILL_FRACTION = 16  # a refill waits for 1/16 of the lanes (or the last ones) to be done
 BLOCK = 32  # attempts between save passes when members save at t0 and t1 only (`ends_only`)
@@ -265,5 +266,5 @@ def run_queue(program: KernelProgram, args, params: dict, y0: jax.Array, lanes: 
     reached = direction * (save_ts[None, :] - out["t_final"][:, None]) <= 0
     ts = jnp.where(reached, save_ts[None, :], jnp.inf)
     ys = jnp.where(reached[..., None], out["ys"], out["y_final"][:, None, :])
-    return dict(ts=ts, ys=ys, status=out["status"], stats=out["stats"], t_final=out["t_final"],
+    return dict(ts=ts, ys=ys, status=nonfinite_saves(out["status"], ys), stats=out["stats"], t_final=out["t_final"],
                 y_final=out["y_final"])
