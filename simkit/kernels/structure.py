@@ -79,6 +79,7 @@ class _V:
 
 
 _N: list[int] = [0]  # the number of states of the analysis under way (columns of every deps)
+_IN_RULE: list[int] = [0]  # > 0 while a custom_jvp rule is followed (`_custom_jvp`)
 
 
 def _csr(rows: np.ndarray, cols: np.ndarray, shape: tuple) -> sp.csr_matrix:
@@ -433,8 +434,15 @@ def _custom_jvp(eqn, ins: list[_V], out_avals) -> list[_V]:
         closed = jax.make_jaxpr(tangents)(*specs, *[specs[i] for i in idx])
     except Exception:  # noqa: BLE001 - a rule that cannot be traced here: the safe side
         return _conservative(eqn, ins, out_avals)
-    outs = _run(closed.jaxpr, [_constant(c) for c in closed.consts],
-                [_V(v.shape, None, v.value) for v in ins] + [ins[i] for i in idx])
+    # in the rule, an operation whose derivative is zero may act on a tangent itself (a
+    # ``stop_gradient(dx)`` is dx when the rule runs): there it keeps the tangent's states
+    # (the primals carry none, so nothing else changes; found by probing)
+    _IN_RULE[0] += 1
+    try:
+        outs = _run(closed.jaxpr, [_constant(c) for c in closed.consts],
+                    [_V(v.shape, None, v.value) for v in ins] + [ins[i] for i in idx])
+    finally:
+        _IN_RULE[0] -= 1
     return [_V(tuple(a.shape), o.deps) if _inexact(a) else _V(tuple(a.shape)) for o, a in zip(outs, out_avals)]
 
 
@@ -572,7 +580,11 @@ def _constant(c: Any) -> _V:
 
 
 def _no_dependence(eqn, ins: list[_V], out_avals) -> list[_V]:
-    """Inputs that depend on no state: the outputs' values where every input is known."""
+    """Inputs that depend on no state: the outputs' values where every input is known, except
+    a callback's or an effect's (run here, a user's ``io_callback`` ran once more at trace
+    time, and the value it gave then, a zero say, was taken for all times: found by probing)."""
+    if eqn.effects or "callback" in eqn.primitive.name:
+        return _unknown(out_avals)
     if all(v.value is not None for v in ins) and sum(a.size for a in out_avals) <= MAX_CONSTANT:
         try:
             outs = evaluate(eqn, [v.value for v in ins], out_avals)
@@ -587,9 +599,9 @@ def _apply(eqn, ins: list[_V]) -> list[_V]:
     if all(v.deps is None for v in ins):
         return _no_dependence(eqn, ins, out_avals)
     name = eqn.primitive.name
-    if name in ZERO_DERIVATIVE or not any(_inexact(a) for a in out_avals):
+    if (name in ZERO_DERIVATIVE and not _IN_RULE[0]) or not any(_inexact(a) for a in out_avals):
         return _unknown(out_avals)
-    rule = RULES.get(name, _conservative)
+    rule = RULES.get(name, _elementwise if name in ZERO_DERIVATIVE else _conservative)  # (all elementwise)
     outs = rule(eqn, ins, out_avals)
     return [o if _inexact(a) else _V(o.shape, None, o.value) for o, a in zip(outs, out_avals)]
 

@@ -6,6 +6,7 @@ Jacobians (``jax.jacfwd``) at random states, times and parameters, and where the
 is exact, equal to it."""
 
 import jax
+import jax.experimental
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -216,3 +217,40 @@ def test_an_autonomous_rosenbrock_solve_matches_the_one_with_its_time_derivative
     for (ys, steps), (ys_full, steps_full) in zip(fast, full):
         assert steps == steps_full
         np.testing.assert_allclose(ys, ys_full, rtol=1e-12, atol=1e-20)
+
+
+@jax.custom_jvp
+def _cos_rule_stops_its_tangent(x):
+    return jnp.cos(x)
+
+
+@_cos_rule_stops_its_tangent.defjvp
+def _(primals, tangents):  # stop_gradient of the tangent is the tangent when the rule runs
+    return jnp.cos(primals[0]), -jnp.sin(primals[0]) * lax.stop_gradient(tangents[0])
+
+
+def test_a_custom_jvp_rule_that_stops_its_tangent_still_moves_with_t():
+    """Found by probing: the analysis dropped ``stop_gradient(dx)`` inside the rule, said the
+    rhs was autonomous, and Rodas5P without its ``f_t`` ran out of steps."""
+    f = lambda t, y, p: -p["k"] * (y - _cos_rule_stops_its_tangent(t))  # noqa: E731
+    assert depends_on_time(f, 0.0, jnp.ones(3), {"k": 1e3})
+    assert np.any(np.asarray(jax.jacfwd(f, 0)(1.0, jnp.ones(3), {"k": 1e3})) != 0)
+    pattern = jacobian_structure(lambda t, y, p: _cos_rule_stops_its_tangent(y), 0.0, jnp.ones(3), {}).toarray()
+    np.testing.assert_array_equal(pattern != 0, np.eye(3, dtype=bool))  # elementwise, not dense
+
+
+def test_a_callback_is_not_run_by_the_analysis_and_its_value_is_unknown():
+    """Found by probing: an ``io_callback`` that read 0 when the program was analysed was
+    run once more, and its 0 taken for all times, so ``amp * cos(t)`` looked autonomous."""
+    calls = []
+
+    def read_amplitude():
+        calls.append(1)
+        return np.float64(0.0)
+
+    def f(t, y, p):
+        amp = jax.experimental.io_callback(read_amplitude, jax.ShapeDtypeStruct((), jnp.float64))
+        return -p["k"] * (y - amp * jnp.cos(t))
+
+    assert depends_on_time(f, 0.0, jnp.ones(2), {"k": 1.0})
+    assert calls == []
