@@ -17,7 +17,18 @@ rounds. Fresh processes swing by 10 % from one to the next on this machine; side
 - V2: V1, the new step as ``h * (0.9 / fac)`` (the factor's reciprocal from `fast_exp2` of the
   negated exponent), `fast_log2` as a degree-6 polynomial in the mantissa (no division);
 - V3: V1 and the reciprocal factors, `fast_log2` as in V0 (not kept: single solves 4 % faster a
-  step, the ensemble 3.5 % slower).
+  step, the ensemble 3.5 % slower);
+- V4 (session 37): V3, and the controller's log taken of the error's sum of squares
+  (``log2(err) = (log2(sum) - log2(n)) / 2``: no square root and no division by n on the way
+  to the next step; the error test still reads the norm);
+- V5 (session 37): V4 with cheaper powers: `fast_log2` a quadratic in the mantissa (to 8e-3),
+  `fast_exp2` a cubic (to 1.5e-4);
+- V6 (session 37): V1 with V5's cheaper powers only: the code kept in session 37 (V1 was
+  session 36's: `fast_log2` by its atanh series, `fast_exp2` by a degree-6 series).
+
+``--mode steps``: the 13 non-stiff library models of `benchmarks/explicit_choice.py` over
+their spans, 100 saves, rtol = atol in 1e-4, 1e-6, ... 1e-12, Tsit5 and DOP853: each
+variant's steps and largest error against SciPy's DOP853 at 1e-13 (no timing).
 
 DOP853's step is the kept one in every variant (only the controller differs).
 """
@@ -86,11 +97,61 @@ def poly_log2(x):
     return ((bits >> nm) - bias).astype(x.dtype) + fit
 
 
-VARIANTS = {"V0": (old_step, old_propose, old_log2), "V1": (new_step, old_propose, old_log2),
-            "V2": (new_step, new_propose, poly_log2), "V3": (new_step, new_propose, old_log2)}
+kept_attempt, kept_log2, kept_exp2 = M._HairerPI.attempt, M.fast_log2, M.fast_exp2  # session 37's powers
+
+
+def sum_squares_attempt(self, rhs, t, y, f, hs, params, rtol, atol, ctrl):  # V4, V5: the sum to the controller
+    if not isinstance(self, M.ExplicitRK):
+        return kept_attempt(self, rhs, t, y, f, hs, params, rtol, atol, ctrl)
+    tab = self.tableau
+    ks = [f]
+    for i in range(1, len(tab.c)):
+        ks.append(rhs(t + float(tab.c[i]) * hs, M._onto(y, tab.a[i, :i], ks, hs), params))
+    y_new = M._onto(y, tab.b, ks, hs)
+    total = M._sum_squares(hs * M._combine(tab.e, ks) / M._scale(y, y_new, rtol, atol))
+    work = dict(num_rhs=jnp.asarray(self.rhs_per_step, jnp.int32), sum_squares=total, n=y.shape[0])
+    return y_new, jnp.sqrt(total / y.shape[0]), jnp.stack(ks), ks[-1], work
+
+
+def sum_squares_propose(self, err_norm, h, state, accepted, last_rejected, work=None):
+    if work is None:  # DOP853: its own norm
+        return new_propose(self, err_norm, h, state, accepted, last_rejected)
+    expo = 1.0 / (self.error_order + 1) - 0.75 * self.beta
+    n = work["n"]
+    log_err = 0.5 * (M.fast_log2(jnp.maximum(work["sum_squares"], n * 1e-20)) - np.log2(n))
+    inv11 = 0.9 * M.fast_exp2(-expo * log_err)
+    inv = 0.9 * M.fast_exp2(self.beta * state - expo * log_err) if self.beta else inv11
+    h_acc = h * jnp.clip(inv, self.fac_min, self.fac_max)
+    h_acc = jnp.where(last_rejected, jnp.minimum(h_acc, h), h_acc)
+    h_new = jnp.where(accepted, h_acc, h * jnp.maximum(self.fac_min, inv11))
+    return h_new, jnp.where(accepted, jnp.maximum(log_err, np.log2(1e-4)), state)
+
+
+def old_exp2(z):  # session 36's fast_exp2: the degree-6 Taylor series, to 1e-5
+    it, nm, _ = M._int_layout(z.dtype)
+    z = jnp.clip(z, -120.0, 120.0)
+    whole = jnp.floor(z)
+    f = z - whole
+    p = 1.0 + f * (0.6931471805599453 + f * (0.2402265069591007 + f * (0.05550410866482158 + f * (
+        0.009618129107628477 + f * (0.0013333558146428443 + f * 0.00015403530393381606)))))
+    return jax.lax.bitcast_convert_type(jax.lax.bitcast_convert_type(p, it) + (whole.astype(it) << nm), z.dtype)
+
+
+# each variant: (the explicit step, the controller, fast_log2, the attempt, fast_exp2)
+VARIANTS = {"V0": (old_step, old_propose, old_log2, kept_attempt, old_exp2),
+            "V1": (new_step, old_propose, old_log2, kept_attempt, old_exp2),
+            "V2": (new_step, new_propose, poly_log2, kept_attempt, old_exp2),
+            "V3": (new_step, new_propose, old_log2, kept_attempt, old_exp2),
+            "V4": (new_step, sum_squares_propose, old_log2, sum_squares_attempt, old_exp2),
+            "V5": (new_step, sum_squares_propose, kept_log2, sum_squares_attempt, kept_exp2),
+            "V6": (new_step, old_propose, kept_log2, kept_attempt, kept_exp2)}
+
+
+def use(v):
+    M.ExplicitRK.step, M._HairerPI.propose, M.fast_log2, M._HairerPI.attempt, M.fast_exp2 = VARIANTS[v]
 ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-ap.add_argument("--mode", choices=("single", "ensemble"), default="single")
-ap.add_argument("--variants", default="V0,V1,V2,V3")
+ap.add_argument("--mode", choices=("single", "ensemble", "steps"), default="single")
+ap.add_argument("--variants", default="V0,V1,V2,V3,V4,V5,V6")
 ap.add_argument("--rounds", type=int, default=11)
 ap.add_argument("--out", default=None)
 args = ap.parse_args()
@@ -99,7 +160,7 @@ if args.mode == "single":
     m = models.get("lorenz")
     compiled = {}
     for v in names:
-        M.ExplicitRK.step, M._HairerPI.propose, M.fast_log2 = VARIANTS[v]
+        use(v)
         jax.clear_caches()
         for sv in ("Tsit5", "DOP853"):
             s = getattr(simkit, sv)()
@@ -119,6 +180,33 @@ if args.mode == "single":
         rows[sv] = {v: dict(ns_per_step=1e9 * statistics.median(res[(v, sv)]) / compiled[(v, sv)][2],
                             steps=compiled[(v, sv)][2]) for v in names}
         print(sv, "  ".join(f"{v}: {rows[sv][v]['ns_per_step']:.1f} ns/step ({rows[sv][v]['steps']})" for v in names))
+elif args.mode == "steps":
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from explicit_choice import MODELS, N_SAVE, reference  # benchmarks/explicit_choice.py
+
+    rows = {}
+    for name in MODELS:
+        m = models.get(name)
+        ref = reference(m, np.linspace(*m.t_span, N_SAVE))
+        for v in names:
+            use(v)
+            jax.clear_caches()
+            for sv in ("Tsit5", "DOP853"):
+                for rtol in (1e-4, 1e-6, 1e-8, 1e-10, 1e-12):
+                    sol = simkit.solve(m, m.t_span, saveat=N_SAVE, rtol=rtol, atol=rtol, solver=getattr(simkit, sv)(),
+                                       throw=False)
+                    err = float(np.max(np.abs(np.asarray(sol.ys) - ref) / (np.abs(ref) + 1.0)))
+                    rows.setdefault(f"{name} {sv} {rtol:g}", {})[v] = dict(
+                        steps=int(sol.stats["num_steps"]), error=err, status=int(sol.status))
+    for sv in ("Tsit5", "DOP853"):
+        mine = {k: r for k, r in rows.items() if f" {sv} " in k}
+        steps = {v: sum(r[v]["steps"] for r in mine.values()) for v in names}
+        err_ratio = [r[v]["error"] / r[names[0]]["error"] for r in mine.values() for v in names[1:] if r[names[0]]["error"] > 0]
+        step_ratio = [r[v]["steps"] / r[names[0]]["steps"] for r in mine.values() for v in names[1:]]
+        print(sv, "steps in all", steps, f"per case steps / {names[0]}: {min(step_ratio):.3f}-{max(step_ratio):.3f}, "
+              f"error / {names[0]}: {min(err_ratio):.2f}-{max(err_ratio):.2f} "
+              f"(geomean {np.exp(np.mean(np.log(err_ratio))):.3f}); failures",
+              sum(r[v]["status"] != 0 for r in mine.values() for v in names))
 else:
     rng = np.random.default_rng(0)
     rhos = rng.uniform(10.0, 50.0, 10_000)
@@ -132,7 +220,7 @@ else:
     rates = {v: [] for v in names}
     for r in range(args.rounds):
         for v in (names if r % 2 == 0 else names[::-1]):
-            M.ExplicitRK.step, M._HairerPI.propose, M.fast_log2 = VARIANTS[v]
+            use(v)
             jax.clear_caches()
             np.asarray(ensemble_call().ys)
             for _ in range(3):

@@ -90,9 +90,15 @@ def _rms(x):
 # last bit, were a tenth of a vmapped Lorenz step. Measured (alternating fresh processes,
 # 2 runs each): 10,000 Lorenz members 96-101k -> 107-109k solves/s with the same steps to 4
 # in 3.6 million; one Lorenz solve inside jax.jit (1,000 saves, 1e-8) Tsit5 1.16 -> 1.08 ms,
-# DOP853 0.62 -> 0.57. In the stiff controllers (Rosenbrock, Radau IIA, BDF) they gained
-# nothing (Robertson, a van der Pol ensemble) and made HIRES with Rodas5P 9% slower: those
-# keep exp and log. (OrdinaryDiffEq.jl's controllers use such a ``fastpow``.)
+# DOP853 0.62 -> 0.57. Session 37: shorter polynomials (log2 to 8e-3, exp2 to 1.5e-4: the
+# factor to about 0.1 %, against the safety factor's 10 %): Lorenz inside jax.jit 107 -> 95
+# ns a Tsit5 step, 196 -> 185 DOP853, the ensemble 1.02x; over the 13 non-stiff library
+# models at rtol 1e-4 ... 1e-12 the same steps in all (68,211 -> 68,261 Tsit5, 16,213 ->
+# 16,201 DOP853) and errors 1.01x and 0.99x (geometric means; each case moves with its step
+# sequence, as a 0.3 % change of the factor moves it). In the stiff controllers (Rosenbrock,
+# Radau IIA, BDF) they gained nothing (Robertson, a van der Pol ensemble) and made HIRES with
+# Rodas5P 9% slower: those keep exp and log. (OrdinaryDiffEq.jl's controllers use such a
+# ``fastpow``.)
 
 
 def _int_layout(dtype):
@@ -101,31 +107,29 @@ def _int_layout(dtype):
 
 
 def fast_log2(x):
-    """``log2(x)`` to 2e-5 (2.1e-5 in float32) for positive normal ``x`` (``+inf`` gives 1024 in float64;
-    NaN is not handled: the loop hands the controller ``+inf`` for a non-finite error).
-    (A degree-6 polynomial in the mantissa, without this division, was no faster.)"""
+    """``log2(x)`` to 8e-3 for positive normal ``x``: the exponent, and the mantissa's log
+    by a quadratic exact at 1 and 2 (continuous and increasing across octaves); ``+inf``
+    gives 1024 in float64. NaN is not handled: the loop hands the controller ``+inf`` for a
+    non-finite error. (Session 36's atanh series to 2e-5, with a division, was a longer chain
+    before every step: `benchmarks/experiments/explicit_chain_ab.py`, V1 against V6.)"""
     if x.dtype not in (jnp.float64, jnp.float32):
         return jnp.log2(x)
     it, nm, bias = _int_layout(x.dtype)
     bits = jax.lax.bitcast_convert_type(x, it)
-    m = jax.lax.bitcast_convert_type((bits & ((1 << nm) - 1)) | (bias << nm), x.dtype)  # [1, 2)
-    u = (m - 1.0) / (m + 1.0)  # log2 m = (2 / ln 2) atanh u, |u| <= 1/3: its odd series
-    u2 = u * u
-    series = u * (2.8853900817779268 + u2 * (0.9617966939259756 + u2 * (0.5770780163555854
-                                                                       + u2 * 0.4121985831111324)))
-    return ((bits >> nm) - bias).astype(x.dtype) + series
+    t = jax.lax.bitcast_convert_type((bits & ((1 << nm) - 1)) | (bias << nm), x.dtype) - 1.0  # [0, 1)
+    return ((bits >> nm) - bias).astype(x.dtype) + t * (1.3466 - 0.3466 * t)
 
 
 def fast_exp2(z):
-    """``2**z`` to 1e-5, for ``z`` clipped to [-120, 120] (float32's range too)."""
+    """``2**z`` to 1.5e-4 (relative), for ``z`` clipped to [-120, 120] (float32's range
+    too): the integer part into the exponent, ``2**f`` on [0, 1) by a cubic exact at 0 and 1."""
     if z.dtype not in (jnp.float64, jnp.float32):
         return jnp.exp2(z)
     it, nm, _ = _int_layout(z.dtype)
     z = jnp.clip(z, -120.0, 120.0)
     whole = jnp.floor(z)
-    f = z - whole  # [0, 1): 2**f by its Taylor series in f ln 2
-    p = 1.0 + f * (0.6931471805599453 + f * (0.2402265069591007 + f * (0.05550410866482158 + f * (
-        0.009618129107628477 + f * (0.0013333558146428443 + f * 0.00015403530393381606)))))
+    f = z - whole
+    p = 1.0 + f * (0.6958 + f * (0.2262 + f * 0.0780))
     return jax.lax.bitcast_convert_type(jax.lax.bitcast_convert_type(p, it) + (whole.astype(it) << nm), z.dtype)
 
 
