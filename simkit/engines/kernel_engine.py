@@ -48,8 +48,8 @@ def run_kernel(program: KernelProgram, args) -> EngineResult:
     stats = dict(out["stats"])
     stats["num_rhs"] = stats["num_rhs"] + 2  # the initial-step estimate
     return EngineResult(
-        ts=out["ts"], ys=out["ys"], stats=stats, status=nonfinite_saves(out["status"], out["ys"]), t_final=out["t_final"],
-        y_final=out["y_final"], event_index=out["event_index"], event_time=out["event_time"],
+        ts=out["ts"], ys=out["ys"], stats=stats, status=nonfinite_saves(out["status"], out["ys"]),
+        t_final=out["t_final"], y_final=out["y_final"], event_index=out["event_index"], event_time=out["event_time"],
         event_ts=out["event_ts"], event_ys=out["event_ys"], event_counts=out["event_counts"],
         interpolation=None if not program.dense else KernelInterpolation(
             t0=t0, t1=out["t_final"], y0=y0, t=out["dense"]["t"], hs=out["dense"]["hs"], kept=out["dense"]["kept"],

@@ -266,5 +266,5 @@ def run_queue(program: KernelProgram, args, params: dict, y0: jax.Array, lanes: 
     reached = direction * (save_ts[None, :] - out["t_final"][:, None]) <= 0
     ts = jnp.where(reached, save_ts[None, :], jnp.inf)
     ys = jnp.where(reached[..., None], out["ys"], out["y_final"][:, None, :])
-    return dict(ts=ts, ys=ys, status=nonfinite_saves(out["status"], ys), stats=out["stats"], t_final=out["t_final"],
-                y_final=out["y_final"])
+    return dict(ts=ts, ys=ys, status=nonfinite_saves(out["status"], ys), stats=out["stats"],
+                t_final=out["t_final"], y_final=out["y_final"])

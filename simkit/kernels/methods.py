@@ -331,9 +331,10 @@ class Rosenbrock(_Stateless):
         else:
             # an autonomous rhs (read from its program, `structure.depends_on_time`): no
             # d f / d t, which was one more of the Jacobian's jvps and a term in every stage.
-            # The same values to rounding; measured (alternating variants in one process): a 2,500-member
-            # van der Pol ensemble with Rodas4 1.10x the solves per second, single solves
-            # (Robertson, HIRES) unchanged
+            # The same values to rounding; measured (alternating variants in one process,
+            # `benchmarks/experiments/autonomous_ab.py`): a 2,500-member van der Pol ensemble
+            # with Rodas4 1.05x the solves per second (its naive jax.vmap 1.10x), single
+            # solves (Robertson, HIRES) unchanged
             jac_y, jac_t = jax.jacfwd(lambda yy: rhs(t, yy, params))(y), None
         # one division by the step, then products: a division of a vector by a lane's step
         # was compiled as a division in one program and as a product with the reciprocal in

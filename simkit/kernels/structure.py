@@ -660,7 +660,7 @@ def jacobian_structure(rhs: Callable, t: Any, y: Any, params: Any) -> sp.csr_mat
     Unstructured
         The dependency sets grew past `MAX_ENTRIES` or a loop's did not settle.
     """
-    n = int(np.prod(np.shape(y) if not isinstance(y, jax.ShapeDtypeStruct) else y.shape, dtype=np.int64))
+    n = int(np.prod(abstract(y).shape, dtype=np.int64))
     out = _dependence(rhs, t, y, params, 1)
     deps = _deps(out) if out.size == n else None
     if deps is None:
