@@ -20,7 +20,7 @@ class Status(enum.IntEnum):
     MAX_STEPS : int
         2: the step budget ``max_steps`` ran out before ``t1``.
     NONFINITE : int
-        3: the state became non-finite (NaN or inf).
+        3: the state became non-finite (NaN or inf), at a step or in a saved value between steps.
     NONLINEAR_FAILURE : int
         4: the implicit solver's Newton iteration failed.
     STEP_SIZE_UNDERFLOW : int
