@@ -81,12 +81,104 @@ def one_at_a_time(fn):
 
 
 # every LAPACK call of the kernels (dense LU here, banded panels, GMRES's triangle)
-lapack_lu_factor = one_at_a_time(lambda a: jsl.lu_factor(a))
-lapack_lu = one_at_a_time(lambda a: lax.linalg.lu(a))  # (lu, pivots, permutation); rectangular too
-lapack_upper_solve = one_at_a_time(lambda u, b: jsl.solve_triangular(u, b, lower=False))
-lapack_unit_lower_solve = one_at_a_time(lambda l, b: jsl.solve_triangular(l, b, lower=True, unit_diagonal=True))
-_lapack_lu_solve = one_at_a_time(lambda lu, piv, b: jsl.lu_solve((lu, piv), b))
-_lapack_lu_solve_t = one_at_a_time(lambda lu, piv, b: jsl.lu_solve((lu, piv), b, trans=1))
+# On a TPU, XLA's LU and triangular solves have no float64 form (float64 is emulated there),
+# and under ``jax.vmap`` the LAPACK-style calls above would run one member at a time: there
+# the same factorisations and solves are plain loops of array operations (`rolled_lu`,
+# `rolled_triangular_solve`), which vectorise over members. Chosen when the program is
+# lowered, by the platform it is compiled for (`jax.lax.platform_dependent`): a CPU or GPU
+# program holds the LAPACK call only. The two agree to rounding (the same pivots, the same
+# eliminations in the same order).
+
+
+def rolled_lu(a):
+    """``(lu, pivots, permutation)`` of an ``m x n`` matrix (``m >= n``) with partial
+    pivoting, as ``jax.lax.linalg.lu`` returns them, by a ``fori_loop`` over the columns
+    (one elimination per iteration, array operations only: any backend, any float dtype)."""
+    m, n = a.shape[-2:]
+    rows, cols = jnp.arange(m), jnp.arange(n)
+
+    def eliminate(k, carry):
+        a, pivots, perm = carry
+        column = a[:, k]
+        p = jnp.argmax(jnp.where(rows >= k, jnp.abs(column), -1.0)).astype(pivots.dtype)
+        swap = jnp.where(rows == k, p, jnp.where(rows == p, k, rows))
+        a, perm = a[swap, :], perm[swap]
+        inverse = 1.0 / a[k, k]
+        factors = jnp.where(rows > k, a[:, k] * inverse, 0.0)
+        a = a - factors[:, None] * jnp.where(cols > k, a[k, :], 0.0)[None, :]
+        a = jnp.where((cols == k)[None, :], jnp.where(rows > k, factors, a[:, k])[:, None], a)
+        return a, pivots.at[k].set(p), perm
+
+    carry = (a, jnp.zeros((min(m, n),), jnp.int32), jnp.arange(m, dtype=jnp.int32))
+    return lax.fori_loop(0, min(m, n), eliminate, carry)
+
+
+def rolled_triangular_solve(t, b, *, lower: bool, unit_diagonal: bool = False, transpose: bool = False):
+    """Solve ``t x = b`` (``t^T x = b`` with ``transpose``) for a triangular ``n x n`` ``t``
+    and ``b`` of shape ``(n,)`` or ``(n, k)``: substitution by a ``fori_loop`` over the rows,
+    with elementwise products and sums (no matrix unit: float64 exact where it is emulated)."""
+    n = t.shape[-1]
+    if transpose:
+        t, lower = t.T, not lower
+    idx = jnp.arange(n)
+    b2 = b.reshape(n, -1)
+
+    def row(step, x):
+        i = step if lower else n - 1 - step
+        known = (idx < i) if lower else (idx > i)
+        coeffs = jnp.where(known, t[i, :], 0.0)
+        xi = b2[i] - jnp.sum(coeffs[:, None] * x, axis=0)
+        if not unit_diagonal:
+            xi = xi / t[i, i]
+        return x.at[i].set(xi)
+
+    return lax.fori_loop(0, n, row, jnp.zeros_like(b2)).reshape(b.shape)
+
+
+def _rolled_lu_solve(lu, piv, b, trans: int = 0):
+    """``jax.scipy.linalg.lu_solve((lu, piv), b, trans)`` from `rolled_lu`'s pivots."""
+    perm = _permutation(piv, lu.shape[-1])
+    if trans == 0:
+        y = rolled_triangular_solve(lu, b[perm], lower=True, unit_diagonal=True)
+        return rolled_triangular_solve(lu, y, lower=False)
+    y = rolled_triangular_solve(lu, b, lower=False, transpose=True)
+    x = rolled_triangular_solve(lu, y, lower=True, unit_diagonal=True, transpose=True)
+    return jnp.zeros_like(x).at[perm].set(x)
+
+
+def _permutation(pivots, n: int):
+    """The row permutation that LAPACK-style ``pivots`` (row ``k`` swapped with
+    ``pivots[k]``, in order) apply."""
+    def swap(k, perm):
+        p = pivots[k]
+        pk, pp = perm[k], perm[p]
+        return perm.at[k].set(pp).at[p].set(pk)
+
+    return lax.fori_loop(0, pivots.shape[0], swap, jnp.arange(n))
+
+
+def _rolled_on_tpu(native, rolled):
+    """``native`` (a LAPACK-style call, one member at a time under ``jax.vmap``) except in a
+    program compiled for a TPU, where ``rolled`` (array operations) runs instead."""
+    native = one_at_a_time(native)
+
+    def call(*args):
+        return lax.platform_dependent(*args, tpu=rolled, default=native)
+
+    return call
+
+
+lapack_lu_factor = _rolled_on_tpu(lambda a: tuple(jsl.lu_factor(a)), lambda a: rolled_lu(a)[:2])
+lapack_lu = _rolled_on_tpu(lambda a: tuple(lax.linalg.lu(a)), rolled_lu)  # (lu, pivots, permutation); rectangular too
+lapack_upper_solve = _rolled_on_tpu(lambda u, b: jsl.solve_triangular(u, b, lower=False),
+                                    lambda u, b: rolled_triangular_solve(u, b, lower=False))
+lapack_unit_lower_solve = _rolled_on_tpu(
+    lambda l, b: jsl.solve_triangular(l, b, lower=True, unit_diagonal=True),
+    lambda l, b: rolled_triangular_solve(l, b, lower=True, unit_diagonal=True))
+_lapack_lu_solve = _rolled_on_tpu(lambda lu, piv, b: jsl.lu_solve((lu, piv), b),
+                                  lambda lu, piv, b: _rolled_lu_solve(lu, piv, b))
+_lapack_lu_solve_t = _rolled_on_tpu(lambda lu, piv, b: jsl.lu_solve((lu, piv), b, trans=1),
+                                    lambda lu, piv, b: _rolled_lu_solve(lu, piv, b, trans=1))
 
 
 def lapack_lu_solve(lu, piv, b):
@@ -95,7 +187,7 @@ def lapack_lu_solve(lu, piv, b):
     the transpose is the transposed solve); the factors are constants (the kernels stop
     their gradients)."""
     lu, piv = lax.stop_gradient(lu), lax.stop_gradient(piv)
-    perm = lax.linalg.lu_pivots_to_permutation(piv, lu.shape[-1])
+    perm = _permutation(piv, lu.shape[-1])
 
     def matvec(x):  # a x = P^T L U x (only its linearity is used)
         y = jnp.triu(lu) @ x
@@ -198,13 +290,27 @@ def lu_solve(lu_perm, b):
     return jnp.stack(rows)
 
 
+# On a TPU the straight-line code is used up to this size, `rolled_lu` above it (the
+# straight-line program grows as n^3 operations, each emulated in float64 there).
+TPU_STRAIGHT_LINE = SMALL_SYSTEM
+
+
+def _small_rolled(a):
+    lu, _, perm = rolled_lu(a)
+    return lu, perm.astype(jnp.arange(1).dtype)  # `lu_factor`'s index type
+
+
 def factor(a):
     """LU factors of a square matrix for `solve`: the straight-line code (`lu_factor`) for
-    ``n <= SMALL_SYSTEM``, LAPACK (``jax.scipy.linalg.lu_factor``) above. The two
-    layouts differ (a permutation or LAPACK's pivot swaps); `solve` tells them apart by
-    the same static size."""
-    if a.shape[-1] <= SMALL_SYSTEM:
-        return lu_factor(a)
+    ``n <= SMALL_SYSTEM``, LAPACK (``jax.scipy.linalg.lu_factor``) above; on a TPU, `rolled_lu`
+    wherever the straight-line code is not used (`TPU_STRAIGHT_LINE`). The two layouts
+    differ (a permutation or LAPACK's pivot swaps); `solve` tells them apart by the same
+    static size."""
+    n = a.shape[-1]
+    if n <= SMALL_SYSTEM:
+        if n <= TPU_STRAIGHT_LINE:
+            return lu_factor(a)
+        return lax.platform_dependent(a, tpu=_small_rolled, default=lu_factor)
     return lapack_lu_factor(a)
 
 
