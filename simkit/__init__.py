@@ -5,6 +5,7 @@ Public API (re-exports only). Importing simkit applies the precision policy of
 """
 
 from . import _config  # noqa: F401  (precision policy first, before jax/equinox load)
+from ._config import configure as configure
 from . import fitting as fitting
 from . import models as models
 from . import sample as sample
@@ -14,6 +15,7 @@ from .events import Event as Event
 from .save_times import SaveAt as SaveAt
 from .save_times import SaveSteps as SaveSteps
 from ._solve import solve as solve
+from ._scipy_ivp import solve_ivp as solve_ivp
 from .inspection import Inspection as Inspection
 from .inspection import inspect as inspect
 from ._solve_to_file import solve_to_file as solve_to_file
@@ -46,6 +48,7 @@ from .model import ODEModel as ODEModel
 from .solution import Solution as Solution
 from .stencil import PDEModel as PDEModel
 from .status import Status as Status
+from .placement import precision as precision
 
 __version__ = "0.1.0"
 
@@ -81,14 +84,17 @@ __all__ = [
     "SolveError",
     "Status",
     "Tsit5",
+    "configure",
     "ensemble",
     "fit",
     "fitting",
     "inspect",
     "load",
     "models",
+    "precision",
     "sample",
     "solve",
+    "solve_ivp",
     "solve_to_file",
     "stencil",
 ]

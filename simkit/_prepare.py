@@ -28,7 +28,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _config
-from ._traced_checks import SAVE_TIME_SLACK, clip_save_times, floor_rtol, harmless_args, traced_inputs_ok
+from ._traced_checks import (SAVE_TIME_SLACK, clip_save_times, floor_rtol, harmless_args, teaching_error,
+                             traced_inputs_ok)
 from .engines.programs import DiffraxProgram, KernelProgram
 from .errors import InputError, InputTypeError, ParameterError, ShapeError
 from .events import Event, as_events
@@ -306,7 +307,13 @@ def check_rhs(model: ODEModel, y0: Any, params: dict, dtype: Any) -> None:
     struct = _param_struct(params)
     y_dtype = dtype_of(y0)
     # (the rhs is hashable: `ODEModel` checks it, `simkit.params.check_function`)
-    out = _rhs_signature(model.rhs, tuple(np.shape(y0)), y_dtype, dtype, struct)
+    try:
+        out = _rhs_signature(model.rhs, tuple(np.shape(y0)), y_dtype, dtype, struct)
+    except TypeError as err:  # (JAX's tracer errors are TypeErrors): say what to write instead
+        taught = teaching_error(err, model.rhs, f"model {model.name!r}")
+        if taught is None:
+            raise
+        raise taught from err
     if not isinstance(out, jax.ShapeDtypeStruct):
         raise InputTypeError(
             f"model {model.name!r}: rhs must return one array of shape {tuple(np.shape(y0))}, got "
@@ -337,6 +344,9 @@ def check_events(events: tuple[Event, ...], model: ODEModel, y0: Any, params: di
         try:  # (ev.fn is hashable: `Event` checks it)
             out = _rhs_signature(ev.fn, tuple(np.shape(y0)), dtype_of(y0), dtype, struct)
         except Exception as err:  # noqa: BLE001 - report which event failed to trace
+            taught = teaching_error(err, ev.fn, f"model {model.name!r}", f"event {i}")
+            if taught is not None:
+                raise taught from err
             raise InputError(f"model {model.name!r}: event {i} ({getattr(ev.fn, '__name__', ev.fn)!r}) "
                              f"failed to evaluate at t0: {type(err).__name__}: {err}") from err
         if not isinstance(out, jax.ShapeDtypeStruct) or out.size != 1:

@@ -19,15 +19,23 @@ checks are the host checks' rules, so a traced and an untraced call agree:
 Found by probing: under ``jax.jit`` save times outside the span or unordered returned wrong
 states with status success (the kernels) or every state ``inf`` (diffrax), a negative
 ``rtol`` ran as ``|rtol|``, and ``t1 = inf`` with a count of save times gave rows of ``inf``.
+
+`teaching_error` turns what JAX raises while tracing a user's rhs or event function (a
+Python ``if`` on the state, ``np.sin`` of it, a SciPy-style ``f(t, y)``) into an error that
+says what to write instead; `simkit._prepare.check_rhs` and ``check_events`` use it, the one
+place every entry point traces the user's functions first.
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .errors import InputTypeError
 from .params import concrete, is_traced
 
 SAVE_TIME_SLACK = 1e-12  # save times this fraction of the span outside it are its ends (rounding)
@@ -125,3 +133,78 @@ def floor_rtol(rtol: Any, eps: float) -> Any:
     if not is_traced(rtol):
         return rtol
     return jnp.where((rtol > 0) & (rtol < 100 * eps), jnp.asarray(100 * eps, rtol.dtype), rtol)
+
+
+# -- errors that teach: what a function traced by simkit may not do ----------------------------------
+
+
+def _takes_args(fn: Any, count: int) -> bool | None:
+    """Whether ``fn`` accepts ``count`` positional arguments (None: its signature is unknown)."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin or an extension type without a signature
+        return None
+    try:
+        signature.bind(*range(count))
+    except TypeError:
+        return False
+    return True
+
+
+def teaching_error(err: Exception, fn: Any, owner: str, role: str = "rhs") -> InputTypeError | None:
+    """An `InputTypeError` that says what to write instead, for an exception raised while
+    simkit traced a user's function ``fn(t, y, params)`` (the rhs, or an event function), or
+    None when ``err`` is not one of the habits below (the caller re-raises it as it is).
+
+    The habits, each a plain-Python or NumPy way of writing that JAX's tracing cannot follow:
+
+    - a Python ``if``/``while``/``and``/``or`` on the state or a parameter
+      (``jax.errors.TracerBoolConversionError``): write ``jnp.where``;
+    - a NumPy function on a traced value (``np.sin(y[0])``,
+      ``jax.errors.TracerArrayConversionError``): write ``jnp.sin(y[0])``;
+    - ``float()``, ``int()``, ``math.*`` or ``.item()`` of a traced value
+      (``jax.errors.ConcretizationTypeError``): write the ``jnp`` function;
+    - a function that does not take the three arguments ``(t, y, params)`` (a SciPy-style
+      ``f(t, y)``): write ``f(t, y, params)``, or call `simkit.solve_ivp`, which takes
+      SciPy's ``fun(t, y, *args)``.
+
+    Parameters
+    ----------
+    err : Exception
+        What tracing ``fn`` raised.
+    fn : callable
+        The user's function.
+    owner : str
+        Who is speaking, e.g. ``"model 'lorenz'"``.
+    role : str
+        What ``fn`` is, e.g. ``"rhs"`` or ``"event 0"``.
+    """
+    where = f"{owner}: the {role}"
+    name = getattr(fn, "__name__", type(fn).__name__)
+    if isinstance(err, jax.errors.TracerBoolConversionError):
+        return InputTypeError(
+            f"{where} ({name}) uses the value of the state or of a parameter in a Python `if`, `while`, `and`, "
+            "`or` or bool(): simkit traces the function once with abstract values to compile it, so such a "
+            "branch cannot be decided. Write the choice with jnp.where, which computes both sides and picks one "
+            "per entry: `jnp.where(y[0] > 0, -y[0], 0.0)` instead of `-y[0] if y[0] > 0 else 0.0` "
+            "(jax.lax.cond where a side is expensive)")
+    if isinstance(err, jax.errors.TracerArrayConversionError):
+        return InputTypeError(
+            f"{where} ({name}) passes the state or a parameter to NumPy (np.sin, np.exp, np.array, ...): simkit "
+            "traces the function with JAX, and NumPy needs concrete numbers. Use jax.numpy, which has the same "
+            "names: `import jax.numpy as jnp`, then `jnp.sin(y[0])` instead of `np.sin(y[0])` (and "
+            "`jnp.array([...])` instead of `np.array([...])`)")
+    if isinstance(err, jax.errors.ConcretizationTypeError):
+        return InputTypeError(
+            f"{where} ({name}) turns the state or a parameter into a Python number (float(), int(), math.sin, "
+            ".item(), a range(...) of it): simkit traces the function with JAX, where values are "
+            "abstract. Keep them arrays and use jax.numpy: `jnp.sin(y[0])` instead of `math.sin(y[0])`, "
+            "`y[0].astype(float)` instead of `float(y[0])`")
+    if type(err) is TypeError and _takes_args(fn, 3) is False:
+        call = "rhs" if role == "rhs" else "g"
+        return InputTypeError(
+            f"{where} ({name}) does not take three arguments, but simkit calls it as {call}(t, y, params): t a "
+            "scalar, y the state (shape (n_states,)) and params the dict of parameters (unused ones may be "
+            "ignored). Write `def f(t, y, params): return -0.5 * y`; a SciPy-style f(t, y) or f(t, y, *args) runs "
+            "unchanged with simkit.solve_ivp(f, t_span, y0, args=(...))")
+    return None

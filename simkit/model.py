@@ -33,7 +33,9 @@ def _as_params(params: Params) -> dict[str, Any]:
     return {str(k): own_copy(v) for k, v in params.items()}
 
 
-def _as_names(names: Any) -> tuple[str, ...]:
+def _as_names(names: Any) -> tuple[str, ...] | None:
+    if names is None:  # (the default: "y0", "y1", ... from y0's length, `ODEModel.__post_init__`)
+        return None
     if isinstance(names, str):  # tuple("uv") is ('u', 'v'): a string was split into letters in silence
         raise InputTypeError(f"state_names must be a sequence of names, e.g. ({names!r},) or a list, not the "
                              f"string {names!r}")
@@ -66,8 +68,9 @@ class ODEModel(eqx.Module):
         Default parameter values, ``{name: value}`` (scalars or arrays).
     y0 : array_like
         Default initial state, shape ``(n_states,)`` (lists become float64 NumPy arrays).
-    state_names : sequence of str
-        One unique name per state component.
+    state_names : sequence of str, optional
+        One unique name per state component; default ``("y0", "y1", ...)``, the components
+        ``y[0], y[1], ...`` as a SciPy user numbers them (``sol["y1"]`` is ``y[1]``).
     name : str
         The model's name (in messages, results and saved files); default ``"model"``.
     t_span : (float, float), optional
@@ -125,7 +128,7 @@ class ODEModel(eqx.Module):
     rhs: RHS = eqx.field(static=True)
     params: dict[str, Any] = eqx.field(converter=_as_params)
     y0: Any = eqx.field(converter=_as_state)
-    state_names: tuple[str, ...] = eqx.field(static=True, converter=_as_names)
+    state_names: tuple[str, ...] = eqx.field(static=True, converter=_as_names, default=None)
     name: str = eqx.field(static=True, default="model")
     t_span: tuple[float, float] | None = eqx.field(static=True, default=None)
     stiff: bool | None = eqx.field(static=True, default=False)
@@ -134,6 +137,11 @@ class ODEModel(eqx.Module):
     units: str = eqx.field(static=True, default="")
     diffusion: RHS | None = eqx.field(static=True, default=None)
     preconditioner: Callable[..., Any] | None = eqx.field(static=True, default=None)
+
+    def __post_init__(self) -> None:
+        if self.state_names is None:  # default names, one per component of a 1-D y0
+            shape = np.shape(self.y0)
+            self.state_names = tuple(f"y{i}" for i in range(shape[0])) if len(shape) == 1 else ()
 
     def __check_init__(self) -> None:
         check_function(f"model {self.name!r}", "rhs", self.rhs)
