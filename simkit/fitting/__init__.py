@@ -7,6 +7,9 @@ solvers by autodiff.
 """
 
 from ._fit import fit as fit
+from .bounded import BoundedResult as BoundedResult
+from .bounded import least_squares_bounded as least_squares_bounded
+from .bounded import minimize_bounded as minimize_bounded
 from .data import Dataset as Dataset
 from .drivers import BFGS as BFGS
 from .drivers import LBFGS as LBFGS
@@ -24,6 +27,6 @@ from .objective import NegativeBinomial as NegativeBinomial
 from .objective import Poisson as Poisson
 from .result import FitResult as FitResult
 
-__all__ = ["BFGS", "LBFGS", "LBFGSB", "AbstractDriver", "AbstractLoss", "Dataset", "FitResult", "FitStatus",
+__all__ = ["BFGS", "LBFGS", "LBFGSB", "AbstractDriver", "AbstractLoss", "BoundedResult", "Dataset", "FitResult", "FitStatus",
            "GaussNewton", "GaussianNLL", "LeastSquares", "LevenbergMarquardt", "LogNormal", "NegativeBinomial",
-           "Optimistix", "Poisson", "fit"]
+           "Optimistix", "Poisson", "fit", "least_squares_bounded", "minimize_bounded"]

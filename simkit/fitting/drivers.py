@@ -28,44 +28,14 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from .bounded import FitStatus as FitStatus
+
 
 def _jaxopt():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import jaxopt
     return jaxopt
-
-
-class FitStatus(enum.IntEnum):
-    """How one start of a fit ended. Only `CONVERGED` is a success.
-
-    An ``enum.IntEnum``: `FitResult.status` and `FitResult.start_status` hold its members.
-
-    Attributes
-    ----------
-    CONVERGED : int
-        0: the optimiser's convergence test passed.
-    MAX_ITERATIONS : int
-        1: stopped at ``max_iterations``.
-    MAX_EVALUATIONS : int
-        2: stopped at ``max_evaluations`` evaluations of the cost.
-    OPTIMIZER_FAILED : int
-        3: the optimiser reported a failure (e.g. a failed line search).
-    NONFINITE : int
-        4: the cost or the point is not finite at the end (a failed ODE solve, NaN).
-
-    Examples
-    --------
-    >>> from simkit.fitting import FitStatus
-    >>> FitStatus(2).name, FitStatus.CONVERGED == 0
-    ('MAX_EVALUATIONS', True)
-    """
-
-    CONVERGED = 0
-    MAX_ITERATIONS = 1
-    MAX_EVALUATIONS = 2
-    OPTIMIZER_FAILED = 3
-    NONFINITE = 4
 
 
 def describe(status: int, *, max_iterations: int, max_evaluations: int, max_steps: int) -> str:
