@@ -1,0 +1,78 @@
+"""PEtab's noise models: the negative log-likelihood of one measurement.
+
+For a measurement ``m``, a simulated observable ``h`` and a noise parameter ``s`` (the
+standard deviation of a normal, the scale of a Laplace distribution), on the observable's
+transformation ``lin``, ``log`` or ``log10`` (PEtab 1.0, "Noise distributions"):
+
+- normal, lin:    ``log(2 pi s^2) / 2 + ((m - h) / s)^2 / 2``
+- normal, log:    ``log(2 pi s^2 m^2) / 2 + ((log m - log h) / s)^2 / 2``
+- normal, log10:  ``log(2 pi s^2 m^2 log(10)^2) / 2 + ((log10 m - log10 h) / s)^2 / 2``
+- laplace, lin:   ``log(2 s) + |m - h| / s``
+- laplace, log:   ``log(2 s m) + |log m - log h| / s``
+- laplace, log10: ``log(2 s m log(10)) + |log10 m - log10 h| / s``
+
+The ``m`` factors are the Jacobian of the transformation, so the value is the density of the
+untransformed measurement.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jax.numpy as jnp
+
+from .sbml import UnsupportedFeatureError
+
+DISTRIBUTIONS = ("normal", "laplace")
+TRANSFORMATIONS = ("lin", "log", "log10")
+
+
+def check_noise_model(observable_id: str, distribution: str, transformation: str) -> None:
+    """Raise `UnsupportedFeatureError` naming the PEtab feature if the pair is not one above."""
+    if distribution not in DISTRIBUTIONS:
+        raise UnsupportedFeatureError(
+            f"observable {observable_id!r}: PEtab noiseDistribution {distribution!r} is not supported "
+            f"(supported: {', '.join(DISTRIBUTIONS)})")
+    if transformation not in TRANSFORMATIONS:
+        raise UnsupportedFeatureError(
+            f"observable {observable_id!r}: PEtab observableTransformation {transformation!r} is not "
+            f"supported (supported: {', '.join(TRANSFORMATIONS)})")
+
+
+def _transform(value: Any, transformation: str) -> Any:
+    if transformation == "log":
+        return jnp.log(value)
+    if transformation == "log10":
+        return jnp.log10(value)
+    return value
+
+
+def negative_log_likelihood(measurement: Any, simulation: Any, noise: Any, distribution: str,
+                            transformation: str) -> Any:
+    """Elementwise negative log-likelihood of PEtab's noise model (formulas above).
+
+    Parameters
+    ----------
+    measurement, simulation, noise : array_like, same shape
+        Measured value, simulated observable (both untransformed) and noise parameter
+        (normal: standard deviation; laplace: scale), on the transformation's scale.
+    distribution : {"normal", "laplace"}
+    transformation : {"lin", "log", "log10"}
+
+    Returns
+    -------
+    jax.Array
+        Same shape as ``measurement``.
+    """
+    residual = _transform(measurement, transformation) - _transform(simulation, transformation)
+    # log of the transformation's Jacobian |d transform(m) / dm|^-1
+    if transformation == "log":
+        jacobian = jnp.log(measurement)
+    elif transformation == "log10":
+        jacobian = jnp.log(measurement * math.log(10.0))
+    else:
+        jacobian = 0.0
+    if distribution == "normal":
+        return 0.5 * jnp.log(2.0 * math.pi * noise**2) + 0.5 * (residual / noise) ** 2 + jacobian
+    return jnp.log(2.0 * noise) + jnp.abs(residual / noise) + jacobian

@@ -1,0 +1,214 @@
+"""`load` a PEtab problem into a `PetabProblem`: model, objective, bounds, multi-start fit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..errors import InputError, ShapeError
+from ..model import ODEModel
+from .layout import Layout, build_layout, ode_model, read_problem, to_scale
+from .objective import SolverOptions, build_objective
+
+
+class PetabFit(NamedTuple):
+    """Every start of `PetabProblem.fit`, sorted by cost (best first).
+
+    Attributes
+    ----------
+    x : np.ndarray
+        ``(n_starts, n_est)`` end points, on the parameters' PEtab scales.
+    cost : np.ndarray
+        ``(n_starts,)`` negative log-likelihood at ``x``.
+    status : np.ndarray
+        ``(n_starts,)`` `simkit.fitting.FitStatus` codes.
+    n_iter : np.ndarray
+        ``(n_starts,)`` accepted steps.
+    at_bound : np.ndarray
+        ``(n_starts, n_est)``: -1 at the lower bound, +1 at the upper, 0 inside.
+    starts : np.ndarray
+        ``(n_starts, n_est)`` the start points (same order).
+    parameter_ids : tuple of str
+        The estimated parameters.
+    """
+
+    x: np.ndarray
+    cost: np.ndarray
+    status: np.ndarray
+    n_iter: np.ndarray
+    at_bound: np.ndarray
+    starts: np.ndarray
+    parameter_ids: tuple[str, ...]
+
+    @property
+    def best(self) -> dict[str, float]:
+        """The best start's parameters on their PEtab scales, by id."""
+        return dict(zip(self.parameter_ids, (float(v) for v in self.x[0])))
+
+
+class PetabProblem:
+    """A PEtab parameter-estimation problem in simkit.
+
+    Attributes
+    ----------
+    model : ODEModel
+        The SBML model (states: species and rate-rule targets; params: SBML parameters and
+        compartments, defaults from the PEtab nominal values of the first condition).
+    parameter_ids : tuple of str
+        The estimated parameters, in the order of ``x``.
+    scales : tuple of str
+        Their PEtab scales (``lin``, ``log``, ``log10``).
+    x_nominal, lower, upper : np.ndarray
+        ``(n_est,)`` nominal values and bounds, on the parameters' scales.
+    conditions : tuple of (str, str)
+        The (pre-equilibration or "", simulation) condition pairs that have measurements.
+    layout : Layout
+        The problem as index arrays (`simkit.petab.layout.Layout`).
+    options : SolverOptions
+        Tolerances and solver of each condition's solve.
+    """
+
+    def __init__(self, model: ODEModel, layout: Layout, parameter_ids: tuple[str, ...], objective: Any,
+                 simulate: Any, options: SolverOptions, lower: np.ndarray, upper: np.ndarray, name: str) -> None:
+        self.model, self.layout, self.parameter_ids, self.options = model, layout, parameter_ids, options
+        self.name = name
+        self.scales = layout.scales
+        self.x_nominal = to_scale(layout.theta_nominal[layout.estimated], layout.scales)
+        self.lower, self.upper = lower, upper
+        self.conditions = layout.pairs
+        self._objective, self._simulate = objective, simulate
+        self._value_and_grad = jax.jit(jax.value_and_grad(objective))
+
+    def __repr__(self) -> str:
+        return (f"PetabProblem({self.name!r}, states={len(self.model.state_names)}, "
+                f"estimated={len(self.parameter_ids)}, conditions={len(self.conditions)}, "
+                f"measurements={sum(v.size for v in self.layout.measurement_value)})")
+
+    def objective(self, x: Any) -> Any:
+        """PEtab's negative log-likelihood at ``x``.
+
+        Pure JAX: ``jax.jit``, ``jax.grad`` and ``jax.vmap`` apply.
+
+        Parameters
+        ----------
+        x : array_like
+            ``(n_est,)`` estimated parameters on their PEtab scales (order: ``parameter_ids``).
+
+        Returns
+        -------
+        jax.Array
+            Scalar; ``inf`` where a solve failed.
+        """
+        return self._objective(x)
+
+    def value_and_grad(self, x: Any) -> tuple[Any, Any]:
+        """``(objective(x), gradient)``, compiled once per problem."""
+        return self._value_and_grad(jnp.asarray(x, dtype=float))
+
+    def simulate(self, x: Any) -> Any:
+        """States at the measurement times of every condition pair, ``(n_pairs, n_times, n_states)``
+        (times: ``layout.save_times``)."""
+        return self._simulate(jnp.asarray(x, dtype=float))[0]
+
+    def sample_starts(self, n: int, seed: int = 0) -> np.ndarray:
+        """``(n, n_est)`` starts uniform within the bounds on the parameters' scales."""
+        rng = np.random.default_rng(seed)
+        return self.lower + rng.random((n, len(self.parameter_ids))) * (self.upper - self.lower)
+
+    def fit(self, starts: Any = 10, *, seed: int = 0, max_iter: int = 500, gtol: float = 1e-6,
+            lanes: int | None = None) -> PetabFit:
+        """Multi-start bounded fit (projected L-BFGS-B, `simkit.fitting.minimize_bounded`).
+
+        Parameters
+        ----------
+        starts : int or array_like
+            A number of starts drawn uniformly within the bounds on the parameters' scales
+            (`sample_starts`), or the starts themselves, ``(n_starts, n_est)``.
+        seed : int
+            Seed of the drawn starts.
+        max_iter, gtol : optional
+            Accepted steps per start; convergence tolerance on the projected gradient.
+        lanes : int, optional
+            Starts run side by side (default all, batched with ``jax.vmap``).
+
+        Returns
+        -------
+        PetabFit
+            Every start's end point, cost and status, best first.
+        """
+        from ..fitting.bounded import minimize_bounded
+
+        if isinstance(starts, (int, np.integer)) and not isinstance(starts, bool):
+            x0 = self.sample_starts(int(starts), seed)
+        else:
+            x0 = np.asarray(starts, dtype=float)
+            if x0.ndim == 1:
+                x0 = x0[None, :]
+            if x0.ndim != 2 or x0.shape[1] != len(self.parameter_ids):
+                raise ShapeError(f"starts must have shape (n_starts, {len(self.parameter_ids)}), got {x0.shape}")
+        out = minimize_bounded(self._objective, jnp.asarray(x0), jnp.asarray(self.lower), jnp.asarray(self.upper),
+                               max_iter=max_iter, gtol=gtol, lanes=lanes)
+        cost = np.asarray(out.cost)
+        order = np.argsort(np.where(np.isfinite(cost), cost, np.inf), kind="stable")
+        return PetabFit(x=np.asarray(out.x)[order], cost=cost[order], status=np.asarray(out.status)[order],
+                        n_iter=np.asarray(out.n_iter)[order], at_bound=np.asarray(out.at_bound)[order],
+                        starts=x0[order], parameter_ids=self.parameter_ids)
+
+
+def load(yaml_path: str | Path, *, rtol: float = 1e-8, atol: float = 1e-10, solver: Any = None,
+         max_steps: int = 100_000, steady_state_time: float = 1e6) -> PetabProblem:
+    """Read a PEtab problem (its YAML file) into a `PetabProblem`.
+
+    Main arguments
+    --------------
+    yaml_path : str or Path
+        The problem's PEtab YAML file (PEtab 1.0; one SBML model).
+
+    Other arguments
+    ---------------
+    rtol, atol : float
+        Tolerances of each condition's solve.
+    solver : optional
+        A simkit stiff solver (default: the stiff default of `simkit.solve`).
+    max_steps : int
+        Step budget per solve.
+    steady_state_time : float
+        How long pre-equilibration integrates (model time units) before taking the state as
+        the steady state.
+
+    Returns
+    -------
+    PetabProblem
+
+    Raises
+    ------
+    simkit.petab.UnsupportedFeatureError
+        A PEtab or SBML feature that is not supported (named in the message): SBML events,
+        algebraic rules, fast reactions, variable stoichiometry, delays; PEtab priors,
+        steady-state measurements (time inf), mapping tables, noise distributions other than
+        normal and laplace, observable transformations and parameter scales other than lin,
+        log and log10, non-SBML models.
+    InputError
+        Missing files, undefined symbols, inconsistent tables.
+    DependencyError
+        petab, python-libsbml, sbmlmath or sympy is not installed.
+    """
+    problem, sbml = read_problem(yaml_path)
+    layout = build_layout(problem, sbml)
+    pdf = problem.parameter_df
+    theta_ids = [str(i) for i in pdf.index]
+    ids = tuple(theta_ids[i] for i in layout.estimated)
+    lower = to_scale(pdf["lowerBound"].to_numpy(dtype=float)[layout.estimated], layout.scales)
+    upper = to_scale(pdf["upperBound"].to_numpy(dtype=float)[layout.estimated], layout.scales)
+    if not (np.all(np.isfinite(lower)) and np.all(np.isfinite(upper)) and np.all(lower <= upper)):
+        raise InputError(f"PEtab bounds must be finite on the parameters' scales with lower <= upper: {ids}")
+    name = Path(yaml_path).stem
+    model = ode_model(sbml, layout, name)
+    options = SolverOptions(rtol=rtol, atol=atol, solver=solver, max_steps=max_steps,
+                            steady_state_time=steady_state_time)
+    objective, simulate = build_objective(model, sbml, layout, theta_ids, options)
+    return PetabProblem(model, layout, ids, objective, simulate, options, lower, upper, name)

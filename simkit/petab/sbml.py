@@ -1,0 +1,318 @@
+"""An SBML model as SymPy expressions, then as pure JAX functions.
+
+`read_sbml` reads a model with python-libsbml and turns its MathML into SymPy (sbmlmath):
+species, parameters and compartments, reactions (kinetic laws with their local parameters,
+constant stoichiometries), rate rules, assignment rules, initial assignments and function
+definitions (expanded). SBML features outside that set are refused by name
+(`UnsupportedFeatureError`). `SbmlModel.to_jax` turns the expressions into JAX code with
+``sympy.lambdify``.
+
+Semantics (SBML Level 3): a species without ``hasOnlySubstanceUnits`` is a concentration;
+its rate of change is the sum of ``stoichiometry * rate`` over reactions divided by its
+compartment's size (reaction rates are amounts per time). Boundary species change only by
+rules. Assignment rules are substituted into every expression that uses their target.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import DependencyError, InputError
+
+
+class UnsupportedFeatureError(InputError):
+    """A PEtab or SBML feature that `simkit.petab` does not implement (the message names it).
+
+    Also a ``ValueError``.
+    """
+
+
+def _imports() -> tuple[Any, Any, Any]:
+    try:
+        import libsbml
+        import sbmlmath
+        import sympy
+    except ImportError as error:  # pragma: no cover - exercised only without the extra
+        raise DependencyError(
+            "simkit.petab needs python-libsbml, sbmlmath and sympy: pip install 'simkit-jax[petab]'"
+        ) from error
+    return libsbml, sbmlmath, sympy
+
+
+@dataclasses.dataclass(frozen=True)
+class SbmlModel:
+    """An SBML model as SymPy expressions of plain symbols named by SBML ids.
+
+    Attributes
+    ----------
+    state_ids : tuple of str
+        The ODE's states: species not set by assignment rules, and parameters or
+        compartments with rate rules, in document order.
+    rates : tuple of sympy.Expr
+        ``d state / dt`` for each state, in terms of states, ``parameter_ids`` and ``time``.
+    initial : tuple of sympy.Expr
+        Each state's initial value, in terms of ``parameter_ids``.
+    parameter_ids : tuple of str
+        Constant parameters and compartments (the ODEModel's ``params``).
+    parameter_values : dict
+        Their values in the SBML file.
+    assignments : dict
+        ``target id -> expression`` (assignment rules and initial assignments of constant
+        parameters), already substituted into ``rates`` and ``initial``; kept so that other
+        formulas (PEtab observables) can use the targets.
+    time : sympy.Symbol
+        The symbol for time.
+    name : str
+        The model's id.
+    """
+
+    state_ids: tuple[str, ...]
+    rates: tuple[Any, ...]
+    initial: tuple[Any, ...]
+    parameter_ids: tuple[str, ...]
+    parameter_values: dict[str, float]
+    assignments: dict[str, Any]
+    time: Any
+    name: str
+
+    def substitute(self, expr: Any) -> Any:
+        """``expr`` with assignment-rule targets replaced by their expressions (recursively)."""
+        return _substitute(expr, self.assignments)
+
+    def to_jax(self) -> tuple[Callable[..., Any], Callable[..., Any]]:
+        """``(rhs, initial)``: ``rhs(t, y, params) -> (n_states,)`` with ``params`` a dict by
+        parameter id, and ``initial(params) -> (n_states,)``; pure JAX."""
+        _, _, sympy = _imports()
+        ys = [sympy.Symbol(s) for s in self.state_ids]
+        ps = [sympy.Symbol(p) for p in self.parameter_ids]
+        rates = lambdify_vector([self.time, ys, ps], self.rates)
+        init = lambdify_vector([ps], self.initial)
+        names = self.parameter_ids
+
+        def rhs(t: Any, y: Any, params: dict[str, Any]) -> Any:
+            return rates(t, list(y), [params[n] for n in names])
+
+        def initial(params: dict[str, Any]) -> Any:
+            return init([params[n] for n in names])
+
+        return rhs, initial
+
+
+def lambdify_vector(args: Sequence[Any], exprs: Sequence[Any]) -> Callable[..., Any]:
+    """A JAX function of ``args`` (symbols or lists of symbols) returning the float64 vector
+    of ``exprs`` (common subexpressions eliminated)."""
+    import jax.numpy as jnp
+
+    _, _, sympy = _imports()
+    if not exprs:
+        return lambda *a: jnp.zeros((0,))
+    fun = sympy.lambdify(args, list(exprs), modules="jax", cse=True, dummify=True)
+
+    def vector(*a: Any) -> Any:
+        values = fun(*a)
+        dtype = jnp.result_type(float)
+        return jnp.stack([jnp.asarray(v, dtype=dtype) for v in values])
+
+    return vector
+
+
+def _substitute(expr: Any, assignments: dict[str, Any]) -> Any:
+    _, _, sympy = _imports()
+    table = {sympy.Symbol(k): v for k, v in assignments.items()}
+    for _ in range(100):
+        new = expr.xreplace(table)
+        if new == expr:
+            return expr
+        expr = new
+    raise InputError("SBML assignment rules refer to each other in a cycle")
+
+
+def _plain(expr: Any, sympy: Any, sbmlmath: Any, time: Any) -> Any:
+    """Every symbol as a plain ``sympy.Symbol`` of its name; SBML's time symbol as ``time``."""
+    if isinstance(expr, (bool, int, float)):
+        return sympy.sympify(expr)
+    if expr.has(sbmlmath.RateOf) or expr.has(sbmlmath.Delay):
+        raise UnsupportedFeatureError("SBML rateOf or delay in a formula is not supported")
+    table = {}
+    for s in expr.free_symbols:
+        table[s] = time if isinstance(s, sbmlmath.TimeSymbol) else sympy.Symbol(s.name)
+    expr = expr.xreplace(table)
+    if expr.has(sbmlmath.CSymbol):
+        raise UnsupportedFeatureError(f"SBML csymbol in {expr} is not supported")
+    return expr
+
+
+def read_sbml(path_or_document: Any) -> SbmlModel:
+    """Read an SBML file (path) or a ``libsbml.SBMLDocument`` into an `SbmlModel`.
+
+    Raises
+    ------
+    UnsupportedFeatureError
+        Events, algebraic rules, fast reactions, variable stoichiometry, delays or non-constant
+        compartments without rate rules.
+    InputError
+        The file has SBML errors.
+    """
+    libsbml, sbmlmath, sympy = _imports()
+    if isinstance(path_or_document, libsbml.SBMLDocument):
+        doc = path_or_document.clone()
+    else:
+        doc = libsbml.readSBMLFromFile(str(path_or_document))
+    if doc.getNumErrors(libsbml.LIBSBML_SEV_ERROR) + doc.getNumErrors(libsbml.LIBSBML_SEV_FATAL):
+        raise InputError(f"SBML file {path_or_document}: {doc.getErrorLog().toString()[:500]}")
+    props = libsbml.ConversionProperties()
+    props.addOption("expandFunctionDefinitions", True)
+    if doc.convert(props) != libsbml.LIBSBML_OPERATION_SUCCESS:
+        raise InputError("SBML function definitions could not be expanded")
+    model = doc.getModel()
+    if model.getNumEvents():
+        raise UnsupportedFeatureError(
+            f"SBML events ({model.getNumEvents()} in model {model.getId()!r}) are not supported")
+    if model.getNumConstraints():
+        pass  # constraints do not change the solution
+    time = sympy.Symbol("time")
+
+    def math(obj: Any) -> Any:
+        if obj.getMath() is None:
+            raise InputError(f"SBML element {obj.getId() or obj.getElementName()} has no math")
+        return _plain(sbmlmath.sbml_math_to_sympy(obj, floats_as_rationals=False), sympy, sbmlmath, time)
+
+    rate_rules: dict[str, Any] = {}
+    assignments: dict[str, Any] = {}
+    for rule in model.getListOfRules():
+        if rule.isAlgebraic():
+            raise UnsupportedFeatureError("SBML algebraic rules are not supported")
+        if rule.isRate():
+            rate_rules[rule.getVariable()] = math(rule)
+        else:
+            assignments[rule.getVariable()] = math(rule)
+    initial_assignments = {ia.getSymbol(): math(ia) for ia in model.getListOfInitialAssignments()}
+
+    compartments = {c.getId(): c for c in model.getListOfCompartments()}
+    for cid, c in compartments.items():
+        if not c.getConstant() and cid not in rate_rules and cid not in assignments:
+            pass  # a non-constant compartment without rules keeps its size
+        if cid in assignments:
+            raise UnsupportedFeatureError(f"SBML compartment {cid!r} set by an assignment rule is not supported")
+
+    parameter_ids: list[str] = []
+    values: dict[str, float] = {}
+    state_ids: list[str] = []
+    initial: dict[str, Any] = {}
+
+    for cid, c in compartments.items():
+        size = c.getSize() if c.isSetSize() else 1.0
+        if cid in rate_rules:
+            state_ids.append(cid)
+            initial[cid] = initial_assignments.get(cid, sympy.Float(size))
+        elif cid in initial_assignments:
+            assignments[cid] = initial_assignments[cid]
+        else:
+            parameter_ids.append(cid)
+            values[cid] = float(size)
+    for p in model.getListOfParameters():
+        pid = p.getId()
+        value = p.getValue() if p.isSetValue() else float("nan")
+        if pid in rate_rules:
+            state_ids.append(pid)
+            initial[pid] = initial_assignments.get(pid, sympy.Float(value))
+        elif pid in assignments:
+            continue
+        elif pid in initial_assignments:  # constant in time, a function of other parameters
+            assignments[pid] = initial_assignments[pid]
+        else:
+            parameter_ids.append(pid)
+            values[pid] = float(value)
+
+    species = list(model.getListOfSpecies())
+    species_ids = [s.getId() for s in species]
+    for s in species:
+        sid = s.getId()
+        if sid in assignments:
+            continue
+        if s.getConversionFactor() or model.getConversionFactor():
+            raise UnsupportedFeatureError(f"SBML conversion factors (species {sid!r}) are not supported")
+        comp = sympy.Symbol(s.getCompartment())
+        amount_units = s.getHasOnlySubstanceUnits()
+        if sid in initial_assignments:
+            value = initial_assignments[sid]
+        elif s.isSetInitialConcentration():
+            c = sympy.Float(s.getInitialConcentration())
+            value = c * comp if amount_units else c
+        elif s.isSetInitialAmount():
+            a = sympy.Float(s.getInitialAmount())
+            value = a if amount_units else a / comp
+        else:
+            value = sympy.nan
+        state_ids.append(sid)
+        initial[sid] = value
+
+    flux: dict[str, Any] = {sid: sympy.Integer(0) for sid in species_ids}
+    for reaction in model.getListOfReactions():
+        if reaction.isSetFast() and reaction.getFast():
+            raise UnsupportedFeatureError(f"SBML fast reactions ({reaction.getId()!r}) are not supported")
+        law = reaction.getKineticLaw()
+        if law is None or law.getMath() is None:
+            raise InputError(f"SBML reaction {reaction.getId()!r} has no kinetic law")
+        rate = math(law)
+        local = {sympy.Symbol(lp.getId()): sympy.Float(lp.getValue())
+                 for lp in list(law.getListOfLocalParameters()) + list(law.getListOfParameters())}
+        rate = rate.xreplace(local)
+        for sign, refs in ((-1, reaction.getListOfReactants()), (1, reaction.getListOfProducts())):
+            for ref in refs:
+                sid = ref.getSpecies()
+                if ref.isSetId() and (ref.getId() in rate_rules or ref.getId() in assignments
+                                      or ref.getId() in initial_assignments):
+                    raise UnsupportedFeatureError(
+                        f"SBML variable stoichiometry (reaction {reaction.getId()!r}) is not supported")
+                stoich = ref.getStoichiometry() if ref.isSetStoichiometry() else 1.0
+                if np.isnan(stoich):
+                    raise UnsupportedFeatureError(
+                        f"SBML stoichiometry without a value (reaction {reaction.getId()!r})")
+                flux[sid] = flux[sid] + sign * sympy.Float(stoich) * rate
+
+    rates: dict[str, Any] = {}
+    for s in species:
+        sid = s.getId()
+        if sid in assignments:
+            continue
+        if sid in rate_rules:
+            rates[sid] = rate_rules[sid]
+        elif s.getBoundaryCondition() or s.getConstant():
+            rates[sid] = sympy.Integer(0)
+        elif s.getHasOnlySubstanceUnits():
+            rates[sid] = flux[sid]
+        else:
+            comp = s.getCompartment()
+            if comp in state_ids:
+                raise UnsupportedFeatureError(
+                    f"SBML concentration species {sid!r} in a compartment with a rate rule is not supported")
+            rates[sid] = flux[sid] / sympy.Symbol(comp)
+    for key in state_ids:
+        if key not in rates:
+            rates[key] = rate_rules[key]
+
+    # initial values and rates may use assignment-rule targets and other states' initial values
+    state_initial = {sympy.Symbol(k): v for k, v in initial.items()}
+    init_exprs = []
+    for key in state_ids:
+        expr = _substitute(initial[key], assignments)
+        for _ in range(20):
+            new = _substitute(expr.xreplace(state_initial), assignments)
+            if new == expr:
+                break
+            expr = new
+        init_exprs.append(expr.xreplace({time: sympy.Integer(0)}))
+    rate_exprs = tuple(_substitute(rates[k], assignments) for k in state_ids)
+    known = set(state_ids) | set(parameter_ids) | {"time"}
+    for expr in (*rate_exprs, *init_exprs):
+        unknown = {s.name for s in expr.free_symbols} - known
+        if unknown:
+            raise InputError(f"SBML model {model.getId()!r}: formula uses undefined symbols {sorted(unknown)}")
+    return SbmlModel(state_ids=tuple(state_ids), rates=rate_exprs, initial=tuple(init_exprs),
+                     parameter_ids=tuple(parameter_ids), parameter_values=values,
+                     assignments=assignments, time=time, name=model.getId() or "sbml_model")
