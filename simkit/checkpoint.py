@@ -16,6 +16,24 @@ state, and continues: the frames of the resumed run are bit for bit those of the
 uninterrupted run, since every chunk is the same compiled program started from the same
 numbers. When the run completes, the file's
 ``checkpoint_complete`` attribute is set and the restart state is removed.
+
+A run killed at any instant leaves either a run that resumes or nothing to resume:
+
+- before or while its first chunk is written: the file is written under ``<path>.partial``
+  and renamed when whole, so nothing is at ``path`` (the next call starts afresh and removes
+  the partial file);
+- after the rename, before the first restart state: a file of an unfinished run with no
+  restart state, which the next call replaces (starting afresh);
+- while a later chunk is appended, or while the restart state is written (under
+  ``<path>.restart.npz.partial``, renamed when whole): the previous restart state stands, and
+  the frames after it are dropped on resume;
+- between chunks: the run resumes from the last restart state.
+
+On resume the last chunk the restart state follows is read back and compared with its
+digest (`frames_digest`), and a zarr store's chunks must all be there: a chunk lost or
+damaged since is an error that names it. A restart state that cannot be read is an error that
+says so (it is written whole or not at all, so only later damage truncates it). Writes are not
+synced to the disk: the guarantees hold for a killed process, not for a power cut.
 """
 
 from __future__ import annotations
@@ -32,9 +50,11 @@ import numpy as np
 from . import io
 from .errors import InputError, SolveError
 
-__all__ = ["FrameFile", "digest", "params_digest", "restart_path"]
+__all__ = ["FrameFile", "digest", "frames_digest", "params_digest", "restart_path"]
 
 RESTART_SUFFIX = ".restart.npz"
+PARTIAL_RESTART = ".partial"
+"""Appended to the restart state's name while it is being written (renamed when whole)."""
 FINGERPRINT_ATTR = "checkpoint_fingerprint"
 COMPLETE_ATTR = "checkpoint_complete"
 
@@ -138,6 +158,36 @@ def params_digest(params: Mapping[str, Any] | None) -> dict[str, str]:
     return {k: digest(v) for k, v in sorted((params or {}).items())}
 
 
+def frames_digest(dataset: Any) -> str:
+    """The `digest` of a chunk of frames: the values of every numeric variable along ``t``
+    (the first dimension), by name, as float64. A resumed run compares the last chunk read
+    back from its file with the digest committed with its restart state.
+
+    Parameters
+    ----------
+    dataset : xarray.Dataset
+        Frames (variables whose first dimension is ``t``; others are ignored).
+
+    Returns
+    -------
+    str
+        16 hexadecimal digits.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> from simkit.checkpoint import frames_digest
+    >>> a = xr.Dataset({"u": ("t", [1.0, 2.0])}, coords={"t": [0.0, 1.0]}, attrs={"note": "a"})
+    >>> frames_digest(a) == frames_digest(a.assign_attrs(note="b")) != frames_digest(a * 2)
+    True
+    """
+    names = sorted(str(n) for n, v in dataset.variables.items()
+                   if v.dims and v.dims[0] == "t" and v.dtype.kind in "biuf")
+    h = hashlib.sha256(json.dumps(names).encode())
+    h.update(digest(*(np.asarray(dataset.variables[n].values, np.float64) for n in names)).encode())
+    return h.hexdigest()[:16]
+
+
 def restart_path(path: str | os.PathLike) -> str:
     """Where the restart state of the run writing ``path`` lives.
 
@@ -238,15 +288,27 @@ class FrameFile:
         if self.restart is None and not self.complete:
             self._remove(self.path)
             self._remove(restart_path(self.path))
+        # what a run killed while writing left under temporary names (never read back)
+        self._remove(io.partial_path(self.path))
+        self._remove(restart_path(self.path) + PARTIAL_RESTART)
 
     # -- resuming ----------------------------------------------------------------------------
     def _find_restart(self) -> None:
         state_file = restart_path(self.path)
         if os.path.exists(state_file):
-            with np.load(state_file, allow_pickle=False) as z:
-                state = {k: z[k] for k in z.files}
-            self._check(json.loads(str(state.pop("__fingerprint__"))), state_file)
-            self.frames = int(state.pop("__frames__"))
+            try:
+                with open(state_file, "rb") as fh, np.load(fh, allow_pickle=False) as z:  # (closed on BadZipFile)
+                    state = {k: z[k] for k in z.files}
+                found = json.loads(str(state.pop("__fingerprint__")))
+                frames = int(state.pop("__frames__"))
+            except Exception as err:  # noqa: BLE001 - zipfile.BadZipFile, EOFError, KeyError, ...
+                raise InputError(f"the restart state {state_file!r} is damaged and cannot be read "
+                                 f"({type(err).__name__}: {err}); simkit writes it whole or not at all, so it "
+                                 "was cut short or changed afterwards (a full disk, a partial copy?): pass "
+                                 "resume=False to start afresh, or put back an intact copy") from None
+            self._check(found, state_file)
+            self.frames = frames
+            last = state.pop("__last_chunk__", None)  # (first frame, digest) of the last chunk committed
             if not os.path.exists(self.path):
                 raise InputError(f"{state_file!r} is the restart state of frames that are missing: "
                                  f"{self.path!r} does not exist (remove the restart state to start afresh)")
@@ -260,6 +322,8 @@ class FrameFile:
                 raise InputError(f"{self.path!r} holds {held} frames, but its restart state {state_file!r} follows "
                                  f"{self.frames}: the file is not the one the run wrote (an older copy?); "
                                  "pass resume=False to start afresh")
+            if last is not None:
+                self._check_last_chunk(int(last[0]), str(last[1]))
             self.restart = state
         elif os.path.exists(self.path):
             keep = "it is left alone: remove it, choose another path, or pass resume=False to replace it"
@@ -275,6 +339,30 @@ class FrameFile:
                 self._check(json.loads(attrs[FINGERPRINT_ATTR]), self.path)
                 self.complete = True
                 self.attrs = attrs
+
+    def _check_last_chunk(self, start: int, expected: str) -> None:
+        """Read back the frames of the last chunk the restart state follows and compare them
+        with their digest: a chunk lost or changed since (a missing zarr chunk reads as NaN)
+        is an error that names it, not frames the resumed run builds on."""
+        xr = io.require_xarray("resuming a checkpointed run")
+        where = f"frames {start}..{self.frames - 1} of {self.path!r}"
+        try:
+            if self.kind == "zarr":
+                io.check_zarr_chunks(self.path, "resuming a streamed run")
+                opened = xr.open_zarr(self.path, consolidated=False, decode_times=False)
+            else:
+                opened = xr.open_dataset(self.path, engine="h5netcdf", decode_times=False)
+            with opened as ds:
+                found = frames_digest(ds.isel(t=slice(start, self.frames)).load())
+        except InputError:
+            raise
+        except Exception as err:  # noqa: BLE001 - a codec's or HDF5's error on a damaged chunk
+            raise InputError(f"{self.path!r} cannot be resumed: {where} cannot be read ({type(err).__name__}: "
+                             f"{err}); pass resume=False to start afresh") from None
+        if found != expected:
+            raise InputError(f"{self.path!r} cannot be resumed: {where}, the last chunk before the restart state, "
+                             "are not what the run wrote (changed or damaged since); pass resume=False to start "
+                             "afresh")
 
     def raise_if_failed(self, throw: bool = True) -> None:
         """For a complete file (`complete`) whose run failed (``status_code`` not 0): raise
@@ -366,16 +454,16 @@ class FrameFile:
         n_new = int(dataset.sizes["t"])
         dataset = dataset.assign_attrs({FINGERPRINT_ATTR: json.dumps(self.fingerprint),
                                         COMPLETE_ATTR: int(complete)})
+        start = self.frames
         if self.frames == 0:
             io.check_variable_names([*dataset.variables, *dataset.dims], self.path)  # zarr dropped "N/P"
-            if self.kind == "zarr":
-                dataset.to_zarr(self.path, mode="w", zarr_format=2, consolidated=False)
-            else:
-                dataset.to_netcdf(self.path, engine="h5netcdf", unlimited_dims=["t"])
+            # under a temporary name, renamed when whole: a run killed while writing its first chunk
+            # left a half-written file that the next call refused
+            io.write_new(dataset, self.path, self.kind, "a streamed run", unlimited_dims=["t"])
         elif self.kind == "zarr":
             dataset[[v for v in dataset.data_vars if "t" in dataset[v].dims]].drop_vars(
                 [c for c in dataset.coords if c != "t"]).to_zarr(
-                self.path, mode="a", append_dim="t", zarr_format=2, consolidated=False)
+                self.path, mode="a", append_dim="t", zarr_format=2, consolidated=False, write_empty_chunks=True)
             import zarr
 
             zarr.open_group(self.path, mode="r+", zarr_format=2).attrs.update(
@@ -395,13 +483,15 @@ class FrameFile:
             self._remove(restart_path(self.path))
             self.complete = True
         else:
-            self._commit(restart)
+            self._commit(restart, (start, frames_digest(dataset)))
 
-    def _commit(self, restart: Mapping[str, Any]) -> None:
+    def _commit(self, restart: Mapping[str, Any], last_chunk: tuple[int, str]) -> None:
         target = restart_path(self.path)
-        tmp = target + ".tmp.npz"
-        np.savez(tmp, __fingerprint__=np.asarray(json.dumps(self.fingerprint)),
-                 __frames__=np.asarray(self.frames), **{k: np.asarray(v) for k, v in restart.items()})
+        tmp = target + PARTIAL_RESTART
+        with open(tmp, "wb") as fh:  # a file object: numpy.savez appends ".npz" to a name without it
+            np.savez(fh, __fingerprint__=np.asarray(json.dumps(self.fingerprint)),
+                     __frames__=np.asarray(self.frames), __last_chunk__=np.asarray([str(v) for v in last_chunk]),
+                     **{k: np.asarray(v) for k, v in restart.items()})
         os.replace(tmp, target)
 
     @staticmethod

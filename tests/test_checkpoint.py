@@ -37,31 +37,6 @@ exec(RUNS, namespace)
 run, HEAT, DIAGNOSTICS, ROBERTSON, ROBERTSON_TS = (namespace[k] for k in
                                                    ("run", "HEAT", "DIAGNOSTICS", "ROBERTSON", "ROBERTSON_TS"))
 
-KILLER = RUNS + """
-import os, signal, sys
-from simkit import checkpoint
-
-kind, path, kill_at, moment = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-original = checkpoint.FrameFile.append
-calls = [0]
-
-
-def append(self, dataset, restart, complete=False):
-    calls[0] += 1
-    if calls[0] == kill_at and moment == "before-commit":
-        # the worst moment: the chunk's frames are on disk, its restart state is not
-        self._commit = lambda state: os.kill(os.getpid(), signal.SIGKILL)
-    original(self, dataset, restart, complete=complete)
-    if calls[0] == kill_at and moment == "after-commit":
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
-checkpoint.FrameFile.append = append
-run(kind, path)
-raise SystemExit("not killed")
-"""
-
-
 def _arrays(path):
     ds = simkit.load(path)
     values = {name: ds[name].values for name in ds.variables}
@@ -102,24 +77,157 @@ def test_solve_file_holds_what_solve_returns(tmp_path):
     assert stats == {k: int(v) for k, v in ref.stats.items()}
 
 
-@pytest.mark.parametrize("kind, kill_at, moment", [("stencil", 2, "after-commit"), ("ode", 5, "before-commit")])
-def test_killed_run_resumes_bit_identical(tmp_path, kind, kill_at, moment):
-    whole = run(kind, tmp_path / "whole.nc")
-    killed = str(tmp_path / "killed.nc")
-    out = subprocess.run([sys.executable, "-c", KILLER, kind, killed, str(kill_at), moment],
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == -signal.SIGKILL, out.stderr[-2000:]
-    state_file = checkpoint.restart_path(killed)
-    assert os.path.exists(state_file)
-    with np.load(state_file) as z:
-        committed = int(z["__frames__"])
-    on_disk = simkit.load(killed)
-    assert on_disk.attrs["checkpoint_complete"] == 0
-    # before-commit: the last chunk's frames were written after the last restart state
-    assert on_disk.sizes["t"] > committed if moment == "before-commit" else on_disk.sizes["t"] == committed
-    run(kind, killed)
-    assert not os.path.exists(state_file)
-    _same_file(killed, whole)
+# -- a run killed at every kind of instant (a real SIGKILL, no sleeps) ---------------------------------
+# (kind, suffix, instant, chunks the next call computes: 3 = it starts afresh, fewer = it resumes)
+KILL_CASES = [
+    ("stencil", ".nc", "before-first", 3),  # nothing written yet
+    ("stencil", ".nc", "during-first", 3),  # the first chunk's file torn, not yet renamed into place
+    ("stencil", ".zarr", "during-first", 3),
+    ("stencil", ".nc", "first-unrestarted", 3),  # the first chunk's file in place, no restart state yet
+    ("stencil", ".nc", "between-chunks", 2),  # after a restart state, before the next chunk
+    ("stencil", ".nc", "during-append", 2),  # a later chunk's frames on disk, its restart state not
+    ("stencil", ".zarr", "during-append", 2),
+    ("ode", ".nc", "during-append", 2),
+    ("stencil", ".nc", "during-restart", 2),  # the restart state torn while being written
+    ("stencil", ".nc", "during-last", 1),  # the last frames and the complete flag written, restart not removed
+]
+
+# small runs of 3 chunks each, for the kill test
+KILL_RUNS = """
+import numpy as np
+import simkit
+
+HEAT_1D = simkit.models.get("heat_1d")
+DECAY = simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * y, params={"k": 1.0}, y0=[1.0, 2.0], state_names=("a", "b"),
+                        t_span=(0.0, 2.0), name="decay")
+
+
+def small_run(kind, path):
+    if kind == "stencil":
+        return simkit.stencil.integrate_to_file(path, HEAT_1D, dt=1e-5, steps=30, save_every=5, chunk=2)
+    return simkit.solve_to_file(path, DECAY, saveat=7, chunk=3, solver=simkit.Tsit5())
+"""
+exec(KILL_RUNS, namespace)
+small_run = namespace["small_run"]
+
+# One process imports simkit (which starts no JAX backend), then forks a child per case; each
+# child arms its instant and runs until it SIGKILLs itself there. The first child runs alone
+# and fills a compilation cache the others read.
+KILLER = KILL_RUNS + r"""
+import io, os, signal, sys, traceback
+
+from simkit import checkpoint
+
+
+def die():
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def arm(instant):
+    calls = {"append": 0, "commit": 0}
+    append, commit, savez, replace = checkpoint.FrameFile.append, checkpoint.FrameFile._commit, np.savez, os.replace
+
+    def append_(self, dataset, restart, complete=False):
+        calls["append"] += 1
+        if instant == "before-first":
+            die()
+        if instant == "during-last" and complete:
+            self._remove = lambda path: die()  # the restart state is removed after the last frames
+        append(self, dataset, restart, complete=complete)
+        if instant == "between-chunks" and calls["append"] == 1:
+            die()
+
+    def commit_(self, restart, last):
+        calls["commit"] += 1
+        if (instant, calls["commit"]) in (("first-unrestarted", 1), ("during-append", 2)):
+            die()
+        commit(self, restart, last)
+
+    def savez_(fh, **arrays):  # the second restart state: half its bytes reach the file
+        if instant != "during-restart" or calls["commit"] != 2:
+            return savez(fh, **arrays)
+        whole = io.BytesIO()
+        savez(whole, **arrays)
+        fh.write(whole.getvalue()[: len(whole.getvalue()) // 2])
+        fh.flush()
+        die()
+
+    def replace_(src, dst):  # the first chunk's file, written under its temporary name: torn
+        if instant == "during-first":
+            if os.path.isdir(src):
+                names = sorted(os.listdir(src))
+                for name in names[: len(names) // 2]:
+                    simkit.io.remove_path(os.path.join(src, name))
+            else:
+                os.truncate(src, os.path.getsize(src) // 2)
+            die()
+        return replace(src, dst)
+
+    checkpoint.FrameFile.append, checkpoint.FrameFile._commit, np.savez, os.replace = append_, commit_, savez_, replace_
+
+
+def child(kind, path, instant):
+    try:
+        arm(instant)
+        small_run(kind, path)
+        print(f"{instant}: not killed", file=sys.stderr)
+    except BaseException:
+        traceback.print_exc()
+    os._exit(3)
+
+
+cases = [line.split() for line in sys.argv[1:]]
+pids = []
+for i, (kind, path, instant) in enumerate(cases):
+    pid = os.fork()
+    if pid == 0:
+        child(kind, path, instant)
+    pids.append(pid)
+    if i == 0:  # the first fills the cache
+        os.waitpid(pid, 0)
+        pids[0] = None
+for pid in pids[1:]:
+    _, status = os.waitpid(pid, 0)
+    if not os.WIFSIGNALED(status) or os.WTERMSIG(status) != signal.SIGKILL:
+        raise SystemExit(f"a child ended with status {status}")
+"""
+
+
+def test_a_run_killed_at_any_instant_resumes_or_starts_afresh_to_the_same_file(tmp_path, monkeypatch):
+    """Every class of instant: before the first chunk, while it is written, between chunks, while
+    a later chunk or the restart state is written, and at the end. The next call with the same
+    arguments gives, bit for bit, the file of an uninterrupted run, computing only the chunks
+    not yet committed (a run killed while its first file was written was refused before)."""
+    pytest.importorskip("zarr")
+    killed = {case: str(tmp_path / f"{i}-{case[2]}{case[1]}") for i, case in enumerate(KILL_CASES)}
+    # the first child fills the cache, so its kill must come after a compile: a later instant
+    order = sorted(KILL_CASES, key=lambda case: case[2] != "between-chunks")
+    env = {**os.environ, "SIMKIT_COMPILATION_CACHE": "1", "SIMKIT_CACHE_DIR": str(tmp_path / "cache"),
+           "JAX_PLATFORMS": "cpu"}
+    out = subprocess.run([sys.executable, "-c", KILLER, *(f"{c[0]} {killed[c]} {c[2]}" for c in order)],
+                         capture_output=True, text=True, timeout=300, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    whole = {kind: small_run(kind, str(tmp_path / f"whole-{kind}.nc")) for kind in ("stencil", "ode")}
+    appended = []
+    original = checkpoint.FrameFile.append
+    monkeypatch.setattr(checkpoint.FrameFile, "append",
+                        lambda self, *a, **k: (appended.append(1), original(self, *a, **k))[1])
+    for case in KILL_CASES:
+        kind, suffix, instant, chunks = case
+        path = killed[case]
+        # the state the kill left
+        assert os.path.exists(simkit.io.partial_path(path)) == (instant == "during-first"), case
+        assert os.path.exists(path) == (instant not in ("before-first", "during-first")), case
+        assert os.path.exists(checkpoint.restart_path(path)) == (chunks < 3), case
+        if instant == "during-restart":
+            assert os.path.getsize(checkpoint.restart_path(path) + checkpoint.PARTIAL_RESTART) > 0
+        appended.clear()
+        assert small_run(kind, path) == path
+        assert len(appended) == chunks, case
+        assert not os.path.exists(simkit.io.partial_path(path)), case
+        assert not os.path.exists(checkpoint.restart_path(path) + checkpoint.PARTIAL_RESTART), case
+        assert not os.path.exists(checkpoint.restart_path(path)), case
+        _same_file(path, whole[kind])
 
 
 class Interrupted(Exception):
@@ -137,10 +245,10 @@ def _interrupt(monkeypatch, kind, path, at, before_commit=False):
         if calls[0] == at:
             raise Interrupted
 
-    def maybe_commit(self, restart):
+    def maybe_commit(self, restart, last):
         if before_commit and calls[0] == at:
             raise Interrupted
-        commit(self, restart)
+        commit(self, restart, last)
 
     with monkeypatch.context() as m:
         m.setattr(checkpoint.FrameFile, "append", append)

@@ -3,6 +3,7 @@ folders at an output path are left alone, a resumed run refuses a file or restar
 does not fit it, and a finished failed run's error says how to rerun it."""
 
 import os
+import pathlib
 import shutil
 
 import numpy as np
@@ -146,3 +147,122 @@ def test_a_slash_in_a_name_is_refused_before_writing(tmp_path):
     with pytest.raises(InputError, match=r"variables \['N/P'\]"):
         simkit.solve_to_file(tmp_path / "ratio.nc", DECAY.replace(state_names=("N/P", "c")), (0.0, 1.0), saveat=5)
     assert not os.listdir(tmp_path)
+
+
+# -- damaged files and the paths that cannot be written: errors that name the cause ---------------
+def _field(n=40):
+    return xr.Dataset({"u": (("t", "x"), np.arange(n * 30.0).reshape(n, 30))}, coords={"t": np.arange(float(n))})
+
+
+def test_a_missing_or_damaged_zarr_chunk_is_named_not_read_as_nan(tmp_path):
+    """A store with a chunk file lost loaded as NaN values without an error."""
+    pytest.importorskip("zarr")
+    path = simkit.io.save(_field(), str(tmp_path / "f.zarr"))
+    chunk = os.path.join(path, "u", "0.0")
+    body = pathlib.Path(chunk).read_bytes()
+    pathlib.Path(chunk).write_bytes(body[:40] + bytes([body[40] ^ 0xFF]) + body[41:])  # its checksum fails
+    with pytest.raises(InputError, match=r"is damaged: chunk 'u/0.0' of variable 'u' \(.*\) cannot be read"):
+        simkit.load(path)
+    os.remove(chunk)
+    for lazy in (False, True):
+        with pytest.raises(InputError, match=r"chunk 'u/0.0' of variable 'u' is missing from .*f.zarr"):
+            simkit.load(path, lazy=lazy)
+
+
+def test_a_damaged_netcdf_file_or_a_netcdf3_file_is_named(tmp_path):
+    """Changed bytes in a NetCDF file's data loaded as other numbers; a damaged header gave a
+    bare KeyError; a NetCDF-3 file gave HDF5's "file signature not found"."""
+    path = simkit.io.save(_field(400), str(tmp_path / "f.nc"))
+    body = bytearray(pathlib.Path(path).read_bytes())
+    body[len(body) // 2: len(body) // 2 + 64] = bytes(64)
+    damaged = str(tmp_path / "damaged.nc")
+    pathlib.Path(damaged).write_bytes(body)
+    with pytest.raises(InputError, match=r"'.*damaged.nc' is damaged: the chunk of variable 'u' at \[\d+:\d+, \d+:\d+\] \(OSError"):
+        simkit.load(damaged)
+    truncated = str(tmp_path / "truncated.nc")
+    pathlib.Path(truncated).write_bytes(body[: len(body) // 3])
+    with pytest.raises(InputError, match=r"is not a netcdf file that can be read, or it is damaged \(.*truncated"):
+        simkit.load(truncated, lazy=True)
+    classic = str(tmp_path / "classic.nc")
+    pathlib.Path(classic).write_bytes(b"CDF\x01" + bytes(60))
+    with pytest.raises(InputError, match=r"'.*classic.nc' is a NetCDF-3 \(classic\) file.*nccopy -k nc4"):
+        simkit.load(classic)
+
+
+def test_saving_into_a_folder_that_cannot_be_written(tmp_path, monkeypatch):
+    """A KeyError chain from xarray's file cache, naming HDF5's errno 13, before."""
+    folder = tmp_path / "locked"
+    folder.mkdir()
+    folder.chmod(0o500)
+    if os.geteuid() == 0:  # root writes anywhere: the check asks the system for permission
+        monkeypatch.setattr(simkit.io.os, "access", lambda path, mode: False)
+    try:
+        with pytest.raises(InputError, match=r"save\(\): the folder .*locked' of .* is not writable"):
+            simkit.io.save(_field(), str(folder / "f.nc"))
+    finally:
+        folder.chmod(0o700)
+    monkeypatch.undo()
+
+    def refused(self, *args, **kwargs):  # what the system says when a disk is full or read-only
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(xr.Dataset, "to_netcdf", refused)
+    with pytest.raises(InputError, match=r"save\(\): cannot write '.*f.nc': Permission denied"):
+        simkit.io.save(_field(), str(tmp_path / "f.nc"))
+    assert os.listdir(tmp_path) == ["locked"]  # nothing left behind
+
+
+def test_saving_over_a_file_open_lazily_and_a_damaged_restart_state(tmp_path):
+    """h5py's "unable to truncate a file which is already open", and zipfile.BadZipFile for a
+    truncated restart state."""
+    path = simkit.io.save(_field(), str(tmp_path / "f.nc"))
+    with simkit.load(path, lazy=True) as opened:
+        simkit.io.save(_field() * 2, path)
+        assert float(opened["u"][1, 0]) == 30.0  # the open file keeps what it held
+    assert float(simkit.load(path)["u"][1, 0]) == 60.0
+    run = str(tmp_path / "run.nc")
+    with pytest.raises(Killed):
+        original = checkpoint.FrameFile.append
+
+        def append(self, *args, **kwargs):
+            original(self, *args, **kwargs)
+            raise Killed
+
+        checkpoint.FrameFile.append = append
+        try:
+            simkit.solve_to_file(run, DECAY, (0.0, 1.0), saveat=6, chunk=2, solver=simkit.Tsit5())
+        finally:
+            checkpoint.FrameFile.append = original
+    state = checkpoint.restart_path(run)
+    body = pathlib.Path(state).read_bytes()
+    pathlib.Path(state).write_bytes(body[: len(body) // 2])
+    with pytest.raises(InputError, match=r"the restart state '.*run.nc.restart.npz' is damaged and cannot be read "
+                                         r"\(BadZipFile.*resume=False"):
+        simkit.solve_to_file(run, DECAY, (0.0, 1.0), saveat=6, chunk=2, solver=simkit.Tsit5())
+
+
+def test_a_resumed_run_checks_the_last_chunk_it_builds_on(tmp_path):
+    """Frames changed in the file after their restart state was written are named, not built on."""
+    run = str(tmp_path / "run.nc")
+    original = checkpoint.FrameFile.append
+    calls = []
+
+    def append(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        calls.append(1)
+        if len(calls) == 2:
+            raise Killed
+
+    checkpoint.FrameFile.append = append
+    try:
+        with pytest.raises(Killed):
+            simkit.solve_to_file(run, DECAY, (0.0, 1.0), saveat=6, chunk=2, solver=simkit.Tsit5())
+    finally:
+        checkpoint.FrameFile.append = original
+    import h5netcdf
+
+    with h5netcdf.File(run, "a") as f:
+        f.variables["a"][3] = 0.5
+    with pytest.raises(InputError, match=r"frames 2..3 of '.*run.nc', the last chunk before the restart state, are "
+                                         r"not what the run wrote"):
+        simkit.solve_to_file(run, DECAY, (0.0, 1.0), saveat=6, chunk=2, solver=simkit.Tsit5())
