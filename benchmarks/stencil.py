@@ -84,9 +84,9 @@ def roll_heat(c: float, steps: int) -> Callable:
 
 
 def machine() -> dict:
-    from timing import host  # benchmarks/timing.py
+    from timing import host, provenance  # benchmarks/timing.py
 
-    return {"cpu": host()["cpu"], "cores": os.cpu_count(), "platform": platform.platform(),
+    return provenance() | {"cpu": host()["cpu"], "cores": os.cpu_count(), "platform": platform.platform(),
             "python": platform.python_version(), "jax": jax.__version__, "numpy": np.__version__,
             "numba": None if numba is None else numba.__version__,
             "devices": [str(d) for d in jax.devices()], "load_average": list(os.getloadavg())}

@@ -100,9 +100,8 @@ def simkit_jit_call(m, t1, rtol, atol):
     """simkit's default inside the user's ``jax.jit``, one parameter passed in as a number (as
     `kernels.py`'s row): each call runs the compiled program alone, without the front door's
     checks and `Solution`, i.e. the method's own time. ``throw=True``, the default, as users
-    write it (a failure raises; until session 33 this row read the status with
-    ``throw=False``, which XLA:CPU runs on its worker thread: 0.2 ms more after a pause on
-    Robertson, `experiments/one_kernel_solve_ab.py`). Returns the final state."""
+    write it (a failure raises; with ``throw=False`` XLA:CPU runs the program on its worker
+    thread: 0.2 ms more after a pause on Robertson). Returns the final state."""
     name = next(iter(m.params))
     fn = jax.jit(lambda v: simkit.solve(m, (0.0, t1), saveat=1, rtol=rtol, atol=atol, params={name: v}).ys[-1])
     value = float(m.params[name])

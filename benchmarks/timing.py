@@ -118,6 +118,20 @@ def host() -> dict:
     return dict(platform=platform.platform(), python=platform.python_version(), cores=os.cpu_count(), cpu=model)
 
 
+def provenance() -> dict:
+    """When and on which code a result was measured: the UTC date and ``git describe --always
+    --dirty`` of the checkout this script lives in (``"unknown"`` outside a git checkout)."""
+    import datetime
+    import subprocess
+
+    try:
+        commit = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True,
+                                cwd=os.path.dirname(os.path.abspath(__file__)), check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = "unknown"
+    return dict(date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"), commit=commit)
+
+
 def precision_main(parser, child: Callable, script: str, default_out: str) -> None:
     """The ``main`` of a script run once per precision: adds ``--precisions``, ``--out`` and
     the internal ``--child-out`` to ``parser``; a child process runs ``child(args)``, the

@@ -3,10 +3,9 @@
 
     python benchmarks/experiments/first_call.py [Tsit5,DOP853,...]
 
-For an A/B of a change, run it in alternating fresh processes against the old code from a
-git worktree (``PYTHONPATH=/path/to/worktree python benchmarks/experiments/first_call.py``);
-it prints one JSON line naming the simkit it imported. Session 32's A/B of the declared
-loop-state shapes: `results/first_call_ab_session32.json`.
+To compare two versions of the code, run it in alternating fresh processes, one of them
+importing the other checkout (``PYTHONPATH=/path/to/checkout python
+benchmarks/experiments/first_call.py``); it prints one JSON line naming the simkit it imported.
 """
 
 import json
