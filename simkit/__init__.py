@@ -50,7 +50,7 @@ from .stencil import PDEModel as PDEModel
 from .status import Status as Status
 from .placement import precision as precision
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "AutoSwitch",
