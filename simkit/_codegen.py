@@ -114,7 +114,10 @@ def codegen_jit(suits: Callable[..., bool] | None = None, **jit_kwargs: Any) -> 
 # Not: scatters ("Unhandled opcode ... scatter", though XLA rewrites some into dynamic updates
 # first), sorts, FFTs, dots and convolutions (Eigen), custom calls (LAPACK, callbacks) or
 # collectives, which XLA's own small-loop pass keeps out of such kernels too. An unknown
-# primitive counts as not.
+# primitive counts as not. ``platform_index`` (`jax.lax.platform_dependent`, the explicit
+# controller's float64 bit tricks) is a constant once lowered for one platform: without it
+# no explicit solve in float64 fitted (Lorenz with Tsit5 and 1,000 saves ran 6.9 ms, as one
+# kernel 1.3 ms, the same bits).
 _ONE_KERNEL_PRIMITIVES = frozenset("""
     abs acos acosh add add_any and argmax argmin asin asinh atan atan2 atanh bitcast_convert_type
     broadcast_in_dim cbrt ceil clamp closed_call complex concatenate cond conj convert_element_type
@@ -122,7 +125,7 @@ _ONE_KERNEL_PRIMITIVES = frozenset("""
     custom_vjp_call custom_vjp_call_jaxpr digamma div dynamic_slice dynamic_update_slice eq erf erf_inv erfc
     exp exp2
     expand_dims expm1 floor gather ge gt imag integer_pow iota is_finite jit le lgamma log log1p
-    logistic lt max min mul ne neg nextafter not optimization_barrier or pad pjit pow real
+    logistic lt max min mul ne neg nextafter not optimization_barrier or pad pjit platform_index pow real
     reduce_and reduce_max reduce_min reduce_or reduce_precision reduce_prod reduce_sum rem
     remat remat2 reshape rev round rsqrt scan select_n shift_left shift_right_arithmetic
     shift_right_logical sign sin sinh slice split sqrt square squeeze stack stop_gradient sub tan tanh
@@ -149,7 +152,7 @@ def one_kernel(fun: Callable, *args: Any) -> Any:
     """``fun(*args)``, compiled by XLA:CPU as one kernel: a call that XLA keeps (not
     inlined) and compiles with its single-kernel emitter, the way its small-loop pass
     compiles a loop below ``xla_cpu_small_while_loop_byte_threshold`` (`_config`), for this
-    call only. A loop of many small operations over a few KiB then runs without XLA's
+    call only, whatever that threshold is. A loop of many small operations over a few KiB then runs without XLA's
     per-operation dispatch (the thunks); larger data is better served by XLA's threaded
     code. The caller checks the operations with `fits_one_kernel`; same values, to the
     last bit, as the plain call on the programs measured (`simkit.engines.kernel_queue`).
@@ -168,9 +171,10 @@ def _nbytes(avals: Any) -> int:
 
 def in_one_kernel_if_fits(fun: Callable, args: Any, *, trace_context: Callable | None = None) -> Any:
     """``fun(args)``, compiled by XLA:CPU as one kernel (`one_kernel`) where it can be: on
-    XLA:CPU with the small-loop threshold set (`_config.SMALL_LOOP_BYTES`), when every operation
-    of ``fun`` fits such a kernel (`fits_one_kernel`) and its inputs and outputs together take
-    at most that many bytes. Otherwise the plain call.
+    XLA:CPU, when every operation of ``fun`` fits such a kernel (`fits_one_kernel`) and its
+    inputs and outputs together take at most `_config.SMALL_LOOP_BYTES` (128 KiB unless
+    configured; None: never). Otherwise the plain call. A choice of this program alone: it
+    needs no process-wide setting (`simkit.configure`).
 
     A whole small solve as one kernel: its setup (the first step's estimate, the loop's first
     state) ran as some fifty thunks before and after the stepping loop, which XLA:CPU runs as a

@@ -1,90 +1,103 @@
-"""Precision and runtime policy: what importing simkit changes, and what only simkit's calls do.
+"""Precision and runtime policy: what importing simkit changes, and what `configure` turns on.
 
-Importing simkit changes only what is listed here, and nothing the user configured; nothing
-else about how the user's other JAX, equinox or diffrax code behaves (DESIGN.md, "Precision
-and what importing simkit may change"). At import, each only where the user has not
-configured it:
+At import, simkit changes one thing in the user's process, and only where the user has not
+configured it (DESIGN.md, "Precision and what importing simkit may change"):
 
 * float64 (``jax_enable_x64``): validation against SciPy needs it. Not applied when
   ``SIMKIT_ENABLE_X64=0`` or ``JAX_ENABLE_X64`` (any value) is set in the environment. JAX
   keeps no record of ``jax.config.update("jax_enable_x64", False)`` made before
   ``import simkit`` (the value equals JAX's default), so to keep float32 set one of those
-  variables, or make that call after importing simkit.
-* One CPU device per core (``SIMKIT_CPU_DEVICES``, default the core count, at most 32)
-  unless the user configured devices (``jax_num_cpu_devices`` or the XLA host-device flag)
-  or JAX is already running: `simkit.ensemble` shards members over the local devices, and
-  one XLA CPU device runs a solver loop on about one core. Single solves use device 0 and
-  are not affected (measured).
+  variables, make that call after importing simkit, or call ``simkit.configure(x64=False)``.
+  It stays process-wide because no per-call switch composes: JAX's scoped
+  ``jax.enable_x64(True)`` around a solve gives float64 inside, but ``jax.grad`` of a function
+  using it returned a float32 gradient, and the first float32 operation outside rounds a
+  float64 result back to float32 (jax 0.10.2), so results would lose their digits silently in
+  the user's own transforms.
+
+Nothing else changes at import: JAX's other options, ``XLA_FLAGS``, the device list and the
+compilation cache stay as the user left them (tests/test_config.py checks it in a fresh
+process). What simkit can choose for its own programs, it chooses per compiled program:
+
+* XLA:CPU's code generator (`simkit._codegen`): kernel solves, diffrax solves of at most 64
+  states and fits whose solves are either compile with XLA:CPU's classic fusion code
+  generator (``compiler_options`` on simkit's own ``jax.jit``), the others, the ensembles and
+  the stencils with XLA's default (its MLIR fusion emitters). Measured with jax 0.10.2 on 2
+  cores: the classic generator compiles about half as long (a Rodas5P kernel 1.8 -> 1.0 s, a
+  Tsit5 kernel 1.0 -> 0.73 s), small-system kernels run as fast or faster, but loops
+  vectorised over many values run 5-25 % slower (a 10,000-member Lorenz ensemble, 2048^2 heat
+  and 1024^2 Gray-Scott steps; benchmarks/code_generators.py).
+* One kernel per small solve (`simkit._codegen.in_one_kernel_if_fits`): XLA:CPU runs a
+  program as a sequence of thunks (a fusion, a copy, a loop), about 20 ns each inside a loop
+  here. A kernel solve whose operations fit and whose inputs and outputs take at most
+  `SMALL_LOOP_BYTES` (128 KiB) is marked, in its own program, to be compiled by XLA:CPU's
+  single-kernel emitter (the frontend attribute ``xla_cpu_small_call``), setup and stepping
+  loop together. Measured against XLA's defaults in fresh processes (one run each, a shared
+  2-core machine): Lorenz with Tsit5 and 1,000 saves 22.7 -> 1.29 ms, Robertson with Rodas5P
+  0.55 -> 0.25 ms, HIRES with Rodas5P 4.3 -> 1.4 ms, the same as XLA's process-wide threshold
+  below (1.48, 0.27, 1.59 ms in the same runs) and the same results bit for bit.
+  ``SIMKIT_SMALL_LOOPS=0`` (or ``configure(small_loops=False)``) turns it off.
+
+The rest would change the whole process, so it is opt-in, through `configure` (one call,
+before JAX starts where that matters) or an environment variable read at import:
+
+* ``cpu_devices`` (``SIMKIT_CPU_DEVICES=N``): N XLA CPU devices (``True``: one per core, at
+  most 32; ``jax_num_cpu_devices``). `simkit.ensemble` shards members over the local devices,
+  and one XLA CPU device runs a solver loop on about one core; single solves use device 0.
+  JAX's default is one CPU device.
+* ``async_dispatch=False`` (``SIMKIT_CPU_ASYNC_DISPATCH=0``): single-device CPU programs run
+  on the calling thread (``jax_cpu_enable_async_dispatch`` off). By default XLA:CPU hands each
+  program to a worker thread and the caller waits for it; every simkit call waits anyway (it
+  reads its result codes), and on a 2-core machine the hand-over cost about 0.14 ms a call
+  back to back and 0.1-0.3 ms after a pause (benchmarks/experiments/cpu_dispatch_ab.py).
+  Programs over several devices still run on a thread per device. Process-wide: the user's
+  own single-device CPU programs run synchronously too, so a Python loop no longer overlaps
+  its next dispatch with the running program.
+* ``small_loops=True`` or a number of bytes (``SIMKIT_SMALL_LOOPS=N``): XLA:CPU's small-loop
+  threshold for every program (``--xla_backend_extra_options=
+  xla_cpu_small_while_loop_byte_threshold=N`` added to ``XLA_FLAGS``; ``True``: 128 KiB;
+  XLA's default is 1 KiB): a while loop whose body reads and writes fewer bytes (XLA's cost
+  analysis) is compiled into one kernel. It reaches the loops that simkit's one-kernel solves
+  do not: gradients (the derivative of a solve is the plain program), diffrax solves, the
+  user's own loops. JAX's per-program ``compiler_options`` cannot carry it: XLA takes only
+  strings, numbers, booleans and enums there, and refuses ``xla_backend_extra_options`` (a
+  map: "'xla_cpu_small_while_loop_byte_threshold=131072' is not a valid message value",
+  jaxlib 0.10.2). Loops over larger data (ensemble chunks, stencil fields of 128^2 and more)
+  stay above 128 KiB; with no threshold at all (1e8 bytes) a 256^2 Gray-Scott rollout ran
+  2.7x slower. A threshold already in ``XLA_FLAGS`` (the user's, or one inherited from a
+  parent process that opted in) is the one in effect.
+* ``compilation_cache=True`` or a folder (``SIMKIT_COMPILATION_CACHE=1``, in
+  ``$SIMKIT_CACHE_DIR`` or ``~/.cache/simkit/jax``): JAX's persistent compilation cache, so a
+  fresh process loads simkit's programs instead of compiling them. JAX has one cache per
+  process: the user's own programs that pass JAX's thresholds are stored there too. Not
+  applied where the user configured a cache (``jax_compilation_cache_dir``) or switched it
+  off (``jax_enable_compilation_cache``).
+* ``x64``: float64 on or off (``jax_enable_x64``), as above.
+
+simkit's own processes opt in to all of these (`configure_own_process`): the ``simkit``
+command, its validation report and the benchmarks, each leaving alone what the environment
+sets. The test suite sets what it needs in tests/conftest.py.
+
+Two compile settings for the whole process stay environment variables (developers' tools):
+
 * ``SIMKIT_STRICT_FP=1``: no fused multiply-adds in XLA's CPU code (``--xla_cpu_max_isa=AVX``
-  is added to ``XLA_FLAGS``; effective when simkit is imported before JAX starts). XLA
-  contracts ``a*b + c*d`` into an FMA one way or the other depending on how the operands
-  were produced, so one program and its domain-decomposed twin can differ by an ulp per
-  operation (measured: 1e-16 after a Burgers step); without FMAs they agree bit for bit.
-  Costs the AVX2/AVX-512 vector width (see benchmarks/README.md).
-* XLA:CPU's code generator. By default each of simkit's solve and fit programs chooses
-  (`simkit._codegen`): kernel solves, diffrax solves of at most 64 states and fits whose
-  solves are either compile with XLA:CPU's classic fusion code generator (per program, ``compiler_options``;
-  nothing process-wide), the others, the ensembles and the stencils with XLA's default (its
-  MLIR fusion emitters).
-  ``SIMKIT_FAST_COMPILE=1``: the classic generator for every program in the process, the
+  is added to ``XLA_FLAGS``). XLA contracts ``a*b + c*d`` into an FMA one way or the other
+  depending on how the operands were produced, so one program and its domain-decomposed twin
+  can differ by an ulp per operation (measured: 1e-16 after a Burgers step); without FMAs
+  they agree bit for bit. Costs the AVX2/AVX-512 vector width (see benchmarks/README.md).
+* ``SIMKIT_FAST_COMPILE=1``: the classic generator for every program in the process, the
   user's own included (``--xla_cpu_use_fusion_emitters=false`` is added to ``XLA_FLAGS``,
-  unless ``XLA_FLAGS`` already names that flag; effective when simkit is imported before
-  JAX starts); ``SIMKIT_FAST_COMPILE=0``: XLA's default everywhere. Measured with jax
-  0.10.2 on 2 cores: the classic generator compiles about half as long (a Rodas5P kernel
-  1.8 -> 1.0 s, a Tsit5 kernel 1.0 -> 0.73 s), small-system kernels run as fast or faster,
-  but loops vectorised over many values run 5-25 % slower (a 10,000-member Lorenz
-  ensemble, 2048^2 heat and 1024^2 Gray-Scott steps; benchmarks/code_generators.py).
-  ``SIMKIT_FAST_COMPILE=2`` (the test suite's setting, its conftest): the classic generator
-  everywhere, LLVM's optimisation level 0 (``--xla_backend_optimization_level=0``) and no
-  FMAs (``--xla_cpu_max_isa=AVX``, as ``SIMKIT_STRICT_FP``), each unless ``XLA_FLAGS``
-  names it. XLA's backend compile takes about half as long (the suite: 654-680 -> 357-416 s of
-  compiling), the programs run 2.5-5x slower (Lorenz with Tsit5 and 1,000 saves 2.4 -> 6.9
+  unless ``XLA_FLAGS`` already names that flag); ``SIMKIT_FAST_COMPILE=0``: XLA's default
+  everywhere. ``SIMKIT_FAST_COMPILE=2`` (the test suite's setting, its conftest): the classic
+  generator everywhere, LLVM's optimisation level 0 (``--xla_backend_optimization_level=0``)
+  and no FMAs (``--xla_cpu_max_isa=AVX``, as ``SIMKIT_STRICT_FP``), each unless ``XLA_FLAGS``
+  names it. XLA's backend compile takes about half as long (the suite: 654-680 -> 357-416 s
+  of compiling), the programs run 2.5-5x slower (Lorenz with Tsit5 and 1,000 saves 2.4 -> 6.9
   ms, HIRES 1.9 -> 6.6 ms, a 2,000-member ensemble 97 -> 530 ms). The FMAs go because at
   level 0 LLVM contracts some multiply-adds and not others, so a program and its chunked or
   decomposed twin differed by an ulp; without FMAs they agree bit for bit.
-* XLA:CPU's small-loop threshold (``SIMKIT_SMALL_LOOPS``, default `SMALL_LOOP_BYTES_DEFAULT`
-  = 128 KiB; ``0`` leaves XLA's default of 1 KiB): ``--xla_backend_extra_options=
-  xla_cpu_small_while_loop_byte_threshold=...`` is added to ``XLA_FLAGS`` unless ``XLA_FLAGS``
-  already sets ``xla_backend_extra_options``; effective when simkit is imported before JAX
-  starts. XLA:CPU runs a program as a sequence of thunks (a fusion, a copy, a loop), about
-  20 ns each inside a loop here; a while loop whose body reads and writes fewer bytes than
-  the threshold (XLA's cost analysis) is compiled into one kernel instead. A small system's
-  adaptive step is 30-200 thunks, so this makes single solves 1.3-4.9x faster (Lorenz with
-  Tsit5 7.8 -> 1.8 ms, with DOP853 5.9 -> 1.2; Robertson with Rodas5P 0.81 -> 0.61, Radau
-  IIA 1.29 -> 0.60, BDF 1.51 -> 0.78; HIRES, 8 states, with Rodas5P 9.5 -> 2.0; a Lorenz
-  gradient 3.7x; benchmarks/small_loops.py) with the same results bit for bit (a
-  reverse-mode gradient rounds differently in the last bits: 9e-16 relative), for a longer
-  compile where a big step becomes one kernel (HIRES's first call 2.0 -> 2.7 s). Loops over
-  larger data (ensemble chunks of 256 members, stencil fields of 128^2 and more) stay above
-  the threshold, and a loop with a custom call (LAPACK's LU above
-  `simkit.kernels.linalg.SMALL_SYSTEM` states) cannot be one kernel: they run as before.
-  32 KiB was enough for 3 states, not for HIRES's 8; with no threshold at all (1e8 bytes) a
-  256^2 Gray-Scott rollout ran 2.7x slower and a 128^2 heat rollout 1.14x slower (hence a
-  threshold, not none). JAX's per-program ``compiler_options`` cannot carry this
-  option (a map), so it is process-wide: the user's own small loops are compiled the same way.
-* Single-device CPU programs run on the calling thread (``jax_cpu_enable_async_dispatch``
-  off), unless ``SIMKIT_CPU_ASYNC_DISPATCH=1`` or JAX is already running. By default XLA:CPU
-  hands each program to a worker thread and the caller waits for it; every simkit call waits
-  anyway (it reads its result codes), and on a 2-core machine the hand-over cost about 0.14 ms
-  a call back to back and 0.1-0.3 ms after a pause: a plain Robertson solve (0.06 ms of
-  stepping) took 0.36-0.37 ms back to back and 0.63-0.71 after a pause, 0.22 and 0.41-0.54
-  without it (benchmarks/experiments/cpu_dispatch_ab.py). Programs over several devices (the
-  sharded ensembles, the decomposed stencils) still run on a thread per device (JAX's flag
-  covers single-device programs only): 10,000 Lorenz members ran at 99 and 98 k solves/s
-  with and without it (benchmarks/ensemble.py, one run each), a 1024^2 heat rollout on 2
-  devices in 70-72 ms both ways (benchmarks/parallel.py). It is process-wide: the user's own
-  single-device CPU programs run synchronously too, so a Python loop no longer overlaps its
-  next dispatch with the running program (Python threads still run programs side by side).
-  To keep JAX's default, set ``SIMKIT_CPU_ASYNC_DISPATCH=1``, or call
-  ``jax.config.update("jax_cpu_enable_async_dispatch", True)`` after importing simkit and
-  before the first computation.
-* JAX's persistent compilation cache directory, ``$SIMKIT_CACHE_DIR`` or
-  ``~/.cache/simkit/jax``, unless the user configured one (``jax_compilation_cache_dir``,
-  ``JAX_COMPILATION_CACHE_DIR``), switched the cache off (``jax_enable_compilation_cache``)
-  or set ``SIMKIT_COMPILATION_CACHE=0``. JAX has one cache per process: the user's own
-  programs that pass JAX's thresholds are stored there too. JAX's thresholds
-  (``jax_persistent_cache_min_compile_time_secs``, ``..._min_entry_size_bytes``) are not
-  changed.
+
+Each takes effect when simkit is imported before JAX starts (its first computation, or
+``jax.devices()``).
 
 Inside simkit's own calls only: `simkit_call`, a context manager that simkit's compiled
 entry points wrap around calling (tracing, compiling, running) their ``jax.jit`` programs:
@@ -153,6 +166,10 @@ def _whole_number(name: str, default: int, minimum: int, use: str) -> int:
     return value
 
 
+def _is_set(name: str) -> bool:
+    return bool(os.environ.get(name, "").strip())
+
+
 # float64 unless the user opted out, for simkit or for JAX as a whole
 ENABLE_X64: bool = _flag("SIMKIT_ENABLE_X64", "1") and "JAX_ENABLE_X64" not in os.environ
 STRICT_FP: bool = _flag("SIMKIT_STRICT_FP", "0")
@@ -185,28 +202,39 @@ if FAST_COMPILE_LEVEL == 2:
     _add_xla_flag("xla_backend_optimization_level", "0")
 
 SMALL_LOOP_BYTES_DEFAULT = 128 * 1024
+_SMALL_LOOPS_USE = "a whole number of bytes (0: XLA's default)"
 
 
-def _small_loop_bytes() -> int | None:
-    """Set XLA:CPU's small-while-loop threshold (see the docstring) and return it; None where
-    XLA's default holds (``SIMKIT_SMALL_LOOPS=0``, or ``xla_backend_extra_options`` set without
-    it). A threshold already in ``XLA_FLAGS`` is the one in effect: the user's own, or simkit's
-    inherited from a parent process that imported simkit (read as None until session 33, which
-    turned off what depends on it, `simkit._codegen.in_one_kernel_if_fits`, in every process
-    that a simkit process started: its small solves ran 2-3x slower)."""
-    value = _whole_number("SIMKIT_SMALL_LOOPS", SMALL_LOOP_BYTES_DEFAULT, 0,
-                          "a whole number of bytes (0: XLA's default)")
+def _xla_small_loop_bytes() -> int | None:
+    """XLA:CPU's small-loop threshold in ``XLA_FLAGS`` (the user's, or inherited from a parent
+    process that opted in); None where none is set there."""
+    given = re.search(r"xla_cpu_small_while_loop_byte_threshold=(\d+)", os.environ.get("XLA_FLAGS", ""))
+    return int(given.group(1)) if given else None
+
+
+def _small_loops_from_environment() -> int | None:
+    """simkit's one-kernel limit (`SMALL_LOOP_BYTES`); ``SIMKIT_SMALL_LOOPS=N`` also sets XLA's
+    threshold for the whole process (the opt-in, see the docstring)."""
+    value = _whole_number("SIMKIT_SMALL_LOOPS", SMALL_LOOP_BYTES_DEFAULT, 0, _SMALL_LOOPS_USE)
+    in_flags = _xla_small_loop_bytes()
+    if in_flags is not None:
+        return in_flags  # the threshold in effect: simkit's one-kernel solves follow it
+    if value and _is_set("SIMKIT_SMALL_LOOPS"):
+        _set_xla_small_loops(value)
+    return value or None
+
+
+def _set_xla_small_loops(value: int) -> None:
     flags = os.environ.get("XLA_FLAGS", "")
     if "xla_backend_extra_options" in flags:
-        given = re.search(r"xla_cpu_small_while_loop_byte_threshold=(\d+)", flags)
-        return int(given.group(1)) if given else None
-    if value == 0:
-        return None
+        raise ValueError(f"XLA_FLAGS sets xla_backend_extra_options already ({flags!r}): add "
+                         f"xla_cpu_small_while_loop_byte_threshold={value} to it, comma-separated")
     _add_xla_flag("xla_backend_extra_options", f"xla_cpu_small_while_loop_byte_threshold={value}")
-    return value
 
 
-SMALL_LOOP_BYTES: int | None = _small_loop_bytes()
+# the most bytes (inputs and outputs) of a kernel solve compiled as one XLA:CPU kernel, in its
+# own program (`simkit._codegen.in_one_kernel_if_fits`); None: never
+SMALL_LOOP_BYTES: int | None = _small_loops_from_environment()
 
 import jax  # noqa: E402  (the environment must be set before jax loads)
 
@@ -214,63 +242,228 @@ if ENABLE_X64:
     jax.config.update("jax_enable_x64", True)
 
 
-def _enable_compilation_cache() -> str | None:
-    """Set simkit's cache directory; None where the user configured the cache (or opted out)."""
-    if not _flag("SIMKIT_COMPILATION_CACHE", "1"):
-        return None
-    if jax.config.jax_compilation_cache_dir or not jax.config.jax_enable_compilation_cache:
+def _jax_started() -> bool:
+    """Whether JAX's backends are initialised (its first computation, or ``jax.devices()``)."""
+    from jax._src import xla_bridge  # no public test of "JAX is running"
+
+    running = getattr(xla_bridge, "backends_are_initialized", None)
+    return True if running is None else bool(running())
+
+
+def _user_configured_devices() -> bool:
+    return ("xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", "")
+            or jax.config.jax_num_cpu_devices != -1)
+
+
+def _default_cache_dir() -> str:
+    return os.environ.get("SIMKIT_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "simkit", "jax")
+
+
+def _set_compilation_cache(path: str) -> str | None:
+    """Use ``path`` as JAX's cache; None where the user configured a cache or switched it off."""
+    if COMPILATION_CACHE_DIR is None and (jax.config.jax_compilation_cache_dir
+                                          or not jax.config.jax_enable_compilation_cache):
         return None  # the user's cache, or the user's choice of none
-    path = os.environ.get("SIMKIT_CACHE_DIR") or os.path.join(
-        os.path.expanduser("~"), ".cache", "simkit", "jax"
-    )
     jax.config.update("jax_compilation_cache_dir", path)
     return path
 
 
-# simkit's cache directory, or None where the user configured the cache (see the docstring)
-COMPILATION_CACHE_DIR: str | None = _enable_compilation_cache()
+# simkit's cache directory; None where simkit set none (the default, see the docstring)
+COMPILATION_CACHE_DIR: str | None = None
+if _flag("SIMKIT_COMPILATION_CACHE", "0"):
+    COMPILATION_CACHE_DIR = _set_compilation_cache(_default_cache_dir())
 
-
-def _configure_cpu_devices() -> int | None:
-    if "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", ""):
-        return None
-    if jax.config.jax_num_cpu_devices != -1:  # the user chose
-        return None
-    count = _whole_number("SIMKIT_CPU_DEVICES", min(os.cpu_count() or 1, 32), 1,
-                          "a whole number of CPU devices, at least 1")
-    try:
-        jax.config.update("jax_num_cpu_devices", count)
-    except RuntimeError:  # JAX's backends are already initialised: leave them as they are
-        return None
-    return count
-
-
-CPU_DEVICES: int | None = _configure_cpu_devices()
-
-
-def _configure_cpu_dispatch() -> bool:
-    """Run single-device CPU programs on the calling thread (see the module docstring);
-    False where the user opted out or JAX is already running (then it would not apply)."""
-    if _flag("SIMKIT_CPU_ASYNC_DISPATCH", "0"):
-        return False
-    from jax._src import xla_bridge  # no public test of "JAX is running"
-
-    running = getattr(xla_bridge, "backends_are_initialized", None)
-    if running is None or running():
-        return False
+# CPU devices simkit configured (SIMKIT_CPU_DEVICES or `configure`); None: JAX's or the user's
+CPU_DEVICES: int | None = None
+# whether simkit turned JAX's asynchronous CPU dispatch off (SIMKIT_CPU_ASYNC_DISPATCH=0 or `configure`)
+CPU_SYNC_DISPATCH: bool = False
+if _is_set("SIMKIT_CPU_DEVICES"):
+    _count = _whole_number("SIMKIT_CPU_DEVICES", 1, 1, "a whole number of CPU devices, at least 1")
+    if not _user_configured_devices() and not _jax_started():
+        jax.config.update("jax_num_cpu_devices", _count)
+        CPU_DEVICES = _count
+if not _flag("SIMKIT_CPU_ASYNC_DISPATCH", "1") and not _jax_started():
     jax.config.update("jax_cpu_enable_async_dispatch", False)
-    return True
+    CPU_SYNC_DISPATCH = True
 
 
-# whether simkit turned JAX's asynchronous CPU dispatch off (see the docstring)
-CPU_SYNC_DISPATCH: bool = _configure_cpu_dispatch()
+def _too_late(call: str, variable: str) -> None:
+    from .errors import InputError
+
+    raise InputError(f"simkit.configure({call}): JAX has already started (a computation ran, or "
+                     f"jax.devices() was called), and this setting only takes effect before that. Call "
+                     f"simkit.configure right after `import simkit`, or set {variable} in the environment")
+
+
+def _check_type(name: str, value: Any, types: tuple, use: str) -> None:
+    from .errors import InputTypeError
+
+    if not isinstance(value, types):
+        raise InputTypeError(f"simkit.configure({name}={value!r}): use {use}")
+
+
+def configure(*, x64: bool | None = None, cpu_devices: int | bool | None = None,
+              async_dispatch: bool | None = None, small_loops: int | bool | None = None,
+              compilation_cache: bool | str | os.PathLike | None = None) -> dict[str, Any]:
+    """Opt in to the process-wide settings that make simkit faster; returns the settings in effect.
+
+    ``import simkit`` changes only float64 in your process; everything here is your choice,
+    for the whole process (your own JAX code included). Call it right after ``import simkit``:
+    ``cpu_devices``, ``async_dispatch`` and ``small_loops`` take effect only before JAX starts
+    (its first computation, or ``jax.devices()``), and raise `simkit.InputError` after that
+    unless they ask for what is already in effect. ``None`` leaves a setting as it is. Each
+    has an environment variable read at ``import simkit``. Measured on a shared 2-core machine
+    (jax 0.10.2, benchmarks/ensemble.py and benchmarks/small_loops.py):
+
+    Parameters
+    ----------
+    x64 : bool, optional
+        float64 (``jax_enable_x64``; on at import unless ``SIMKIT_ENABLE_X64=0``). Arrays made
+        before the change keep their dtype.
+    cpu_devices : int or True, optional
+        Simulated XLA CPU devices (``jax_num_cpu_devices``; ``SIMKIT_CPU_DEVICES``); ``True``:
+        one per core, at most 32. `simkit.ensemble` shards members over them: without, an
+        ensemble runs on one core.
+    async_dispatch : bool, optional
+        ``False``: single-device CPU programs run on the calling thread
+        (``jax_cpu_enable_async_dispatch``; ``SIMKIT_CPU_ASYNC_DISPATCH=0``), saving the
+        0.1-0.3 ms hand-over to a worker thread on every small solve.
+    small_loops : int or bool, optional
+        XLA:CPU's small-loop threshold in bytes for every program (``True``: 128 KiB;
+        ``SIMKIT_SMALL_LOOPS=N``; added to ``XLA_FLAGS``): loops below it run as one kernel.
+        simkit's small kernel solves run as one kernel without it; it speeds up their
+        gradients, diffrax solves and your own small loops. ``False`` or 0: XLA's default
+        everywhere, simkit's one-kernel solves included.
+    compilation_cache : bool or path, optional
+        JAX's persistent compilation cache (``True``: ``$SIMKIT_CACHE_DIR`` or
+        ``~/.cache/simkit/jax``; ``SIMKIT_COMPILATION_CACHE=1``), so that a fresh process
+        loads compiled programs, yours too when they pass JAX's thresholds. ``False`` turns
+        off a cache simkit set. Any time; not applied over a cache you configured in JAX.
+
+    Returns
+    -------
+    dict
+        ``x64``, ``cpu_devices`` (``None``: JAX's choice), ``async_dispatch``,
+        ``small_loops`` (XLA's threshold in bytes; ``None``: XLA's default) and
+        ``compilation_cache`` (the folder, or ``None``).
+
+    Raises
+    ------
+    InputError
+        A device, dispatch or small-loop setting after JAX started.
+    InputTypeError
+        A value of the wrong type.
+
+    Examples
+    --------
+    >>> import simkit
+    >>> settings = simkit.configure()  # nothing changed: the settings in effect
+    >>> sorted(settings)
+    ['async_dispatch', 'compilation_cache', 'cpu_devices', 'small_loops', 'x64']
+    """
+    global COMPILATION_CACHE_DIR, CPU_DEVICES, CPU_SYNC_DISPATCH, SMALL_LOOP_BYTES
+    from .errors import InputError
+
+    if x64 is not None:
+        _check_type("x64", x64, (bool,), "True or False")
+    if cpu_devices is not None:
+        _check_type("cpu_devices", cpu_devices, (bool, int), "a whole number of CPU devices, or True (one per core)")
+        count = min(os.cpu_count() or 1, 32) if cpu_devices is True else int(cpu_devices)
+        if cpu_devices is False or count < 1:
+            raise InputError(f"simkit.configure(cpu_devices={cpu_devices!r}): use a whole number of CPU "
+                             f"devices, at least 1, or True (one per core)")
+    if async_dispatch is not None:
+        _check_type("async_dispatch", async_dispatch, (bool,), "True (JAX's default) or False")
+    if small_loops is not None:
+        _check_type("small_loops", small_loops, (bool, int), "True, False or a whole number of bytes")
+        threshold = SMALL_LOOP_BYTES_DEFAULT if small_loops is True else int(small_loops)
+        if threshold < 0:
+            raise InputError(f"simkit.configure(small_loops={small_loops!r}): use True, False or a whole "
+                             f"number of bytes")
+    if compilation_cache is not None:
+        _check_type("compilation_cache", compilation_cache, (bool, str, os.PathLike), "True, False or a folder")
+
+    started = _jax_started()
+    if cpu_devices is not None and jax.config.jax_num_cpu_devices != count:
+        if started:
+            _too_late(f"cpu_devices={cpu_devices!r}", f"SIMKIT_CPU_DEVICES={count}")
+        jax.config.update("jax_num_cpu_devices", count)
+        CPU_DEVICES = count
+    if async_dispatch is not None and jax.config.read("jax_cpu_enable_async_dispatch") != async_dispatch:
+        if started:
+            _too_late(f"async_dispatch={async_dispatch!r}", f"SIMKIT_CPU_ASYNC_DISPATCH={int(async_dispatch)}")
+        jax.config.update("jax_cpu_enable_async_dispatch", async_dispatch)
+        CPU_SYNC_DISPATCH = not async_dispatch
+    if small_loops is not None and _xla_small_loop_bytes() != (threshold or None):
+        if started:
+            _too_late(f"small_loops={small_loops!r}", f"SIMKIT_SMALL_LOOPS={threshold}")
+        flags = os.environ.get("XLA_FLAGS", "")
+        ours = re.search(r"\s*--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=\d+(?=\s|$)", flags)
+        if ours:  # a threshold alone in the flag (simkit's form): replaced
+            os.environ["XLA_FLAGS"] = (flags[:ours.start()] + flags[ours.end():]).strip()
+        if threshold:
+            _set_xla_small_loops(threshold)
+        elif _xla_small_loop_bytes() is not None:
+            raise InputError(f"simkit.configure(small_loops={small_loops!r}): XLA_FLAGS sets the threshold "
+                             f"among other backend options ({flags!r}); remove it there")
+    if small_loops is not None:
+        SMALL_LOOP_BYTES = threshold or None
+    if x64 is not None:
+        jax.config.update("jax_enable_x64", x64)
+    if compilation_cache is True:
+        COMPILATION_CACHE_DIR = _set_compilation_cache(_default_cache_dir()) or COMPILATION_CACHE_DIR
+    elif compilation_cache is False:
+        if COMPILATION_CACHE_DIR is not None and jax.config.jax_compilation_cache_dir == COMPILATION_CACHE_DIR:
+            jax.config.update("jax_compilation_cache_dir", None)
+        COMPILATION_CACHE_DIR = None
+    elif compilation_cache is not None:
+        COMPILATION_CACHE_DIR = _set_compilation_cache(os.fspath(compilation_cache)) or COMPILATION_CACHE_DIR
+    return settings()
+
+
+def settings() -> dict[str, Any]:
+    """The process-wide settings `configure` controls, as now in effect (`configure`'s return)."""
+    devices = jax.config.jax_num_cpu_devices
+    return dict(x64=bool(jax.config.jax_enable_x64), cpu_devices=None if devices == -1 else devices,
+                async_dispatch=bool(jax.config.read("jax_cpu_enable_async_dispatch")), small_loops=_xla_small_loop_bytes(),
+                compilation_cache=jax.config.jax_compilation_cache_dir or None)
+
+
+# what `configure_own_process` turns on: simkit's fastest settings on a CPU (see the docstring)
+OWN_PROCESS = dict(cpu_devices=True, async_dispatch=False, small_loops=True, compilation_cache=True)
+_VARIABLES = dict(cpu_devices="SIMKIT_CPU_DEVICES", async_dispatch="SIMKIT_CPU_ASYNC_DISPATCH",
+                  small_loops="SIMKIT_SMALL_LOOPS", compilation_cache="SIMKIT_COMPILATION_CACHE")
+
+
+def configure_own_process() -> dict[str, Any]:
+    """`configure` with `OWN_PROCESS`, for simkit's own processes (the ``simkit`` command, the
+    validation report, the benchmarks): each setting the environment leaves unset and the
+    user has not configured in JAX (devices, a cache, backend options in ``XLA_FLAGS``), and
+    only while it can still take effect (nothing is raised once JAX runs). Returns the
+    settings in effect."""
+    started = _jax_started()
+    chosen = {}
+    for name, value in OWN_PROCESS.items():
+        if _is_set(_VARIABLES[name]):
+            continue
+        if name == "cpu_devices" and (started or _user_configured_devices()):
+            continue
+        if name == "async_dispatch" and started:
+            continue
+        if name == "small_loops" and (started or "xla_backend_extra_options" in os.environ.get("XLA_FLAGS", "")):
+            continue
+        chosen[name] = value
+    return configure(**chosen)
 
 
 def float_dtype():
-    """The floating dtype simkit uses for states, times and parameters."""
+    """The floating dtype simkit uses for states, times and parameters: the innermost
+    `simkit.precision` block's, else float64 where JAX's float64 is on, else float32."""
     import jax.numpy as jnp
 
-    return jnp.float64 if jax.config.jax_enable_x64 else jnp.float32
+    from .placement import chosen_precision
+
+    return chosen_precision() or (jnp.float64 if jax.config.jax_enable_x64 else jnp.float32)
 
 
 # -- simkit's policies inside its own calls ------------------------------------------------

@@ -86,7 +86,16 @@ def _cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fast_settings() -> None:
+    """This process is simkit's own: its fast CPU settings, each unless the environment sets it
+    (`simkit._config.configure_own_process`), before JAX starts."""
+    from ._config import configure_own_process
+
+    configure_own_process()
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
+    _fast_settings()
     import numpy as np
 
     from . import models, solve
@@ -129,6 +138,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
+    _fast_settings()
     from .validation import run
     from .validation.report import default_out_dir
 

@@ -2,6 +2,13 @@
 
 Runs before anything touches a JAX backend: 4 simulated CPU devices, float64, rank
 promotion raises, matplotlib on Agg, no persistent compilation cache in the user's home.
+`import simkit` changes nothing but float64, so the suite opts in to simkit's fast CPU
+settings itself, through the environment so that the processes its tests start inherit them
+(simkit/_config.py): single-device programs on the calling thread
+(``SIMKIT_CPU_ASYNC_DISPATCH=0``), XLA:CPU's small-loop threshold at 128 KiB
+(``SIMKIT_SMALL_LOOPS``) and, in those processes, one CPU device per core
+(``SIMKIT_CPU_DEVICES``; this process sets 4 in JAX itself). tests/test_config.py checks
+what a bare ``import simkit`` changes, in a process without them.
 
 The suite is compile-bound (XLA compiles took 1,430 of its 2,340 CPU seconds, in 4,700
 programs with hardly any repeats) and compiles every program with ``SIMKIT_FAST_COMPILE=2``
@@ -26,6 +33,9 @@ import os
 
 os.environ.setdefault("SIMKIT_COMPILATION_CACHE", "0")
 os.environ.setdefault("SIMKIT_FAST_COMPILE", "2")
+os.environ.setdefault("SIMKIT_CPU_ASYNC_DISPATCH", "0")
+os.environ.setdefault("SIMKIT_SMALL_LOOPS", str(128 * 1024))
+os.environ.setdefault("SIMKIT_CPU_DEVICES", str(min(os.cpu_count() or 1, 32)))  # subprocesses
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 import jax  # noqa: E402

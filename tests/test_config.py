@@ -107,7 +107,8 @@ def _policy(tmp_path, *args, **env_vars):
     import json
 
     env = {k: v for k, v in os.environ.items() if k not in _USER_VARS and not k.startswith("SIMKIT_")}
-    env.update(SIMKIT_CACHE_DIR=str(tmp_path / "simkit-cache"), SIMKIT_CPU_DEVICES="1", **env_vars)
+    env.update(SIMKIT_CACHE_DIR=str(tmp_path / "simkit-cache"), SIMKIT_COMPILATION_CACHE="1", SIMKIT_CPU_DEVICES="1",
+               **env_vars)
     out = subprocess.run([sys.executable, "-c", POLICY_SCRIPT, *map(str, args)], env=env,
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -144,6 +145,85 @@ def test_a_cache_the_user_configured_keeps_jax_thresholds(tmp_path):
     assert got["cache_dir"] == str(user_cache)
     assert got["threshold"] == got["inside_threshold"] == 1.0
     assert not (tmp_path / "simkit-cache").exists()
+
+
+IMPORT_SCRIPT = """
+import json, os, sys
+import jax
+config = lambda: {name: repr(value) for name, value in sorted(jax.config.values.items())}
+before = config()
+if sys.argv[1] == "simkit":
+    import simkit
+after = config()
+print(json.dumps(dict(changed={k: after[k] for k in after if before.get(k) != after[k]}, config=after,
+                      flags=os.environ.get("XLA_FLAGS"), devices=[repr(d) for d in jax.devices()])))
+"""
+
+
+def _fresh(script, *args, **env_vars):
+    """``script`` in a fresh process without the suite's settings (SIMKIT_*, JAX_*, XLA_FLAGS)."""
+    import json
+
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("SIMKIT_", "JAX_")) and k not in ("XLA_FLAGS", "EQX_ON_ERROR")}
+    env.update(env_vars)
+    out = subprocess.run([sys.executable, "-c", script, *args], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_import_leaves_the_process_alone_but_float64():
+    """``import simkit`` in a fresh process against ``import jax`` alone: JAX's configuration,
+    XLA_FLAGS (a flag of the user's) and the device list are the same, apart from the one
+    documented exception, float64 (simkit/_config.py)."""
+    user = "--xla_cpu_enable_fast_math=false"
+    plain = _fresh(IMPORT_SCRIPT, "jax", XLA_FLAGS=user)
+    got = _fresh(IMPORT_SCRIPT, "simkit", XLA_FLAGS=user)
+    assert got["changed"] == {"jax_enable_x64": "True"}, got["changed"]
+    assert {k: v for k, v in got["config"].items() if k != "jax_enable_x64"} == \
+        {k: v for k, v in plain["config"].items() if k != "jax_enable_x64"}
+    assert got["flags"] == plain["flags"] == user
+    assert got["devices"] == plain["devices"]
+
+
+CONFIGURE_SCRIPT = """
+import json, jax, simkit
+from simkit import _config
+out = dict(own=_config.configure_own_process())  # what the simkit command turns on
+out["devices"] = len(jax.devices())  # JAX starts here
+out["again"] = _config.configure_own_process()  # too late for most: left alone, nothing raised
+out["same"] = simkit.configure(cpu_devices=out["devices"], small_loops=True)["cpu_devices"]  # what holds: no error
+out["late"], out["types"] = [], []
+for kw in (dict(cpu_devices=out["devices"] + 1), dict(async_dispatch=True), dict(small_loops=False)):
+    try:
+        simkit.configure(**kw)
+    except simkit.InputError as e:
+        out["late"].append(str(e))
+for kw in (dict(cpu_devices="2"), dict(x64=1), dict(compilation_cache=3)):
+    try:
+        simkit.configure(**kw)
+    except simkit.InputTypeError as e:
+        out["types"].append(str(e))
+out["x64"] = simkit.configure(x64=False)["x64"]
+out["cache"] = simkit.configure(compilation_cache=False)["compilation_cache"]
+print(json.dumps(out))
+"""
+
+
+def test_configure_opts_in_before_jax_starts(tmp_path):
+    """`simkit.configure`: what simkit's own processes turn on, the settings in effect, a clear
+    error for a setting JAX can no longer take, and none for one that holds already."""
+    got = _fresh(CONFIGURE_SCRIPT, SIMKIT_CACHE_DIR=str(tmp_path))
+    cores = min(os.cpu_count() or 1, 32)
+    assert got["own"] == dict(x64=True, cpu_devices=cores, async_dispatch=False, small_loops=131072,
+                              compilation_cache=str(tmp_path)), got
+    assert got["devices"] == cores and got["again"] == got["own"] and got["same"] == cores
+    assert len(got["late"]) == 3 and all("JAX has already started" in e for e in got["late"]), got["late"]
+    assert f"or set SIMKIT_CPU_DEVICES={cores + 1} in the environment" in got["late"][0]
+    assert got["types"] == ["simkit.configure(cpu_devices='2'): use a whole number of CPU devices, or True (one per core)",
+                            "simkit.configure(x64=1): use True or False",
+                            "simkit.configure(compilation_cache=3): use True, False or a folder"]
+    assert got["x64"] is False and got["cache"] is None
 
 
 CODEGEN_SCRIPT = """
@@ -268,17 +348,18 @@ print(json.dumps(out))
 
 
 @pytest.mark.parametrize("setting, flags, solve", [
-    ("", "", True),  # simkit's default: 128 KiB; the step loop of a Lorenz solve is one kernel
+    ("", "", True),  # simkit's default: a small solve is one kernel in its own program; XLA_FLAGS untouched
     ("0", "", True),  # XLA's default (1 KiB): the loop's operations run as separate thunks
+    ("131072", "", False),  # opted in: XLA's threshold for the whole process
     ("", "--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=5", False),  # the user's
     # simkit's own, inherited from a parent process that imported simkit: in effect, as set
     ("", "--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=131072", False),
     ("", "--xla_backend_extra_options=xla_cpu_enable_fast_math=false", False),  # other options: XLA's 1 KiB
 ])
 def test_small_loop_threshold(setting, flags, solve):
-    """SIMKIT_SMALL_LOOPS (simkit/_config.py) in a fresh process: the flag added to XLA_FLAGS,
-    what `simkit.inspect` reports of it, and a solve against SciPy's DOP853 either way (errors
-    in units of rtol|y| + atol; 4.8 measured)."""
+    """SIMKIT_SMALL_LOOPS (simkit/_config.py) in a fresh process: the flag in XLA_FLAGS (added
+    only when opted in), what `simkit.inspect` reports of the solve's one kernel, and a solve
+    against SciPy's DOP853 either way (errors in units of rtol|y| + atol; 4.8 measured)."""
     import json
 
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "SIMKIT_SMALL_LOOPS")}
@@ -293,12 +374,15 @@ def test_small_loop_threshold(setting, flags, solve):
     got = json.loads(out.stdout.strip().splitlines()[-1])
     if flags:  # backend options already set are left alone, and a threshold among them is the one in effect
         threshold = flags.partition("byte_threshold=")[2]
-        assert got["bytes"] == (int(threshold) if threshold else None), got
+        assert got["bytes"] == (int(threshold) if threshold else 131072), got
         assert got["flags"].count("xla_backend_extra_options") == 1 and got["flags"].startswith(flags), got
+        return
+    assert ("xla_cpu_small_while_loop_byte_threshold=131072" in got["flags"]) is (setting == "131072"), got
+    if not solve:
+        assert got["bytes"] == 131072, got
         return
     default = setting == ""
     assert got["bytes"] == (131072 if default else None), got
-    assert ("xla_cpu_small_while_loop_byte_threshold=131072" in got["flags"]) is default, got
     assert any(got["kernel"]) is default, got
     assert ("one kernel" in got["text"]) is default, got
     assert got["err"] < 25, got
@@ -316,10 +400,10 @@ print(json.dumps(dict(async_=jax.config.read("jax_cpu_enable_async_dispatch"),
 
 
 @pytest.mark.parametrize("setting, order, sync", [
-    (None, "simkit first", True),  # the default: programs run on the calling thread
-    ("1", "simkit first", False),  # opted out: JAX's asynchronous dispatch
-    ("0", "simkit first", True),
-    (None, "jax first", False),  # JAX already running: left as it is (it would not apply)
+    (None, "simkit first", False),  # the default: JAX's asynchronous dispatch
+    ("1", "simkit first", False),
+    ("0", "simkit first", True),  # opted in: programs run on the calling thread
+    ("0", "jax first", False),  # JAX already running: left as it is (it would not apply)
 ])
 def test_cpu_dispatch_setting(setting, order, sync):
     """SIMKIT_CPU_ASYNC_DISPATCH (simkit/_config.py) in a fresh process."""

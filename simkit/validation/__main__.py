@@ -10,6 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from .._config import configure_own_process
 from ..errors import SimkitError
 from .report import run
 
@@ -21,6 +22,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", help="output folder (default: validation/report; with --quick, "
                         "a new folder simkit-validation-quick-<date>-<time> here)")
     args = parser.parse_args(argv)
+    configure_own_process()  # simkit's fast CPU settings, as `simkit validate` (simkit/_config.py)
     try:
         summary = run(out_dir=args.out, quick=args.quick)
     except (SimkitError, OSError) as exc:  # one line, as `simkit validate` reports it
