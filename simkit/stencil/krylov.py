@@ -19,7 +19,9 @@ import jax.numpy as jnp
 def bicgstab(matvec: Callable, b: Any, x0: Any, dot: Callable, *, rtol: float, atol: float,
              max_steps: int) -> tuple[Any, Any]:
     """Solve ``matvec(x) = b`` from ``x0``; returns ``(x, converged)``. Stops when
-    ``sqrt(dot(r, r)) <= max(atol, rtol * sqrt(dot(b, b)))``."""
+    ``sqrt(dot(r, r)) <= max(atol, rtol * sqrt(dot(b, b)))`` (``converged``, a boolean
+    scalar) or after ``max_steps`` iterations (``converged`` False; a non-finite residual,
+    from a breakdown, is not converged either)."""
     tol = jnp.maximum(atol, rtol * jnp.sqrt(dot(b, b)))
     r0 = b - matvec(x0)
     one = jnp.ones((), b.dtype)

@@ -129,6 +129,35 @@ class AbstractStepper(eqx.Module):
         [0.9, 0.9, 0.9]
         """
 
+    def step_with_status(self, rhs: Callable, linear: Callable | None, t: Any, u: Any, dt: Any,
+                         space: Space) -> tuple[Any, Any]:
+        """`step`, and whether it succeeded: what the rollout calls. Override it (and define
+        `step` from it) in a method with an inner iteration that can fail to converge (an
+        implicit solve): a failed step's field is then NaN from there on, the run's status
+        is ``Status.NONFINITE`` and its error names the failed solve. The default: `step`,
+        always successful.
+
+        Parameters
+        ----------
+        rhs, linear, t, u, dt, space
+            As for `step`.
+
+        Returns
+        -------
+        tuple
+            ``(field, ok)``: the field at ``t + dt`` and a boolean scalar, False where the
+            step's inner solve did not converge.
+
+        Examples
+        --------
+        >>> import jax.numpy as jnp
+        >>> from simkit.stencil import ForwardEuler
+        >>> u, ok = ForwardEuler().step_with_status(lambda t, u: -u, None, 0.0, jnp.ones(2), 0.1, None)
+        >>> u.tolist(), bool(ok)
+        ([0.9, 0.9], True)
+        """
+        return self.step(rhs, linear, t, u, dt, space), jnp.asarray(True)
+
 
 class ForwardEuler(AbstractStepper):
     """Forward (explicit) Euler, ``u_{n+1} = u_n + dt rhs(t_n, u_n)``, order 1.
@@ -274,8 +303,9 @@ class IMEXEuler(AbstractStepper):
     Numer. Anal. 32:797-823). Stable for any ``dt`` in ``L``; the explicit part sets the
     stability bound that `integrate` checks. The linear system of every step is solved
     matrix-free by BiCGStab (its inner products through ``space.sum``, global on a device
-    mesh); a solve that does not converge within `max_steps` is not reported (the rollout
-    stays one compiled program), so keep ``dt`` where the system is well conditioned.
+    mesh). A solve that does not converge within `max_steps` iterations fails the step
+    (`step_with_status`): the field is NaN from there on, the result's status is
+    ``Status.NONFINITE`` and `integrate` raises a `SolveError` that names the solve.
 
     Parameters
     ----------
@@ -317,6 +347,9 @@ class IMEXEuler(AbstractStepper):
     needs_linear = True
 
     def step(self, rhs, linear, t, u, dt, space):
+        return self.step_with_status(rhs, linear, t, u, dt, space)[0]
+
+    def step_with_status(self, rhs, linear, t, u, dt, space):
         t1 = t + dt
         explicit = u + dt * (rhs(t, u) - linear(t, u))
         offset = linear(t1, jax.tree_util.tree_map(jnp.zeros_like, u))  # L(v) = A v + offset
@@ -328,12 +361,13 @@ class IMEXEuler(AbstractStepper):
             return sum(jnp.sum(space.sum(x)) for x in jax.tree_util.tree_leaves(a * b))
 
         def solve(operator, b):  # the step, its tangent and (transposed) its cotangent: each to rtol
-            return bicgstab(operator, b, b, dot, rtol=self.rtol, atol=self.atol, max_steps=self.max_steps)[0]
+            return bicgstab(operator, b, b, dot, rtol=self.rtol, atol=self.atol, max_steps=self.max_steps)
 
         # `custom_linear_solve`: derivatives solve their own systems (through BiCGStab's
         # iterations jax.grad failed on the while loop, and forward-mode tangents were ~700x
-        # less accurate than the values at a loose rtol)
-        return jax.lax.custom_linear_solve(matvec, explicit + dt * offset, solve, transpose_solve=solve)
+        # less accurate than the values at a loose rtol); its aux output is the step's converged flag
+        return jax.lax.custom_linear_solve(matvec, explicit + dt * offset, solve, transpose_solve=solve,
+                                           has_aux=True)
 
 
 def spectral_radius(model: PDEModel, params: Mapping[str, Any], u: Any, *, explicit_only: bool = False,
@@ -670,6 +704,8 @@ def rollout_body(program: RolloutProgram, space: Space, u0, params, t0, dt, n0=0
         return {name: fn(u, space) for name, fn in program.diagnostics}
 
     fixed = program.dt_rule is None
+    # a method whose steps can fail (an inner solve): its flag is checked at every step
+    checked = type(program.stepper).step_with_status is not AbstractStepper.step_with_status
 
     def clock(c):  # the time of the loop's clock `c`: a step count (fixed dt) or the time itself
         return t0 + c * dt if fixed else c
@@ -679,14 +715,16 @@ def rollout_body(program: RolloutProgram, space: Space, u0, params, t0, dt, n0=0
 
         def one(state):
             u, c = state
-            if fixed:
+            if fixed and not checked:
                 return program.stepper.step(step_rhs, step_linear, clock(c), u, dt, space), c + 1
-            h = program.dt_rule(u, params, space)
-            u_new = program.stepper.step(step_rhs, step_linear, c, u, h, space)
-            # a rule's step that is not positive and finite: the field and the time become
-            # NaN, reported as a non-finite field at this save block (`finish` says why)
-            ok = jnp.isfinite(h) & (h > 0)
-            return jax.tree_util.tree_map(lambda a: jnp.where(ok, a, jnp.nan), u_new), jnp.where(ok, c + h, jnp.nan)
+            h = dt if fixed else program.dt_rule(u, params, space)
+            u_new, solved = program.stepper.step_with_status(step_rhs, step_linear, clock(c), u, h, space)
+            # a rule's step that is not positive and finite, or a step whose inner solve failed: the
+            # field and the time become NaN, reported as a non-finite field at this save block
+            # (`finish` says why: a NaN time with a fixed dt is a failed solve)
+            ok = solved if fixed else solved & jnp.isfinite(h) & (h > 0)
+            return (jax.tree_util.tree_map(lambda a: jnp.where(ok, a, jnp.nan), u_new),
+                    jnp.where(ok, c + (1 if fixed else h), jnp.nan))
 
         u, c = repeat_in_two_buffers(one, program.save_every, (u, c))
         t = clock(c)
@@ -913,21 +951,34 @@ def _unstable(model: PDEModel, stepper: AbstractStepper, dt: float, adaptive: bo
         + " (check_stability=False skips this check)")
 
 
+def failure_message(model: PDEModel, program: RolloutProgram, times: tuple[float, float], bad: int, dt: Any) -> str:
+    """Why a rollout's field became NaN in save block ``bad`` (``times``: the save times
+    before and after it): a dt rule's step that was not positive and finite, a stepper's
+    inner solve that did not converge (both make the time NaN), or a field that blew up."""
+    before, after = float(times[0]), float(times[1])
+    name = type(program.stepper).__name__
+    step = "an adaptive dt" if callable(dt) else f"dt = {dt:g}"
+    if not np.isfinite(after):
+        solve = (f"the inner solve of {program.stepper!r} did not converge (raise its max_steps, loosen its "
+                 "rtol/atol, or lower dt)")
+        checked = type(program.stepper).step_with_status is not AbstractStepper.step_with_status
+        if not callable(dt):
+            return f"{model.name!r}: after t = {before:g} (save block {bad}) {solve}; the fields from there on are NaN"
+        rule = "the dt rule gave a step that is not positive and finite"
+        return (f"{model.name!r}: after t = {before:g} (save block {bad}) {rule}"
+                + (f", or {solve}" if checked else "") + "; the fields from there on are NaN")
+    return (f"{model.name!r}: the field became non-finite between t = {before:g} and t = {after:g} "
+            f"({name}, {step}); the step may be unstable for the evolved field, or the model blew up")
+
+
 def finish(model: PDEModel, program: RolloutProgram, us: Any, ts: Any, diags: dict, bad: int,
            dt: Any, throw: bool, params: Mapping[str, Any] | None = None) -> FieldSolution:
     """The `FieldSolution` of a rollout; raises `SolveError` for a non-finite field if ``throw``.
     ``params``: the run's parameter values, recorded in the result's provenance."""
     status = int(Status.SUCCESS) if bad < 0 else int(Status.NONFINITE)
     if bad >= 0 and throw:
-        step = "an adaptive dt" if callable(dt) else f"dt = {dt:g}"
-        if callable(dt) and not np.isfinite(ts[bad + 1]):
-            raise SolveError(
-                f"{model.name!r}: the dt rule gave a step that is not positive and finite after t = {ts[bad]:g} "
-                f"(save block {bad}); the fields from there on are NaN (throw=False keeps the result)")
-        raise SolveError(
-            f"{model.name!r}: the field became non-finite between t = {ts[bad]:g} and "
-            f"t = {ts[bad + 1]:g} ({type(program.stepper).__name__}, {step}); the step may be "
-            "unstable for the evolved field, or the model blew up (throw=False keeps the result)")
+        raise SolveError(failure_message(model, program, (ts[bad], ts[bad + 1]), bad, dt)
+                         + " (throw=False keeps the result)")
     return FieldSolution(ts=np.asarray(ts), us=np.asarray(us), grid=model.grid,
                          component_names=model.component_names, diagnostics=diags, model_name=model.name,
                          status=status, stepper_name=type(program.stepper).__name__,

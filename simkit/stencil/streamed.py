@@ -14,7 +14,7 @@ from .. import _config, checkpoint, io, progress
 from .._prepare import check_flag
 from ..errors import InputError, SolveError
 from .pde import PDEModel
-from .stepping import AbstractStepper, _rollout, finish, prepare
+from .stepping import AbstractStepper, _rollout, failure_message, finish, prepare
 
 
 @_config.simkit_call()
@@ -131,7 +131,7 @@ def integrate_to_file(
         done, bad = int(out.restart["saves"]), int(out.restart["bad"])
     else:
         u, t, done, bad = jnp.asarray(u_init), jnp.asarray(t0, u_init.dtype), 0, -1
-    t_bad = (float("nan"), float("nan"))  # a resumed run that had already failed is complete
+    why = ""  # a resumed run that had already failed is complete
     n_chunks = -(-n_saves // chunk)
     with progress.bar(n_chunks, f"{model.name} -> {os.fspath(path)}", progress=progress_bar,
                       unit="chunk") as bar:
@@ -147,7 +147,8 @@ def integrate_to_file(
             first = 0 if done == 0 else 1  # a later chunk's first frame is the last one written
             part_bad = int(part_bad)
             if part_bad >= 0:
-                bad, t_bad = done + part_bad, (float(ts[part_bad]), float(ts[part_bad + 1]))
+                bad = done + part_bad
+                why = failure_message(model, program, (ts[part_bad], ts[part_bad + 1]), bad, dt)
             done += size
             u, t = us[-1], ts[-1]
             frames = finish(model, part, np.asarray(us)[first:], np.asarray(ts)[first:],
@@ -158,10 +159,7 @@ def integrate_to_file(
             del us, ts, diags, frames
             bar.update(1)
     if bad >= 0 and throw:
-        raise SolveError(
-            f"{model.name!r}: the field became non-finite between t = {t_bad[0]:g} and t = {t_bad[1]:g} "
-            f"({type(program.stepper).__name__}); the step may be unstable for the evolved field, or the "
-            f"model blew up. The frames up to then are in {out.path!r} (throw=False returns quietly)")
+        raise SolveError(f"{why}. The frames up to then are in {out.path!r} (throw=False returns quietly)")
     return out.path
 
 

@@ -430,3 +430,16 @@ def test_fields_reach_the_device_aligned_and_are_never_written():
     on_device = to_device(unaligned)
     assert np.asarray(on_device).ctypes.data % ALIGNMENT == 0
     np.testing.assert_array_equal(np.asarray(on_device), kept)
+
+
+def test_an_imex_solve_that_does_not_converge_fails_the_run():
+    """BiCGStab stopped at max_steps without a word: status 0 and a wrong field."""
+    heat = simkit.models.get("heat_1d")
+    stepper = sk.IMEXEuler(max_steps=3)
+    sol = sk.integrate(heat, dt=5e-3, steps=4, save_every=2, stepper=stepper, throw=False)
+    assert sol.status == simkit.Status.NONFINITE
+    assert np.isnan(sol.ts[1]) and np.isnan(sol.us[1:]).all() and np.array_equal(sol.us[0], heat.u0)
+    with pytest.raises(simkit.SolveError, match=r"after t = 0 \(save block 0\) the inner solve of "
+                                                r"IMEXEuler\(max_steps=3\) did not converge \(raise its max_steps"):
+        sk.integrate(heat, dt=5e-3, steps=4, save_every=2, stepper=stepper)
+    assert sk.integrate(heat, dt=5e-3, steps=4, save_every=2, stepper=sk.IMEXEuler()).status == 0
