@@ -108,6 +108,8 @@ def _as_array(out: Any, y: Any) -> Any:
         return out  # (not an array: simkit's rhs check names what it got)
     if jnp.iscomplexobj(out) and not jnp.iscomplexobj(y):
         return out
+    if out.ndim == 0 and y.shape[:1] == (1,):  # a scalar for a one-state system: SciPy broadcasts it
+        out = jnp.broadcast_to(out, y.shape)
     return out.astype(y.dtype) if out.dtype != y.dtype else out
 
 
@@ -435,8 +437,8 @@ def solve_ivp(
     >>> import simkit
     >>> def exponential_decay(t, y): return -0.5 * y
     >>> res = simkit.solve_ivp(exponential_decay, [0, 10], [2, 4, 8])
-    >>> res.y[:, -1].round(3).tolist()
-    [0.014, 0.027, 0.054]
+    >>> res.y[:, -1].round(4).tolist()
+    [0.0135, 0.027, 0.054]
 
     Its Lotka–Volterra example, with ``args`` and dense output:
 

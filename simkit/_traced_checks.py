@@ -165,8 +165,8 @@ def teaching_error(err: Exception, fn: Any, owner: str, role: str = "rhs") -> In
     - ``float()``, ``int()``, ``math.*`` or ``.item()`` of a traced value
       (``jax.errors.ConcretizationTypeError``): write the ``jnp`` function;
     - a function that does not take the three arguments ``(t, y, params)`` (a SciPy-style
-      ``f(t, y)``): write ``f(t, y, params)``, or call `simkit.solve_ivp`, which takes
-      SciPy's ``fun(t, y, *args)``.
+      ``f(t, y)``; `wrong_arity`): write ``f(t, y, params)``, or call `simkit.solve_ivp`,
+      which takes SciPy's ``fun(t, y, *args)``.
 
     Parameters
     ----------
@@ -200,11 +200,21 @@ def teaching_error(err: Exception, fn: Any, owner: str, role: str = "rhs") -> In
             ".item(), a range(...) of it): simkit traces the function with JAX, where values are "
             "abstract. Keep them arrays and use jax.numpy: `jnp.sin(y[0])` instead of `math.sin(y[0])`, "
             "`y[0].astype(float)` instead of `float(y[0])`")
-    if type(err) is TypeError and _takes_args(fn, 3) is False:
-        call = "rhs" if role == "rhs" else "g"
-        return InputTypeError(
-            f"{where} ({name}) does not take three arguments, but simkit calls it as {call}(t, y, params): t a "
-            "scalar, y the state (shape (n_states,)) and params the dict of parameters (unused ones may be "
-            "ignored). Write `def f(t, y, params): return -0.5 * y`; a SciPy-style f(t, y) or f(t, y, *args) runs "
-            "unchanged with simkit.solve_ivp(f, t_span, y0, args=(...))")
+    if type(err) is TypeError:
+        return wrong_arity(fn, owner, role)
     return None
+
+
+def wrong_arity(fn: Any, owner: str, role: str = "rhs") -> InputTypeError | None:
+    """An `InputTypeError` when ``fn`` cannot be called as ``fn(t, y, params)`` (a SciPy-style
+    ``f(t, y)``), saying what to write instead; None when it can, or when its signature is unknown.
+    Used by `ODEModel` (when it is built) and `teaching_error`."""
+    if _takes_args(fn, 3) is not False:
+        return None
+    name = getattr(fn, "__name__", type(fn).__name__)
+    call = "rhs" if role == "rhs" else "g"
+    return InputTypeError(
+        f"{owner}: the {role} ({name}) does not take three arguments, but simkit calls it as {call}(t, y, params): "
+        "t a scalar, y the state (shape (n_states,)) and params the dict of parameters (unused ones may be "
+        "ignored). Write `def f(t, y, params): return -0.5 * y`; a SciPy-style f(t, y) or f(t, y, *args) runs "
+        "unchanged with simkit.solve_ivp(f, t_span, y0, args=(...))")

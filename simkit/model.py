@@ -10,6 +10,7 @@ from typing import Any
 import equinox as eqx
 import numpy as np
 
+from ._traced_checks import wrong_arity
 from .errors import InputTypeError, ParameterError, ShapeError
 from .params import check_function, check_value, merge_params
 
@@ -108,8 +109,10 @@ class ODEModel(eqx.Module):
         repeat, or ``t_span`` is not two finite numbers.
     InputTypeError
         ``params`` is not a mapping of names, a parameter is not a number or a numeric array,
-        ``state_names`` is a string, ``stiff`` is not True, False or None, or ``rhs``
-        (``diffusion``, ``preconditioner``) is not a hashable callable.
+        ``state_names`` is a string, ``stiff`` is not True, False or None, ``rhs``
+        (``diffusion``, ``preconditioner``) is not a hashable callable, or ``rhs`` cannot be
+        called as ``rhs(t, y, params)`` (a SciPy-style ``f(t, y)``: the message points to
+        `simkit.solve_ivp`).
     ParameterError
         A parameter's default value is not finite.
 
@@ -145,6 +148,9 @@ class ODEModel(eqx.Module):
 
     def __check_init__(self) -> None:
         check_function(f"model {self.name!r}", "rhs", self.rhs)
+        arity = wrong_arity(self.rhs, f"model {self.name!r}")  # (a SciPy-style f(t, y))
+        if arity is not None:
+            raise arity
         for field in ("diffusion", "preconditioner"):
             if getattr(self, field) is not None:
                 check_function(f"model {self.name!r}", field, getattr(self, field))

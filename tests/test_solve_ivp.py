@@ -76,8 +76,8 @@ def _exact_cannon(t, y0):
 
 
 def _exact_linear(t, y0):
-    return np.stack([scipy.linalg.expm(A * s) @ np.asarray(y0) if y0.size == 3 else
-                     (scipy.linalg.expm(A * s) @ np.asarray(y0).reshape(3, 3)).flatten() for s in np.asarray(t)], axis=1)
+    y0 = np.asarray(y0).reshape(3, -1)
+    return np.stack([(scipy.linalg.expm(A * s) @ y0).flatten() for s in np.asarray(t)], axis=1)
 
 
 def _reference_lotka(t, y0):
@@ -184,10 +184,14 @@ def test_rk23_is_bogacki_shampine():
 
 
 def test_failure_is_status_minus_one():
-    res = simkit.solve_ivp(exponential_decay, [0, 10], [2, 4, 8], max_steps=3)
+    def decay_one(t, y):
+        return -0.5 * y[0]  # a scalar for a one-state system, which SciPy broadcasts
+
+    res = simkit.solve_ivp(decay_one, [0, 10], [2.0], max_steps=3)
     assert (res.status, res.success) == (-1, False)
     assert "max_steps" in res.message
-    assert np.all(np.isfinite(res.t)) and res.t[-1] < 10 and res.y.shape == (3, res.t.size)
+    assert np.all(np.isfinite(res.t)) and 0 < res.t[-1] < 10 and res.y.shape == (1, res.t.size)
+    np.testing.assert_allclose(res.y[0], 2.0 * np.exp(-0.5 * res.t), rtol=1e-3)
 
 
 def test_grad_and_vmap_reach_args_and_y0():
@@ -239,6 +243,11 @@ def _scipy_style(t, y):
     (_scipy_style, "simkit.solve_ivp(f, t_span, y0, args=(...))"),
 ], ids=["python_if", "numpy_on_state", "scipy_signature"])
 def test_rhs_habits_get_errors_that_teach(rhs, words):
+    if rhs is _scipy_style:  # refused when the model is built, before anything is traced
+        with pytest.raises(simkit.InputTypeError, match="does not take three arguments") as info:
+            simkit.ODEModel(rhs=rhs, params={}, y0=[1.0])
+        assert words in str(info.value)
+        return
     model = simkit.ODEModel(rhs=rhs, params={}, y0=[1.0])
     for call in (lambda: simkit.solve(model, (0.0, 1.0)),
                  lambda: simkit.ensemble(model, y0=np.ones((2, 1)), t_span=(0.0, 1.0))):
