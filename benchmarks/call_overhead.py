@@ -1,4 +1,4 @@
-"""What one `simkit.solve` call costs besides its steps (issue 13: small single solves).
+"""What one `simkit.solve` call costs besides its steps.
 
     python benchmarks/call_overhead.py [--calls 2000] [--out benchmarks/results/call_overhead.json]
 

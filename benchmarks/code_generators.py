@@ -1,5 +1,5 @@
 """XLA:CPU's two code generators for simkit's programs: compile time against run time
-(issue 13: "compile time per kernel at most 1 s"; the test suite's time).
+(the goal: at most 1 s to compile a kernel; and the test suite's time).
 
     python benchmarks/code_generators.py [--rounds 2] [--repeats 7] [--members 10000]
                                          [--out benchmarks/results/code_generators.json]

@@ -1,5 +1,5 @@
-"""Derivatives through the kernels against the solve itself (issue 13, item 3: the same
-speed under ``jax.jvp``/``jax.grad``).
+"""Derivatives through the kernels against the solve itself: the same
+speed under ``jax.jvp``/``jax.grad``.
 
     python benchmarks/derivatives.py [--repeats 15] [--out benchmarks/results/derivatives.json]
 

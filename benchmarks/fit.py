@@ -1,5 +1,5 @@
-"""simkit.fit against SciPy's least_squares on the lynx-hare fit (issue 13, item 3: the
-kernels' speed inside `fit`).
+"""simkit.fit against SciPy's least_squares on the lynx-hare fit: the
+kernels' speed inside `fit`.
 
     python benchmarks/fit.py [--repeats 5] [--out benchmarks/results/fit.json]
 

@@ -1,4 +1,4 @@
-"""Large ensembles on an accelerator, float64 and float32 (issue 13, item 5), and the same on a CPU.
+"""Large ensembles on an accelerator, float64 and float32, and the same on a CPU.
 
     python benchmarks/gpu_ensemble.py [--lorenz 1000000] [--robertson 100000]
         [--lanes-lorenz 65536,1048576] [--lanes-robertson 32768]

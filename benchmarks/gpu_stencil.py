@@ -1,4 +1,4 @@
-"""Stencils on an accelerator (issue 14, item 6): heat and Gray-Scott at 2048^2 and 8192^2,
+"""Stencils on an accelerator: heat and Gray-Scott at 2048^2 and 8192^2,
 float64 and float32, time per step against the memory-bandwidth roofline measured in the same run.
 
     python benchmarks/gpu_stencil.py [--sizes 2048,8192] [--repeats 5] [--budget-s 200] [--steps-scale 1]
@@ -22,8 +22,8 @@ rounds, each call running many steps inside one compiled program:
   accumulates; `benchmarks/experiments/gs_rk4_floor.py` counts at least 80 bytes per point
   against the heat step's 16). A field that fits in the GPU's cache (2048^2) can beat it.
 
-Session 30's committed run (`results/gpu_stencil.json`) came from the script before the
-``rollout`` rows and this bandwidth measure (commit 3750507): its roofline fractions used a
+The committed run (`results/gpu_stencil.json`) came from an earlier form of this script,
+without the ``rollout`` rows and this bandwidth measure: its roofline fractions used a
 ``fori_loop`` triad that measured too low.
 
 Configurations still to run once ``--budget-s`` seconds have passed in a process are skipped

@@ -1,4 +1,4 @@
-"""What one step of each simkit kernel runs, read from XLA's optimised HLO (issue 13).
+"""What one step of each simkit kernel runs, read from XLA's optimised HLO.
 
     python benchmarks/kernel_anatomy.py [--repeats 9] [--out benchmarks/results/kernel_anatomy.json]
 

@@ -1,4 +1,4 @@
-"""simkit's fused kernels against the CPU peers (issue: fast kernels; issue 13, honest baselines).
+"""simkit's fused kernels against the CPU peers, each run as its users write it.
 
     python benchmarks/kernels.py [--repeats 9] [--out benchmarks/results/kernels.json]
 
@@ -7,8 +7,8 @@ library model's rhs source run with NumPy in place of jax.numpy, `stiff.numpy_rh
 implicit methods, SciPy's own finite-difference Jacobian; numbalsoda (DOP853, LSODA) with numba
 cfuncs when installed (`pip install ".[bench]"`, needs a Fortran compiler to build), each timed
 in a fresh process of its own with the same settled calls (`own_process`: timed in this
-process after the JAX rows, it ran up to 6x slower than in its own; until session 32 it was
-timed here, and simkit's ratios against it were too good). Extra rows,
+process after the JAX rows, it ran up to 6x slower than in its own, which made simkit's
+ratios against it too good). Extra rows,
 labelled as such: SciPy with the jitted JAX rhs (`simkit.reference.solve_ivp`, a JAX dispatch per
 evaluation and the ``jax.jacfwd`` Jacobian), diffrax through ``simkit.solve``, and simkit's
 default inside the user's ``jax.jit`` (a parameter passed in: each call runs the compiled
@@ -20,8 +20,8 @@ atol 1e-10, 60 log-spaced saves (t = 0, then 1e-5 .. 1e5): simkit's default for 
 the other Rosenbrock kernel (Rodas4 / Rodas5P) against SciPy LSODA, Radau and BDF and numbalsoda
 LSODA. Each row names the kernel that ran and returns its library's array of saved states
 (``sol.ys``, numbalsoda's ``usol``, SciPy's ``out.y``), the final state read after the timing
-(until session 31 simkit's rows returned ``sol.ys[-1]``, a JAX indexing operation of 50-200 µs
-inside the timing; kept as an extra row). Run time: median over ``--repeats`` interleaved
+(``sol.ys[-1]``, a JAX indexing operation of 50-200 µs, would fall inside the timing; it is an
+extra row). Run time: median over ``--repeats`` interleaved
 rounds (one call of each row per round) after a warm-up call, every timed call after the same
 ~10 ms of untimed Python work (`timing.settled_rounds`); simkit's rows also back to back (a loop of solves).
 Compile time apart (simkit: first call minus the median run; numbalsoda: the numba cfunc
@@ -62,7 +62,7 @@ from timing import interleaved, settled_rounds, timed  # benchmarks/timing.py
 LORENZ = dict(t1=100.0, rtol=1e-8, atol=1e-8, saves=1000)
 ROBERTSON = dict(t1=1e5, rtol=1e-6, atol=1e-10, saves=60)
 # every row returns its array of saved states; this extra row also indexes it, as
-# ``sol.ys[-1]`` (the rows up to session 31 did, on every simkit row)
+# ``sol.ys[-1]``: a JAX indexing op of its own, 50-200 µs
 LAST_ROW = "extra: simkit default, then sol.ys[-1] (a JAX indexing op)"
 
 

@@ -2,7 +2,7 @@
 
     python benchmarks/own_process.py JOB.json OUT.json   (run by `time_in_fresh_process`)
 
-Why (session 33): a small solve's time depends on the history of the process that runs it.
+Why: a small solve's time depends on the history of the process that runs it.
 numbalsoda's LSODA on Robertson ran in 98 µs a call in a fresh process, and in 178 µs back to
 back (600 µs a settled call) when its first call came after `kernels.py`'s Lorenz rows; with one
 early call of it instead, the same rows left it at 98 µs and numbalsoda's DOP853 went from 0.96

@@ -1,4 +1,4 @@
-"""XLA:CPU's small-while-loop threshold: simkit's workloads with each setting (issue 13).
+"""XLA:CPU's small-while-loop threshold: simkit's workloads with each setting.
 
     python benchmarks/small_loops.py [--thresholds xla,32768,100000000] [--rounds 3] [--repeats 7]
         [--workloads lorenz_tsit5,...] [--out benchmarks/results/small_loops.json]

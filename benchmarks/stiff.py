@@ -15,13 +15,12 @@ Peers, each in its best honest form: SciPy's Radau, BDF and LSODA with a plain N
 model's own rhs source run with NumPy in place of jax.numpy) and its finite-difference
 Jacobian, as a SciPy user writes it; numbalsoda's LSODA with numba cfuncs (Robertson, HIRES,
 van der Pol) when installed, timed in a fresh process of its own with the same settled calls
-(`own_process`; until session 32 it ran in this process, where it was up to 6x slower than in
-its own). Run time: per problem and rtol, every other row (simkit's, SciPy's) is called once per
+(`own_process`; in this process, after the JAX rows, it ran up to 6x slower than in its
+own). Run time: per problem and rtol, every other row (simkit's, SciPy's) is called once per
 round over ``max(repeats, 5)`` interleaved rounds, each call after the same ~10 ms of untimed
 Python work (`timing.settled_rounds`, as `kernels.py`), the median reported; a row slower than
-5 s runs once. Until session 32 each row ran its calls back
-to back after the rows before it (SciPy's included), which read simkit's HIRES program 2x slow
-at rtol 1e-4. simkit's compile time is its first call's extra time. The defaults
+5 s runs once. (Each row's calls back to back after the rows before it, SciPy's included,
+read simkit's HIRES program 2x slow at rtol 1e-4.) simkit's compile time is its first call's extra time. The defaults
 (`simkit.solve` without ``solver=``) are measured as their own row.
 """
 

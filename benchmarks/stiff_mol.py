@@ -1,4 +1,4 @@
-"""Large stiff systems by the method of lines: the 2-D Brusselator (issue 12, item 4).
+"""Large stiff systems by the method of lines: the 2-D Brusselator.
 
     python benchmarks/stiff_mol.py [--n 32,72,182] [--rtols 1e-4,1e-6] [--repeats 1]
                                    [--solvers default,dense,unpreconditioned] [--scipy BDF,Radau] [--out FILE]

@@ -44,7 +44,7 @@ def settled_rounds(fns: dict[str, Callable], repeats: int, max_s: float = 5.0) -
     order = np.random.default_rng(0)
     for _ in range(repeats):
         # each round in its own order: a JAX call right after a SciPy or numba peer runs
-        # slower than one after another JAX call, settled or not (session 32: in a fixed
+        # slower than one after another JAX call, settled or not (in a fixed
         # order simkit's default row, always after numbalsoda's, ran 0.4-5.8 ms slower than
         # the same program two rows later, rotated rounds keeping it there)
         for k in order.permutation(list(fns)):

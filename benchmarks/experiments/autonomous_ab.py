@@ -1,5 +1,5 @@
 """Rosenbrock steps without d f / d t for an autonomous rhs, against the steps with it, in one
-process (session 37).
+process.
 
     python benchmarks/experiments/autonomous_ab.py [--rounds 5] [--out FILE]
 

@@ -1,9 +1,8 @@
 """AutoSwitch before and after a change to `simkit/kernels/switching.py`, in one process.
 
-    python benchmarks/experiments/autoswitch_ab.py [--before COMMIT] [--repeats 7] [--out FILE]
+    python benchmarks/experiments/autoswitch_ab.py --before COMMIT [--repeats 7] [--out FILE]
 
-The ``--before`` commit's `switching.py` (default: the one before the stiffness-ratio test,
-bbc0238) is loaded from git as a module of its own and run as a kernel beside the current
+The ``--before`` commit's `switching.py` is loaded from git as a module of its own and run as a kernel beside the current
 `simkit.AutoSwitch()` and `simkit.Rodas5P()`, the three calls interleaved (one of each per
 round, medians of ``repeats`` after the compiling call), on the stiff suite's problems
 (`benchmarks/stiff.py`: Robertson to 1e5 and 1e11, HIRES, POLLU, van der Pol mu = 1000, the
@@ -53,7 +52,7 @@ def load_before(commit: str):
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--before", default="bbc0238")
+    parser.add_argument("--before", required=True, help="the git commit whose switching.py to compare")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--out", default=os.path.join(HERE, "..", "results", "autoswitch_ab.json"))
     args = parser.parse_args(argv)

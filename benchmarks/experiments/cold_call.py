@@ -1,4 +1,4 @@
-"""What a small call costs after a pause: back to back against after other work (issue 13).
+"""What a small call costs after a pause: back to back against after other work.
 
     python benchmarks/experiments/cold_call.py [--rounds 40] [--out benchmarks/results/cold_call.json]
     taskset -c 0 python benchmarks/experiments/cold_call.py ...   # everything on one CPU

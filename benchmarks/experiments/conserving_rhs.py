@@ -1,11 +1,11 @@
 """Robertson to 1e11 with the rhs in two equal forms: how rounding in a conserved direction
-drives an implicit method's steps (issue 12).
+drives an implicit method's steps.
 
     python benchmarks/experiments/conserving_rhs.py [--repeats 3] [--rtols 1e-6,1e-8,1e-10,1e-12]
 
 Robertson's rhs conserves y1 + y2 + y3. Written with the rates, ``f2 = r1 - r2 - r3``, the
 three components are rounded apart and ``f1 + f2 + f3`` is rounding of the rates' size; the
-library model (since session 16) writes ``f2 = -(f1 + f3)``, the same function, whose sum is
+library model writes ``f2 = -(f1 + f3)``, the same function, whose sum is
 rounding of ``f2``'s size. In a Newton correction ``(I - c J)^-1 (c f - ...)`` the conserved
 direction is not damped (``J`` has a zero eigenvalue there), so the rates' rounding reaches
 the correction multiplied by ``c ~ h`` (up to 1e9 late in the run), where it meets the Newton
@@ -46,7 +46,7 @@ PROBLEM = "robertson_1e11"
 
 
 def rates_rhs(t, y, p):
-    """Robertson as the rates read: f2 = r1 - r2 - r3 (simkit's library model until session 16)."""
+    """Robertson as the rates read: f2 = r1 - r2 - r3 (the conserving form is the library model's)."""
     r1 = p["k1"] * y[0]
     r2 = p["k2"] * y[1] * y[1]
     r3 = p["k3"] * y[1] * y[2]

@@ -1,12 +1,12 @@
-"""JAX's asynchronous CPU dispatch on and off, for simkit's small solves (issue 13, session 34).
+"""JAX's asynchronous CPU dispatch on and off, for simkit's small solves.
 
     python benchmarks/experiments/cpu_dispatch_ab.py [--rounds 2] [--out FILE]
 
 By default XLA:CPU hands a program to a worker thread and the caller waits for it, unless
 the program is "cheap" (XLA's cost analysis under 1,000 flops) or has host callbacks (then
 JAX asks for synchronous execution). A simkit program is neither, and every simkit call waits
-for its result codes anyway. Since session 34 `import simkit` turns the hand-over off
-(``jax_cpu_enable_async_dispatch``; ``SIMKIT_CPU_ASYNC_DISPATCH=1`` keeps it).
+for its result codes anyway. This script measures what turning the hand-over off
+(``jax_cpu_enable_async_dispatch``) saves.
 
 Rows, each in a fresh process of its own (`own_process`), the two settings alternating, for
 ``--rounds`` rounds: Robertson (t 0..1e5, rtol 1e-6, atol 1e-10, 60 log-spaced saves, the

@@ -1,4 +1,4 @@
-"""Accuracy of the derivative of the state at an event (session 35; issue 12, trust).
+"""Accuracy of the derivative of the state at an event.
 
     python benchmarks/experiments/event_derivative.py [--out benchmarks/results/event_derivative.json]
 
@@ -6,9 +6,8 @@ Van der Pol, mu = 20, y0 = (2, 0), stopped where x crosses 0 going down (t_e = 1
 fast phase: v' = -281). For each stiff kernel and rtol 1e-6 / 1e-8 / 1e-10 (atol = rtol /
 1000): the relative error of ``jax.jacfwd`` of (t_e, v_e) with respect to mu, and of central
 finite differences of solves at the same rtol, against central differences of RadauIIA5
-solves at rtol 1e-12. Accuracy, not time: one run. Since session 35 the state at a crossing
-moves with the event time along the rhs (`simkit.kernels.loop.event_state`); the numbers
-before that change are in CHANGELOG.md.
+solves at rtol 1e-12. Accuracy, not time: one run. The state at a crossing moves with the event time along the
+rhs (`simkit.kernels.loop.event_state`).
 """
 
 from __future__ import annotations

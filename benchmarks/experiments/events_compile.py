@@ -1,4 +1,4 @@
-"""First-call time of a solve with events, by the number of events (session 34).
+"""First-call time of a solve with events, by the number of events.
 
     python benchmarks/experiments/events_compile.py [--events 0,1,2,5,10] [--rounds 2]
         [--old CHECKOUT] [--out FILE]
@@ -8,8 +8,8 @@ the default Tsit5, ``n`` events ``x - c`` (``c`` evenly spaced in [-5, 5], recor
 crossing, never stopping); the time of the first `simkit.solve` call, which traces and
 compiles. With ``--old``, the same call with that checkout of simkit first on the path,
 alternating with this one (a worktree of an earlier commit: ``git worktree add /tmp/old
-<commit>``). Until session 34 `simkit.events.locate_crossings` built one root-finding loop
-per event, each evaluating the interpolant; since then one loop locates every event's crossing.
+<commit>``). `simkit.events.locate_crossings` locates every event's crossing in one root-finding loop (a
+loop per event, each evaluating the interpolant, compiled slower as events were added).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The explicit step's chains, variants compiled side by side in one process (session 36).
+"""Forms of the explicit step and its step-size controller, compiled side by side in one process.
 
     python benchmarks/experiments/explicit_chain_ab.py [--mode single|ensemble] [--variants V0,V1,V3]
         [--rounds 11] [--out FILE]
@@ -11,20 +11,20 @@ rounds. Fresh processes swing by 10 % from one to the next on this machine; side
 2-3 %. ``--mode ensemble``: the 10,000-member Lorenz ensemble of `ensemble.py` (rho ~ U[10,
 50], t 0..10, 1e-6, Tsit5), recompiled per variant in each round, 3 calls a round: solves/s.
 
-- V0: the code before session 36's step change: stage states ``y + h * sum(a_ij k_j)``, the
+- V0: stage states ``y + h * sum(a_ij k_j)``, the
   controller's new step ``h / fac``, `fast_log2` by its atanh series (one division);
 - V1: stage states ``y + sum((h a_ij) k_j)`` (`simkit.kernels.methods._onto`; the code kept);
 - V2: V1, the new step as ``h * (0.9 / fac)`` (the factor's reciprocal from `fast_exp2` of the
   negated exponent), `fast_log2` as a degree-6 polynomial in the mantissa (no division);
 - V3: V1 and the reciprocal factors, `fast_log2` as in V0 (not kept: single solves 4 % faster a
   step, the ensemble 3.5 % slower);
-- V4 (session 37): V3, and the controller's log taken of the error's sum of squares
+- V4: V3, and the controller's log taken of the error's sum of squares
   (``log2(err) = (log2(sum) - log2(n)) / 2``: no square root and no division by n on the way
   to the next step; the error test still reads the norm);
-- V5 (session 37): V4 with cheaper powers: `fast_log2` a quadratic in the mantissa (to 8e-3),
+- V5: V4 with cheaper powers: `fast_log2` a quadratic in the mantissa (to 8e-3),
   `fast_exp2` a cubic (to 1.5e-4);
-- V6 (session 37): V1 with V5's cheaper powers only: the code kept in session 37 (V1 was
-  session 36's: `fast_log2` by its atanh series, `fast_exp2` by a degree-6 series).
+- V6: V1 with V5's cheaper powers only: simkit's code (V1 has `fast_log2` by its atanh
+  series and `fast_exp2` by a degree-6 series).
 
 ``--mode steps``: the 13 non-stiff library models of `benchmarks/explicit_choice.py` over
 their spans, 100 saves, rtol = atol in 1e-4, 1e-6, ... 1e-12, Tsit5 and DOP853: each
@@ -97,7 +97,7 @@ def poly_log2(x):
     return ((bits >> nm) - bias).astype(x.dtype) + fit
 
 
-kept_attempt, kept_log2, kept_exp2 = M._HairerPI.attempt, M.fast_log2, M.fast_exp2  # session 37's powers
+kept_attempt, kept_log2, kept_exp2 = M._HairerPI.attempt, M.fast_log2, M.fast_exp2  # simkit's powers (V6)
 
 
 def sum_squares_attempt(self, rhs, t, y, f, hs, params, rtol, atol, ctrl):  # V4, V5: the sum to the controller
@@ -127,7 +127,7 @@ def sum_squares_propose(self, err_norm, h, state, accepted, last_rejected, work=
     return h_new, jnp.where(accepted, jnp.maximum(log_err, np.log2(1e-4)), state)
 
 
-def old_exp2(z):  # session 36's fast_exp2: the degree-6 Taylor series, to 1e-5
+def old_exp2(z):  # V0-V4's fast_exp2: the degree-6 Taylor series, to 1e-5
     it, nm, _ = M._int_layout(z.dtype)
     z = jnp.clip(z, -120.0, 120.0)
     whole = jnp.floor(z)

@@ -1,4 +1,4 @@
-"""Where a simkit stencil step's time goes on an accelerator (session 30, issue 14 item 6).
+"""Where a simkit stencil step's time goes on an accelerator.
 
     python benchmarks/experiments/gpu_stencil_anatomy.py [--sizes 2048,8192] [--steps 20]
         [--repeats 5] [--out-dir DIR]

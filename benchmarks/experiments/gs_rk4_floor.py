@@ -1,9 +1,9 @@
-"""How close to the Euler heat step can a Gray-Scott RK4 stage get? numba's answer (issue 14).
+"""How close to the Euler heat step can a Gray-Scott RK4 stage get? numba's answer.
 
     python benchmarks/experiments/gs_rk4_floor.py [--n 1024] [--repeats 7]
 
-Issue 14 asks for a Gray-Scott RK4 stage within 1.5x of the heat Euler step on the same
-grid. This times the same pair written by hand in numba, the classical RK4 with each stage
+The goal was a Gray-Scott RK4 stage within 1.5x of the heat Euler step on the same grid.
+This times the same pair written by hand in numba, the classical RK4 with each stage
 fused into one pass over the grid (the stage input ``u + a dt k`` formed at the five stencil
 points, the Laplacians, the reaction, the new ``k`` and the running sum of the weighted
 ``k``s; the edge columns apart, no ``%`` in the inner loop), and the Euler heat step of

@@ -1,4 +1,4 @@
-"""Does overlapping the halo exchange with interior work pay on XLA:CPU? (issue 14, item 3)
+"""Does overlapping the halo exchange with interior work pay on XLA:CPU?
 
     SIMKIT_CPU_DEVICES=2 python benchmarks/experiments/halo_overlap.py [--n 2048] [--steps 100] [--repeats 7]
 

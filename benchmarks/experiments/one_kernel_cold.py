@@ -1,4 +1,4 @@
-"""The whole solve as one XLA:CPU kernel, back to back and after a pause (issue 13).
+"""The whole solve as one XLA:CPU kernel, back to back and after a pause.
 
     python benchmarks/experiments/one_kernel_cold.py [--rounds 20] [--out benchmarks/results/one_kernel_cold.json]
 

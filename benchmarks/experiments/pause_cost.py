@@ -1,4 +1,4 @@
-"""What a pause before a call costs simkit's compiled program, by kind of pause (issue 13).
+"""What a pause before a call costs simkit's compiled program, by kind of pause.
 
     python benchmarks/experiments/pause_cost.py [--out FILE]
     taskset -c 0 python benchmarks/experiments/pause_cost.py [--out FILE]   # one CPU

@@ -1,11 +1,11 @@
-"""Refilled lanes stepping in blocks against one attempt per iteration (issue 13: ensembles).
+"""Refilled lanes stepping in blocks against one attempt per iteration.
 
     python benchmarks/experiments/queue_block_ab.py [--rounds 6] [--calls 4]
                                                     [--out benchmarks/results/queue_block_ab.json]
 
 `simkit.engines.kernel_queue` runs members that save at t0 and t1 only (``saveat=2``) in
 blocks of `kernel_queue.BLOCK` step attempts, with the saves and the refill between blocks;
-other members run the loop that saves and tests for a refill after every attempt. This A/B
+other members run the loop that saves and tests for a refill after every attempt. This script
 runs both on the `benchmarks/ensemble.py` workloads (Lorenz, 10,000 members, rho ~ U[10,
 50], t 0..10, 1e-6, Tsit5; van der Pol, 2,500 members, mu log-uniform in [0.1, 100], t
 0..20, 1e-6, Rodas4; ``saveat=2``; all devices) in one process: the choice

@@ -1,11 +1,11 @@
-"""Refilled lanes on a CPU: the default lane count against 256 lanes (session 30, issue 13).
+"""Refilled lanes on a CPU: the default lane count against 256 lanes.
 
     python benchmarks/experiments/queue_lanes_ab.py [--rounds 15] [--out FILE]
 
-Since session 30 `simkit.ensemble` gives a CPU device's refilled queue fewer lanes than 256
+`simkit.ensemble` gives a CPU device's refilled queue fewer lanes than 256
 where it has fewer than 16 members per lane (`simkit._ensemble.MEMBERS_PER_LANE`; at least
 `MIN_QUEUE_LANES` = 64 lanes): the queue's drain, its last members running on a few lanes
-while the others idle, then costs a smaller share of the run. This A/B runs the default and
+while the others idle, then costs a smaller share of the run. This script runs the default and
 ``chunk_size=256`` (the default before) on the `benchmarks/ensemble.py` workloads at two
 sizes each, and 500 members (Lorenz, rho ~ U[10, 50], t 0..10, 1e-6, Tsit5; van der Pol, mu log-uniform in
 [0.1, 100], t 0..20, 1e-6, Rodas4; ``saveat=2``; all devices): one process, both compiled

@@ -1,4 +1,4 @@
-"""A block of step attempts compiled as one kernel against XLA's thunks (issue 13: ensembles).
+"""A block of step attempts compiled as one kernel against XLA's thunks.
 
     python benchmarks/experiments/queue_one_kernel_ab.py [--rounds 6] [--calls 4]
                                                          [--out benchmarks/results/queue_one_kernel_ab.json]
@@ -6,7 +6,7 @@
 `simkit.engines.kernel_queue` runs members that save at t0 and t1 only (``saveat=2``) in
 blocks of `kernel_queue.BLOCK` step attempts; for explicit methods whose rhs allows it
 (`kernel_queue.block_in_one_kernel`) the block's loop is compiled as one kernel
-(`simkit._codegen.one_kernel`), else as XLA's sequence of thunks. This A/B runs both on
+(`simkit._codegen.one_kernel`), else as XLA's sequence of thunks. This script runs both on
 the `benchmarks/ensemble.py` Lorenz workload (10,000 members, rho ~ U[10, 50], t 0..10,
 1e-6, ``saveat=2``, all devices) with Tsit5 (the default), DOPRI5, DOP853 and AutoSwitch (the
 same model as a user's own, ``stiff=None``), and on van der Pol with Tsit5 (2,500 members, mu
@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402
 import simkit  # noqa: E402
 from simkit import models  # noqa: E402
 from simkit.engines import kernel_queue  # noqa: E402
-from queue_block_ab import record  # noqa: E402  (the same A/B harness)
+from queue_block_ab import record  # noqa: E402  (the same harness)
 
 VARIANTS = {"one kernel": kernel_queue.block_in_one_kernel, "thunks": lambda *args: False}
 

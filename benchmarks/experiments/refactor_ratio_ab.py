@@ -1,4 +1,4 @@
-"""A/B of BDF's factor reuse (session 29): ``refactor_ratio=0`` (the factors of I - c J remade
+"""BDF's factor reuse: ``refactor_ratio=0`` (the factors of I - c J remade
 whenever c changes, SciPy's rule) against 0.3 (kept while c moves by under 30 %, CVODE's rule).
 
     python benchmarks/experiments/refactor_ratio_ab.py [--rounds 7] [--out FILE]

@@ -1,4 +1,4 @@
-"""Where a small stiff step's linear algebra goes: the 8x8 straight-line LU (issue 12, HIRES).
+"""Where a small stiff step's linear algebra goes: the 8x8 straight-line LU (HIRES's size).
 
     python benchmarks/experiments/small_lu.py [--out benchmarks/results/small_lu.json]
 

@@ -1,11 +1,11 @@
-"""What reading a solve's status code costs: ``int()`` of the jax.Array against NumPy (issue 13).
+"""What reading a solve's status code costs: ``int()`` of the jax.Array against NumPy.
 
     python benchmarks/experiments/status_read_ab.py [--rounds 20] [--calls 300]
                                                     [--out benchmarks/results/status_read_ab.json]
 
 `simkit._solve.finish` reads the result's status code to decide whether to raise. ``int()`` of
 a fresh ``jax.Array`` goes through ``Array._value``; ``np.asarray`` reads the CPU buffer through
-the buffer protocol. This A/B runs in one process: ``finish`` as committed (``np.asarray``)
+the buffer protocol. This script runs in one process: ``finish`` as committed (``np.asarray``)
 and the same function with the one line as it was (``int(result.status)``), swapped between
 rounds (each round starting with the other), on the rows of `benchmarks/call_overhead.py`
 (Lorenz over one step; Robertson, Rodas5P, 60 saves). Each round: the median of ``--calls``

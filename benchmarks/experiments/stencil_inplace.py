@@ -1,4 +1,4 @@
-"""Experiments toward an in-place stencil step (issue 14); none landed. Kept to be re-run:
+"""Forms of an in-place stencil step; none is faster on two cores than simkit's step. To re-run:
 
     python benchmarks/experiments/stencil_inplace.py [block_rows]
 

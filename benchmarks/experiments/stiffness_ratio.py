@@ -12,7 +12,7 @@ stability boundary B of Tsit5 on the negative real axis (Hairer's test: stiff ne
 time scale: an accuracy-limited step of an order-4 error estimate is about
 ``tau rtol**(1/5)``). Percentiles (50, 90, 99) over each solve.
 
-What it showed (session 17): on the stiff problems at rtol 1e-10 ... 1e-12 Tsit5's steps are
+What it showed: on the stiff problems at rtol 1e-10 ... 1e-12 Tsit5's steps are
 limited by accuracy, not stability (h rho / B 0.1-0.6), so Hairer's test stays silent and
 AutoSwitch ran 30,000-100,000 explicit steps; the ratio ``h rho / rtol**(1/5)`` separates
 them (non-stiff: at most about 50 at the 99th percentile; stiff: medians 89-300).
