@@ -25,6 +25,7 @@ from . import _config, engines
 from ._prepare import SolvePlan, check_flag, concrete, prepare
 from .errors import InputError, SolveError
 from .model import ODEModel, Params
+from .placement import placed, resolve_device
 from .save_times import SaveSteps, program_save_times
 from .solution import Solution
 from .solvers import is_implicit
@@ -53,6 +54,7 @@ def solve(
     dense: bool = False,
     throw: bool = True,
     key: Any = None,
+    device: Any = None,
 ) -> Solution:
     """Integrate ``model`` from ``t0`` to ``t1``.
 
@@ -124,6 +126,10 @@ def solve(
         ``dt0`` (default ``(t1 - t0) / 1000``, at most ``max_step``), forwards in time, and
         ``diffrax.Euler()`` (Euler–Maruyama) unless ``diffrax.ItoMilstein()`` is given (the
         model is an Itô SDE: solvers converging to the Stratonovich solution are refused).
+    device : jax.Device, "host" or "default", optional
+        Where the solve runs. Default: JAX's default device, except that with an accelerator
+        as the default a single solve runs on the host's CPU, which answers it sooner
+        (`simkit.placement`). Inputs already committed to a device stay there.
 
     Returns
     -------
@@ -150,11 +156,13 @@ def solve(
     ((11, 3), 'simkit.Tsit5()')
     """
     check_flag("throw", throw)
-    plan = prepare(model, t_span, y0=y0, params=params, saveat=saveat, solver=solver, rtol=rtol, atol=atol,
-                   max_steps=max_steps, max_step=max_step, dt0=dt0, events=events, dense=dense, key=key)
-    trivial = _trivial(plan)
-    result = trivial if trivial is not None else engines.run(plan.program, plan.engine_args)
-    return finish(plan, result, throw)
+    where = resolve_device(device, batched=False, owner="simkit.solve", inputs=(t_span, y0, params, rtol, atol))
+    with placed(where):
+        plan = prepare(model, t_span, y0=y0, params=params, saveat=saveat, solver=solver, rtol=rtol, atol=atol,
+                       max_steps=max_steps, max_step=max_step, dt0=dt0, events=events, dense=dense, key=key)
+        trivial = _trivial(plan)
+        result = trivial if trivial is not None else engines.run(plan.program, plan.engine_args)
+        return finish(plan, result, throw)
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(2,))

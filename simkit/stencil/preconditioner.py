@@ -103,12 +103,12 @@ class SpectralPreconditioner:
         for j in range(ncomp):  # the response to a unit impulse in component j, at the origin
             response = self.linear(t, zero.at[(j,) + mid].set(1.0), params, space) - base
             columns.append(jnp.roll(response, tuple(-m for m in mid), axis=axes))
-        symbol = jnp.fft.rfftn(jnp.stack(columns, axis=1), axes=tuple(a + 1 for a in axes))  # (C, C) + k
+        symbol = _rfftn(jnp.stack(columns, axis=1), tuple(a + 1 for a in axes))  # (C, C) + k
         eye = jnp.eye(ncomp, dtype=symbol.dtype).reshape((ncomp, ncomp) + (1,) * len(shape))
         a = eye - c * symbol
 
         def apply(v: Any) -> Any:
-            vhat = jnp.fft.rfftn(v.reshape((ncomp,) + shape), axes=axes)
+            vhat = _rfftn(v.reshape((ncomp,) + shape), axes)
             if ncomp == 1:
                 uhat = vhat / a[0]
             elif ncomp == 2:  # Cramer's rule, per wavenumber
@@ -120,6 +120,34 @@ class SpectralPreconditioner:
                 rhs = jnp.moveaxis(vhat, 0, -1).reshape((-1, ncomp))
                 uhat = jax.vmap(lambda m_, r_: lu_solve(lu_factor(m_), r_))(mat, rhs)
                 uhat = jnp.moveaxis(uhat.reshape(vhat.shape[1:] + (ncomp,)), -1, 0)
-            return jnp.fft.irfftn(uhat, s=shape, axes=axes).astype(v.dtype).reshape(-1)
+            return _irfftn(uhat, shape, axes).astype(v.dtype).reshape(-1)
 
         return apply
+
+
+# XLA's TPU backend has no float64 FFT (float64 is emulated there): in a program compiled for a
+# TPU, a float64 preconditioner transforms in float32. A preconditioner only has to be close
+# to the inverse (the Krylov iteration converges to its own tolerance either way), and float32's
+# 1e-7 is far closer than that needs. Chosen when lowering (`jax.lax.platform_dependent`): a CPU
+# or GPU program transforms in float64.
+
+
+def _rfftn(x: Any, axes: tuple) -> Any:
+    def native(v: Any) -> Any:
+        return jnp.fft.rfftn(v, axes=axes)
+
+    if x.dtype != jnp.float64:
+        return native(x)
+    return jax.lax.platform_dependent(
+        x, tpu=lambda v: native(v.astype(jnp.float32)).astype(jnp.complex128), default=native)
+
+
+def _irfftn(x: Any, shape: tuple, axes: tuple) -> Any:
+    def native(v: Any) -> Any:
+        return jnp.fft.irfftn(v, s=shape, axes=axes)
+
+    if x.dtype != jnp.complex128:
+        return native(x)
+    return jax.lax.platform_dependent(
+        x, tpu=lambda v: native(v.astype(jnp.complex64)).astype(jnp.float64), default=native)
+

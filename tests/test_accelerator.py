@@ -1,0 +1,223 @@
+"""The accelerator lane: every public capability on whatever device JAX sees, against exact
+solutions, SciPy, or float64 references computed on the host.
+
+On a GPU or TPU machine run it in ONE process (only one process can hold a TPU)::
+
+    python -m pytest -m accelerator -p no:xdist tests/test_accelerator.py
+    SIMKIT_ENABLE_X64=0 python -m pytest -m accelerator -p no:xdist tests/test_accelerator.py  # float32
+
+On a CPU (CI) the same tests run in the ordinary suite, so they never rot. Tolerances follow
+the precision in use: float64 (simkit's default) or float32.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.integrate
+import scipy.linalg
+
+import simkit
+from simkit import _config, models
+from simkit import stencil as sk
+
+pytestmark = pytest.mark.accelerator
+
+DEVICE = jax.devices()[0]  # JAX's default device: the accelerator where there is one
+HOST = jax.devices("cpu")[0]
+F64 = _config.float_dtype() == jnp.float64
+# relative tolerances against a reference: solver error plus the precision's rounding
+SOLVE_RTOL = 1e-8 if F64 else 1e-4
+SOLVE_TOL = 2e-5 if F64 else 5e-3
+FIELD_TOL = 1e-9 if F64 else 1e-4
+# tolerances the solvers are asked for (float32 cannot go below ~1e-5)
+RTOL, ATOL = (1e-9, 1e-11) if F64 else (1e-5, 1e-7)
+
+DECAY = simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * y, params={"k": 0.7}, y0=[1.0, 2.0],
+                        state_names=("a", "b"), name="decay", t_span=(0.0, 2.0))
+
+
+def _on_device(array) -> bool:
+    return DEVICE in jnp.asarray(array).devices()
+
+
+def _close(actual, expected, tol, *, floor=0.0):
+    actual, expected = np.asarray(actual, np.float64), np.asarray(expected, np.float64)
+    scale = np.maximum(np.abs(expected), floor)
+    worst = float(np.max(np.abs(actual - expected) / np.where(scale > 0, scale, 1.0)))
+    assert worst <= tol, f"relative difference {worst:.3g} > {tol:.3g}"
+
+
+def _scipy(model, t_span, t_eval, method="DOP853", **kwargs):
+    params = {k: np.asarray(v) for k, v in model.params.items()}
+    f = jax.jit(lambda t, y: model.rhs(t, y, params))
+    with jax.default_device(HOST):
+        ref = scipy.integrate.solve_ivp(lambda t, y: np.asarray(f(t, y)), t_span,
+                                        np.asarray(model.y0, np.float64), method=method, t_eval=t_eval,
+                                        rtol=1e-12, atol=1e-14, **kwargs)
+    assert ref.success
+    return ref.y.T
+
+
+@pytest.fixture(scope="module")
+def lorenz_reference():
+    lorenz = models.get("lorenz")
+    return lorenz, _scipy(lorenz, (0.0, 1.0), np.linspace(0.0, 1.0, 5))
+
+
+@pytest.mark.parametrize("solver", [simkit.Tsit5(), simkit.DOPRI5(), simkit.DOP853()], ids=str)
+def test_explicit_kernels_on_the_device(lorenz_reference, solver):
+    lorenz, ref = lorenz_reference
+    sol = simkit.solve(lorenz, (0.0, 1.0), saveat=5, solver=solver, rtol=RTOL, atol=ATOL, device=DEVICE)
+    assert _on_device(sol.ys)
+    _close(sol.ys, ref, SOLVE_TOL, floor=1.0)
+
+
+@pytest.fixture(scope="module")
+def robertson_reference():
+    rob = models.get("robertson")
+    t_eval = np.array([0.0, 1.0, 100.0, 1e4])
+    ref = _scipy(rob, (0.0, 1e4), t_eval, method="Radau", first_step=1e-8)
+    return rob, t_eval, ref
+
+
+@pytest.mark.parametrize("solver", [simkit.Rodas5P(), simkit.Rodas4(), simkit.RadauIIA5(), simkit.BDF(),
+                                    simkit.AutoSwitch()], ids=str)
+def test_stiff_kernels_on_the_device(robertson_reference, solver):
+    rob, t_eval, ref = robertson_reference
+    sol = simkit.solve(rob, (0.0, 1e4), saveat=jnp.asarray(t_eval), solver=solver, rtol=RTOL * 10,
+                       atol=ATOL * 1e-3, device=DEVICE)
+    assert _on_device(sol.ys)
+    # states span 1e-5 .. 1: each relative to its own size, the smallest to 1e-6 of the total
+    _close(sol.ys, ref, 50 * SOLVE_TOL, floor=1e-6)
+
+
+def test_a_stiff_system_above_the_straight_line_size_and_matrix_free():
+    """Twelve states: the LU of the LAPACK-size path (array-operation loops on a TPU); the
+    same system by BDF's Newton-Krylov with the FFT preconditioner of a PDE."""
+    heat = models.get("heat_1d")
+    grid = sk.Grid((12,), 0.0, 1.0)
+    small = simkit.PDEModel(rhs=heat.rhs, linear=heat.linear, grid=grid, bcs=heat.bcs, params=heat.params,
+                            u0=np.sin(np.pi * grid.coordinates())[None], name="heat12", stiff=True)
+    ode = small.to_ode()
+    with jax.default_device(HOST):
+        y0 = jnp.asarray(ode.y0)
+        a = np.asarray(jax.jacfwd(lambda y: ode.rhs(0.0, y, ode.params))(y0))
+    exact = scipy.linalg.expm(0.05 * a) @ np.asarray(y0)
+    for solver in (simkit.BDF(linear_solver="dense"), simkit.BDF(linear_solver="krylov")):
+        sol = simkit.solve(ode, (0.0, 0.05), saveat=2, solver=solver, rtol=RTOL * 10, atol=ATOL, device=DEVICE)
+        _close(sol.ys[-1], exact, 100 * SOLVE_TOL, floor=1e-2)
+
+
+def test_diffrax_engine_events_dense_output():
+    import diffrax
+
+    sol = simkit.solve(DECAY, (0.0, 2.0), saveat=3, solver=diffrax.Tsit5(), rtol=RTOL, atol=ATOL, device=DEVICE)
+    _close(sol.ys, np.exp(-0.7 * np.asarray(sol.ts))[:, None] * np.array([1.0, 2.0]), SOLVE_TOL)
+    ball = simkit.ODEModel(rhs=lambda t, y, p: jnp.stack([y[1], -p["g"] + 0 * y[0]]), params={"g": 9.81},
+                           y0=[10.0, 0.0], state_names=("h", "v"))
+    hit = simkit.solve(ball, (0.0, 5.0), events=lambda t, y, p: y[0], rtol=RTOL, atol=ATOL, device=DEVICE)
+    _close(hit.event_time, np.sqrt(2 * 10.0 / 9.81), SOLVE_TOL)
+    dense = simkit.solve(DECAY, saveat=2, dense=True, rtol=RTOL, atol=ATOL, device=DEVICE)
+    _close(dense.evaluate(1.3), np.exp(-0.7 * 1.3) * np.array([1.0, 2.0]), 10 * SOLVE_TOL)
+
+
+def test_forward_and_reverse_gradients():
+    def final_b(k):
+        return simkit.solve(DECAY, (0.0, 2.0), params={"k": k}, saveat=2, rtol=RTOL, atol=ATOL,
+                            device=DEVICE).ys[-1, 1]
+
+    k = jnp.asarray(0.7, _config.float_dtype())
+    with jax.default_device(DEVICE):
+        exact = -2.0 * 2.0 * np.exp(-0.7 * 2.0)  # d/dk 2 exp(-k t) at t = 2
+        _close(jax.grad(final_b)(k), exact, SOLVE_TOL)
+        _close(jax.jacfwd(final_b)(k), exact, SOLVE_TOL)
+
+
+def test_ensemble_on_refilled_lanes():
+    ks = jnp.linspace(0.1, 2.0, 40)
+    ens = simkit.ensemble(DECAY, (0.0, 2.0), params={"k": ks}, saveat=3, rtol=RTOL, atol=ATOL)
+    ts = np.asarray(ens.ts)  # (members, saves)
+    exact = np.exp(-np.asarray(ks)[:, None, None] * ts[:, :, None]) * np.array([1.0, 2.0])
+    _close(ens.ys, exact, SOLVE_TOL)
+    assert np.all(np.asarray(ens.status) == 0)
+
+
+@pytest.fixture(scope="module")
+def heat():
+    """heat_1d (Dirichlet, 128 cells) and its discrete operator A (float64, on the host)."""
+    model = models.get("heat_1d")
+    ode = model.to_ode()
+    with jax.default_device(HOST):
+        y0 = jnp.asarray(ode.y0)
+        a = np.asarray(jax.jacfwd(lambda y: ode.rhs(0.0, y, ode.params))(y0))
+    return model, a, np.asarray(y0)
+
+
+def _rk4_matrix(a, dt):
+    z = dt * a
+    eye = np.eye(a.shape[0])
+    return eye + z + z @ z / 2 + z @ z @ z / 6 + z @ z @ z @ z / 24
+
+
+def test_stencil_integrate_rollout_and_imex(heat):
+    model, a, y0 = heat
+    dt, steps = 2e-4, 20
+    field = sk.integrate(model, dt=dt, steps=steps)  # RK4: u_n = R(dt A)^n u_0 exactly
+    exact = np.linalg.matrix_power(_rk4_matrix(a, dt), steps) @ y0
+    _close(np.asarray(field.us[-1]).reshape(-1), exact, FIELD_TOL, floor=0.1)
+    frames = jax.jit(lambda u: sk.rollout(model, u0=u, dt=dt, steps=steps)[0])(jnp.asarray(model.u0))
+    _close(np.asarray(frames[-1]).reshape(-1), exact, FIELD_TOL, floor=0.1)
+    imex = sk.integrate(model, dt=5e-3, steps=4, stepper=sk.IMEXEuler())  # (I - dt A)^-n u_0
+    exact_imex = np.linalg.matrix_power(np.linalg.inv(np.eye(a.shape[0]) - 5e-3 * a), 4) @ y0
+    _close(np.asarray(imex.us[-1]).reshape(-1), exact_imex, 1e3 * FIELD_TOL, floor=0.1)
+
+
+def test_decomposition_on_the_devices_present(heat):
+    from simkit import parallel
+
+    model, a, y0 = heat
+    devices = [d for d in jax.devices() if d.platform == DEVICE.platform]
+    count = max(c for c in (1, 2, 4, 8) if c <= len(devices) and model.grid.shape[0] % c == 0)
+    mesh = parallel.mesh_for(model.grid, devices[:count])
+    field = parallel.integrate(model, mesh=mesh, dt=2e-4, steps=20)
+    exact = np.linalg.matrix_power(_rk4_matrix(a, 2e-4), 20) @ y0
+    _close(np.asarray(field.us[-1]).reshape(-1), exact, FIELD_TOL, floor=0.1)
+
+
+def test_fit_with_multi_start():
+    truth = {"k": 0.7}
+    ts = np.linspace(0.2, 2.0, 8)
+    values = np.exp(-truth["k"] * ts)[:, None] * np.array([1.0, 2.0])
+    data = simkit.Dataset(times=ts, values=values, observed=("a", "b"), t0=0.0)
+    result = simkit.fit(DECAY.with_params(k=0.2), data, free=["k"], bounds={"k": (0.01, 5.0)}, starts=3)
+    _close(result.estimates["k"], truth["k"], 1e-5 if F64 else 1e-3)
+
+
+def test_save_load_and_resumable_files(tmp_path):
+    sol = simkit.solve(DECAY, saveat=5, rtol=RTOL, atol=ATOL, device=DEVICE)
+    path = sol.save(str(tmp_path / "decay.nc"))
+    back = simkit.load(path)  # an xarray Dataset, one variable per state
+    np.testing.assert_array_equal(np.stack([back["a"].values, back["b"].values], axis=-1), np.asarray(sol.ys))
+    streamed = simkit.load(simkit.solve_to_file(str(tmp_path / "streamed.nc"), DECAY, saveat=5, chunk=2,
+                                                rtol=RTOL, atol=ATOL))
+    _close(np.stack([streamed["a"].values, streamed["b"].values], axis=-1), sol.ys, SOLVE_TOL)
+
+
+def test_placement_rule():
+    """A single solve runs on the host's CPU by default when the default device is an
+    accelerator; an ensemble on the default device; `device=` overrides both."""
+    sol = simkit.solve(DECAY, saveat=2)
+    assert HOST in sol.ys.devices()
+    assert DEVICE in simkit.solve(DECAY, saveat=2, device=DEVICE).ys.devices()
+    ens = simkit.ensemble(DECAY, params={"k": jnp.linspace(0.5, 1.0, 4)}, saveat=2)
+    assert jnp.asarray(ens.ys).devices() <= set(jax.devices()) or isinstance(ens.ys, np.ndarray)
+
+
+def test_per_call_precision():
+    with simkit.precision("float32"):
+        sol = simkit.solve(DECAY, saveat=3, rtol=1e-4, atol=1e-7, device=DEVICE)
+    assert sol.ys.dtype == jnp.float32
+    _close(sol.ys[-1], np.exp(-0.7 * 2.0) * np.array([1.0, 2.0]), 1e-4)
