@@ -155,7 +155,7 @@ def lane_state_bytes(n_states: int, implicit: bool, itemsize: int) -> int:
 def lanes_per_device(per_device: int, platform: str, queue: bool, fits: int, chunk_size: int | None = None,
                      lane_bytes: int = 0) -> int:
     """The lanes (refilled queue) or members per vmapped chunk (lockstep) on each device:
-    ``chunk_size`` if given, else `DEFAULT_CHUNK` on a CPU (on refilled lanes fewer where a
+    ``chunk_size`` if given (at most ``per_device``), else `DEFAULT_CHUNK` on a CPU (on refilled lanes fewer where a
     device has under `MEMBERS_PER_LANE` members per lane: at least `MIN_QUEUE_LANES`, each
     with `MIN_NARROWED` members or more) and `ACCELERATOR_CHUNK` elsewhere (there at most
     `ACCELERATOR_LANE_BYTES` of ``lane_bytes`` per lane, `lane_state_bytes`), at most
@@ -168,7 +168,8 @@ def lanes_per_device(per_device: int, platform: str, queue: bool, fits: int, chu
         cap = min(cap, max(width, ACCELERATOR_LANE_BYTES // lane_bytes))
     if queue and platform == "cpu" and per_device >= MIN_NARROWED * MIN_QUEUE_LANES:
         cap = min(cap, max(MIN_QUEUE_LANES, per_device // MEMBERS_PER_LANE))
-    chunk = int(chunk_size or min(cap, per_device, fits))
+    # a chunk_size above the members was taken as it was: 37 members padded to 2e9 lanes (22 GB, killed)
+    chunk = int(min(chunk_size, per_device) if chunk_size else min(cap, per_device, fits))
     chunk = width * max(4, math.ceil(chunk / width))
     if chunk > fits and fits < 4 * width:  # members too large for four vectors of them: what fits
         chunk = width * max(1, fits // width)
@@ -332,7 +333,8 @@ def ensemble(
         (default 256 on a CPU, 131,072 on an accelerator; fewer for small ensembles or to fit
         ``memory_budget``, and on a CPU's refilled lanes at least 16 members per lane where
         that leaves 64 lanes of 3 members or more; rounded up to a multiple of the vector
-        width, at least four vectors: 32 lanes in float64, 64 in float32). Results do not
+        width, at least four vectors: 32 lanes in float64, 64 in float32). A larger value
+        than the members per device is taken as the members per device. Results do not
         depend on it, nor on the devices, bit for bit.
     memory_budget : int
         Bytes one chunk's saved trajectories may take (default 256 MiB); the default chunk

@@ -226,26 +226,38 @@ class Solution(io.Saveable):
         codes = np.unique(np.asarray(self.status))
         return "; ".join(describe(int(c)) for c in codes)
 
-    def evaluate(self, t: Any) -> Any:
+    def evaluate(self, t: Any, *, throw: bool = True) -> Any:
         """Dense output: the state at time(s) ``t``, from the solver's own interpolant.
+
+        A time outside the solved span is an error, never an extrapolation or a clamp: with
+        concrete times an `InputError` naming them; under a JAX transform (``t`` or the
+        solution traced: ``jax.jit``, ``jax.vmap``, ``jax.grad``) a run-time error
+        (``equinox.error_if``, as `simkit.solve`'s checks under a transform), or, with
+        ``throw=False``, NaN values with NaN derivatives there.
 
         Parameters
         ----------
         t : float or array_like
             Time(s) on the solved span (from ``t0`` to `t_final`, which is the event time
             when an event stopped the solve). Each new shape of ``t`` compiles once.
+        throw : bool
+            Under a transform, raise at run time when a time lies outside the span (default);
+            False: NaN values (and NaN derivatives) at those times, the others unchanged.
 
         Returns
         -------
         jax.Array
-            Shape ``t.shape + (n_states,)``. Under a JAX transform, where ``t`` is traced, a
-            time outside the span gives NaN, and NaN derivatives.
+            Shape ``t.shape + (n_states,)``.
 
         Raises
         ------
         InputError
-            The solve was not called with ``dense=True``, a ``t`` lies outside the span, or
-            the solution is batched (a ``jax.vmap`` of solves).
+            The solve was not called with ``dense=True``, a concrete ``t`` lies outside the
+            span (whatever ``throw``), or the solution is batched (a ``jax.vmap`` of solves).
+        RuntimeError
+            Under a transform with ``throw=True``: a time lies outside the span
+            (``equinox.error_if``, raised when the compiled program runs, as JAX's
+            ``JaxRuntimeError`` carrying the message, which names the model).
 
         Examples
         --------
@@ -254,8 +266,10 @@ class Solution(io.Saveable):
         >>> sol.evaluate([0.25, 0.5]).shape
         (2, 3)
         """
+        from ._prepare import check_flag
         from .errors import InputError
 
+        check_flag("throw", throw)
         if self.interpolation is None:
             raise InputError("dense output was not requested: call simkit.solve(..., dense=True)")
         # concrete times in simkit's float dtype: one program for floats, NumPy scalars, arrays
@@ -275,7 +289,16 @@ class Solution(io.Saveable):
                 raise InputError(f"Solution.evaluate: t = {values[outside].tolist()} is outside the solved "
                                  f"span [{lo:g}, {hi:g}] of {self.model_name!r}{stopped}")
         out = _evaluate(self.interpolation, jnp.reshape(t, (-1,)), ends)
-        return jnp.reshape(out, t.shape + out.shape[-1:])
+        out = jnp.reshape(out, t.shape + out.shape[-1:])
+        if throw and any(isinstance(x, jax.core.Tracer) for x in (t, *ends, out)):
+            # a traced time outside the span gave NaN without a word
+            from ._solve import raise_if_failed
+
+            lo, hi = jnp.minimum(*ends), jnp.maximum(*ends)
+            outside = ~jnp.all((t >= lo) & (t <= hi))  # NaN is outside too
+            out = raise_if_failed(out, outside, f"Solution.evaluate: a time outside the solved span of "
+                                                f"{self.model_name!r} (evaluate(t, throw=False) gives NaN there)")
+        return out
 
     # -- export ---------------------------------------------------------------
     def to_xarray(self) -> Any:

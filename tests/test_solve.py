@@ -209,7 +209,10 @@ def test_dense_output_outside_the_solved_span_is_refused():
         sol.evaluate(3.5)
     with pytest.raises(simkit.InputError, match=r"t = \[-0.1, nan\] is outside"):
         sol.evaluate(np.array([1.0, -0.1, np.nan]))
-    assert np.isnan(np.asarray(jax.jit(sol.evaluate)(3.5))).all()  # traced t: no check possible
+    # a traced t: checked when the program runs (it gave NaN without a word), or NaN on request
+    with pytest.raises(RuntimeError, match=r"Solution.evaluate: a time outside the solved span of 'oscillator'"):
+        jax.block_until_ready(jax.jit(sol.evaluate)(3.5))
+    assert np.isnan(np.asarray(jax.jit(lambda t: sol.evaluate(t, throw=False))(3.5))).all()
 
 
 DECAY = simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * y, params={"k": 1.0}, y0=[1.0], state_names=("y",))
