@@ -30,7 +30,7 @@ from .kernels import BDF, DOP853, DOPRI5, AbstractKernel, AutoSwitch, RadauIIA5
 from .model import ODEModel
 from .params import is_traced
 from .solution import Solution
-from .solvers import diffrax_module, is_diffrax_solver
+from .solvers import diffrax_module, is_diffrax_solver, is_implicit
 from .status import Status
 
 __all__ = ["ODEResult", "DenseOutput", "solve_ivp", "METHODS"]
@@ -489,7 +489,7 @@ def _result(sol: Solution, model: ODEModel, solver: Any, t_span: Any, max_step: 
             dense: bool) -> ODEResult:
     """The SciPy-shaped result of a solve (`ODEResult`)."""
     stats = sol.stats
-    explicit = not getattr(solver, "stiff", False) and not getattr(solver, "implicit", False)
+    explicit = not getattr(solver, "stiff", False) and not is_implicit(solver)
     counts = {name: (stats[key] if key in stats else (0 if explicit else None))
               for name, key in (("njev", "num_jacobians"), ("nlu", "num_lu_decompositions"))}
     nfev = stats.get("num_rhs")
