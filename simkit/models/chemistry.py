@@ -1,4 +1,4 @@
-"""Chemical kinetics: Robertson, Oregonator, HIRES, Brusselator."""
+"""Chemical kinetics: Robertson, Oregonator, HIRES, Brusselator, POLLU, E5."""
 
 from __future__ import annotations
 
@@ -49,6 +49,19 @@ def robertson() -> ODEModel:
         "Mass y1 + y2 + y3 is conserved.",
         description="Stiff chemical kinetics with a quasi-steady intermediate.",
     )
+
+
+def robertson_rates_rhs(t, y, p):
+    """Robertson as the Test Set for IVP Solvers writes it: ``f2 = r1 - r3 - r2`` with the
+    rates ``r1 = k1 y1``, ``r2 = k2 y2^2``, ``r3 = k3 y2 y3`` (the same function as
+    `robertson_rhs`; its three components round apart, so ``f1 + f2 + f3`` is rounding of
+    the rates' size, not zero). For ``robertson().replace(rhs=robertson_rates_rhs)``: the
+    form users copy from the literature, on which the stiff kernels are measured too
+    (``benchmarks/stiff_step_counts.py``)."""
+    r1 = p["k1"] * y[0]
+    r2 = p["k2"] * y[1] * y[1]
+    r3 = p["k3"] * y[1] * y[2]
+    return jnp.stack([-r1 + r3, r1 - r3 - r2, r2])
 
 
 def oregonator_rhs(t, y, p):
@@ -220,6 +233,45 @@ def pollu() -> ODEModel:
         "(problem POLLU, with its reference solution at t = 60).",
         description="Air pollution chemistry: 20 species, 25 reactions, stiff.",
     )
+
+
+def e5_rhs(t, y, p):
+    """E5 (chemical pyrolysis, Enright, Hull & Lindberg's stiff DETEST): rates
+    ``p1 = A y1``, ``p2 = B y1 y3``, ``p3 = M C y2 y3``, ``p4 = C y4``; ``f3 = f2 - f4``
+    as the Test Set writes it, so that ``y3 - y2 + y4`` is conserved to rounding of ``f3``."""
+    p1 = p["A"] * y[0]
+    p2 = p["B"] * y[0] * y[2]
+    p3 = p["M"] * p["C"] * y[1] * y[2]
+    p4 = p["C"] * y[3]
+    f2, f4 = p1 - p3, p2 - p4
+    return jnp.stack([-p1 - p2, f2, f2 - f4, f4])
+
+
+def e5() -> ODEModel:
+    """E5 on [0, 1e13]: four species over 18 decades of time, ending near 1e-22 (y2, y3) and
+    1e-290 (y1). The Test Set's tolerances are atol = 1.11e-24 and rtol 1e-6 ... 1e-12; its
+    reference (`E5_REFERENCE_T1E13`) was computed in extended precision. Not in the model
+    library's registry (``models.get``): a benchmark and test problem for tight tolerances
+    (``benchmarks/stiff_step_counts.py``, ``tests/kernels/test_rodas5p.py``)."""
+    return ODEModel(
+        rhs=e5_rhs,
+        params={"A": 7.89e-10, "B": 1.1e7, "C": 1.13e3, "M": 1.0e6},
+        y0=[1.76e-3, 0.0, 0.0, 0.0],
+        state_names=("y1", "y2", "y3", "y4"),
+        name="e5",
+        t_span=(0.0, 1.0e13),
+        stiff=True,
+        units=_unit_free(("y1", "y2", "y3", "y4", "A", "B", "C", "M"))
+        + "; as published (a test problem without physical units)",
+        source="W. H. Enright, T. E. Hull & B. Lindberg (1975), Comparing numerical methods for stiff "
+        "systems of ODEs, BIT 15:10-48 (problem E5); F. Mazzia & C. Magherini, Test Set for IVP "
+        f"Solvers (problem E5, with its reference solution at t = 1e13); {_HW2}.",
+        description="E5 chemical pyrolysis: stiff kinetics over 13 decades, species near 1e-22.",
+    )
+
+
+# the Test Set's E5 reference at t = 1e13 (RADAU in extended precision, rtol 1.1e-18, atol 1.1e-40)
+E5_REFERENCE_T1E13 = (0.1152903278711829e-290, 0.8867655517642120e-22, 0.8854814626268838e-22, 0.0)
 
 
 MODELS = {
