@@ -52,6 +52,15 @@ from .placement import precision as precision
 
 __version__ = "0.2.0"
 
+
+def __getattr__(name: str):
+    # simkit.petab is imported on first use: it needs the optional petab extra only when used
+    if name == "petab":
+        import importlib
+
+        return importlib.import_module(".petab", __name__)
+    raise AttributeError(f"module 'simkit' has no attribute {name!r}")
+
 __all__ = [
     "AutoSwitch",
     "BDF",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -256,7 +257,12 @@ def read_problem(yaml_path: str | Path) -> tuple[Any, SbmlModel]:
     yaml_path = Path(yaml_path)
     if not yaml_path.exists():
         raise InputError(f"PEtab problem file {str(yaml_path)!r} does not exist")
-    problem = petab.Problem.from_yaml(str(yaml_path))
+    with warnings.catch_warnings():
+        # the petab library uses pandas options that pandas 3 deprecates (warnings attributed to petab)
+        warnings.filterwarnings("ignore", message="The 'float_precision' argument is deprecated")
+        warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"petab\.")
+        warnings.filterwarnings("ignore", category=FutureWarning, module=r"petab\.")
+        problem = petab.Problem.from_yaml(str(yaml_path))
     if problem.model is None:
         raise InputError(f"PEtab problem {str(yaml_path)!r} has no model")
     if problem.model.type_id != "sbml":

@@ -1,0 +1,112 @@
+"""simkit.petab against the Benchmark-Models-PEtab collection's reference values.
+
+The reference log-likelihoods at the nominal parameters are those AMICI's test suite keeps for
+the collection (tests/benchmark_models/benchmark_models.yaml of AMICI, "llh"); simkit's
+objective is the negative log-likelihood, so it must equal ``-llh``.
+"""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("petab")
+pytest.importorskip("libsbml")
+pytest.importorskip("sbmlmath")
+pytest.importorskip("sympy")
+
+import jax  # noqa: E402
+
+import simkit  # noqa: E402
+import simkit.petab as sp  # noqa: E402
+from simkit.petab.noise import negative_log_likelihood  # noqa: E402
+
+DATA = Path(__file__).parent / "data" / "petab"
+REFERENCE_LLH = {  # AMICI's reference values of the collection at the nominal parameters
+    "Boehm_JProteomeRes2014": -138.22199693517703,
+    "Bruno_JExpBot2016": 46.688176988431806,
+}
+
+
+@pytest.fixture(scope="module")
+def boehm() -> sp.PetabProblem:
+    return sp.load(DATA / "Boehm_JProteomeRes2014" / "Boehm_JProteomeRes2014.yaml")
+
+
+def test_boehm_reads_as_the_collection_describes_it(boehm):
+    # 8 species, 9 estimated parameters on log10 scales, one noise sd per observable
+    assert len(boehm.model.state_names) == 8
+    assert boehm.parameter_ids[-3:] == ("sd_pSTAT5A_rel", "sd_pSTAT5B_rel", "sd_rSTAT5A_rel")
+    assert set(boehm.scales) == {"log10"}
+    np.testing.assert_allclose(boehm.lower, -5.0)
+    np.testing.assert_allclose(boehm.upper, 5.0)
+    assert isinstance(simkit.petab.load, type(sp.load))  # simkit.petab is reachable from simkit
+
+
+def test_boehm_objective_and_gradient_at_nominal(boehm):
+    value, grad = boehm.value_and_grad(boehm.x_nominal)
+    reference = -REFERENCE_LLH["Boehm_JProteomeRes2014"]
+    assert abs(float(value) - reference) <= 1e-6 * abs(reference)
+    # the gradient against central differences of the same compiled objective, two directions
+    objective = jax.jit(boehm.objective)
+    rng = np.random.default_rng(0)
+    for _ in range(2):
+        d = rng.standard_normal(boehm.x_nominal.size)
+        d /= np.linalg.norm(d)
+        h = 1e-5
+        fd = (float(objective(boehm.x_nominal + h * d)) - float(objective(boehm.x_nominal - h * d))) / (2 * h)
+        assert abs(fd - float(grad @ d)) <= 1e-5 * max(1.0, abs(fd))
+
+
+def test_bruno_objective_at_nominal():
+    # six conditions, initial states set by estimated parameters in the condition table,
+    # numeric noise overrides in the measurement table, default noise model columns left empty
+    problem = sp.load(DATA / "Bruno_JExpBot2016" / "Bruno_JExpBot2016.yaml")
+    assert len(problem.conditions) == 6
+    value = float(jax.jit(problem.objective)(problem.x_nominal))
+    reference = -REFERENCE_LLH["Bruno_JExpBot2016"]
+    assert abs(value - reference) <= 1e-6 * abs(reference)
+
+
+@pytest.mark.parametrize("distribution", ["normal", "laplace"])
+@pytest.mark.parametrize("transformation", ["lin", "log", "log10"])
+def test_noise_models_match_the_petab_library(distribution, transformation):
+    from petab.v1.calculate import calculate_single_llh
+
+    m, h, s = np.array([0.7, 2.5, 13.0]), np.array([0.9, 2.0, 11.0]), np.array([0.3, 1.1, 0.05])
+    ours = np.asarray(negative_log_likelihood(m, h, s, distribution, transformation))
+    theirs = [-calculate_single_llh(*a, transformation, distribution, c) for *a, c in zip(m, h, s)]
+    np.testing.assert_allclose(ours, theirs, rtol=1e-13)
+
+
+def _copy(tmp_path: Path, name: str) -> Path:
+    target = tmp_path / name
+    target.mkdir()
+    for f in (DATA / name).iterdir():
+        (target / f.name).write_bytes(f.read_bytes())
+    return target
+
+
+def test_unsupported_features_are_named(tmp_path):
+    folder = _copy(tmp_path, "Boehm_JProteomeRes2014")
+    yaml = folder / "Boehm_JProteomeRes2014.yaml"
+    # a prior on a parameter
+    table = folder / "parameters_Boehm_JProteomeRes2014.tsv"
+    lines = table.read_text().splitlines()
+    lines = [lines[0] + "\tobjectivePriorType\tobjectivePriorParameters"] + [
+        line + ("\tnormal\t0;1" if i == 0 else "\t\t") for i, line in enumerate(lines[1:])]
+    table.write_text("\n".join(lines) + "\n")
+    with pytest.raises(sp.UnsupportedFeatureError, match="objectivePriorType"):
+        sp.load(yaml)
+    # an SBML event
+    table.write_text("\n".join(line.rsplit("\t", 2)[0] for line in lines) + "\n")
+    model = folder / "model_Boehm_JProteomeRes2014.xml"
+    event = ('<listOfEvents><event id="pulse" useValuesFromTriggerTime="true"><trigger initialValue="false" '
+             'persistent="true"><math xmlns="http://www.w3.org/1998/Math/MathML"><apply><gt/><csymbol '
+             'encoding="text" definitionURL="http://www.sbml.org/sbml/symbols/time"> time </csymbol>'
+             '<cn> 10 </cn></apply></math></trigger></event></listOfEvents>')
+    model.write_text(model.read_text().replace("</model>", event + "</model>"))
+    with pytest.raises(sp.UnsupportedFeatureError, match="SBML events"):
+        sp.load(yaml)
+    with pytest.raises(simkit.InputError, match="does not exist"):
+        sp.load(folder / "no_such_problem.yaml")
