@@ -121,7 +121,8 @@ class DenseOutput:
     ``sol(t)`` is the state at time ``t``: shape ``(n,)`` for a scalar ``t``, ``(n, k)`` for
     ``k`` times (state first, as SciPy). The values come from the solver's own interpolant
     (`Solution.evaluate`). Unlike SciPy's, it does not extrapolate: a time outside
-    ``[t_min, t_max]`` raises `InputError` (under a JAX transform: NaN).
+    ``[t_min, t_max]`` raises `InputError` (under a JAX transform, an error when the program
+    runs).
 
     Attributes
     ----------
