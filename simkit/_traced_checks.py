@@ -197,21 +197,21 @@ def teaching_error(err: Exception, fn: Any, owner: str, role: str = "rhs") -> In
     name = getattr(fn, "__name__", type(fn).__name__)
     if isinstance(err, jax.errors.TracerBoolConversionError):
         return InputTypeError(
-            f"{where} ({name}) uses the value of the state or of a parameter in a Python `if`, `while`, `and`, "
-            "`or` or bool(): simkit traces the function once with abstract values to compile it, so such a "
-            "branch cannot be decided. Write the choice with jnp.where, which computes both sides and picks one "
-            "per entry: `jnp.where(y[0] > 0, -y[0], 0.0)` instead of `-y[0] if y[0] > 0 else 0.0` "
+            f"{where} ({name}) uses the value of the time, the state or a parameter in a Python `if`, "
+            "`while`, `and`, `or` or bool(): simkit traces the function once with abstract values to compile "
+            "it, so such a branch cannot be decided. Write the choice with jnp.where, which computes both sides "
+            "and picks one per entry: `jnp.where(y[0] > 0, -y[0], 0.0)` instead of `-y[0] if y[0] > 0 else 0.0` "
             "(jax.lax.cond where a side is expensive)")
     if isinstance(err, jax.errors.TracerArrayConversionError):
         return InputTypeError(
-            f"{where} ({name}) passes the state or a parameter to NumPy (np.sin, np.exp, np.array, ...): simkit "
-            "traces the function with JAX, and NumPy needs concrete numbers. Use jax.numpy, which has the same "
-            "names: `import jax.numpy as jnp`, then `jnp.sin(y[0])` instead of `np.sin(y[0])` (and "
-            "`jnp.array([...])` instead of `np.array([...])`)")
+            f"{where} ({name}) passes the time, the state or a parameter to NumPy (np.sin, np.exp, np.array, "
+            "...): simkit traces the function with JAX, and NumPy needs concrete numbers. Use jax.numpy, which "
+            "has the same names: `import jax.numpy as jnp`, then `jnp.sin(y[0])` instead of `np.sin(y[0])` "
+            "(and `jnp.array([...])` instead of `np.array([...])`)")
     if isinstance(err, jax.errors.ConcretizationTypeError):
         return InputTypeError(
-            f"{where} ({name}) turns the state or a parameter into a Python number (float(), int(), math.sin, "
-            ".item(), a range(...) of it): simkit traces the function with JAX, where values are "
+            f"{where} ({name}) turns the time, the state or a parameter into a Python number (float(), int(), "
+            "math.sin, .item(), a range(...) of it): simkit traces the function with JAX, where values are "
             "abstract. Keep them arrays and use jax.numpy: `jnp.sin(y[0])` instead of `math.sin(y[0])`, "
             "`y[0].astype(float)` instead of `float(y[0])`")
     if type(err) is TypeError:
