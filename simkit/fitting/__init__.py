@@ -15,6 +15,7 @@ from .drivers import BFGS as BFGS
 from .drivers import LBFGS as LBFGS
 from .drivers import LBFGSB as LBFGSB
 from .drivers import AbstractDriver as AbstractDriver
+from .drivers import BoundedLevenbergMarquardt as BoundedLevenbergMarquardt
 from .drivers import FitStatus as FitStatus
 from .drivers import GaussNewton as GaussNewton
 from .drivers import LevenbergMarquardt as LevenbergMarquardt
@@ -27,6 +28,6 @@ from .objective import NegativeBinomial as NegativeBinomial
 from .objective import Poisson as Poisson
 from .result import FitResult as FitResult
 
-__all__ = ["BFGS", "LBFGS", "LBFGSB", "AbstractDriver", "AbstractLoss", "BoundedResult", "Dataset", "FitResult", "FitStatus",
-           "GaussNewton", "GaussianNLL", "LeastSquares", "LevenbergMarquardt", "LogNormal", "NegativeBinomial",
+__all__ = ["BFGS", "LBFGS", "LBFGSB", "AbstractDriver", "AbstractLoss", "BoundedLevenbergMarquardt", "BoundedResult",
+           "Dataset", "FitResult", "FitStatus", "GaussNewton", "GaussianNLL", "LeastSquares", "LevenbergMarquardt", "LogNormal", "NegativeBinomial",
            "Optimistix", "Poisson", "fit", "least_squares_bounded", "minimize_bounded"]

@@ -18,7 +18,7 @@ from ..model import ODEModel
 from ..sample import latin_hypercube
 from ..stencil.pde import PDEModel
 from .data import Dataset
-from .drivers import BFGS, AbstractDriver, LevenbergMarquardt
+from .drivers import BFGS, LBFGSB, AbstractDriver, BoundedLevenbergMarquardt, LevenbergMarquardt
 from .objective import AbstractLoss, as_loss
 from .parameters import ParameterSpace, build
 from .program import Problem
@@ -29,23 +29,105 @@ _UNSET: Any = object()
 
 
 def _starts(space: ParameterSpace, n: int, key: Any) -> np.ndarray:
-    """``n`` starting points: the given start first, then a Latin hypercube within the bounds.
-    Where a bound is infinite the range is a factor 10 either side of a positive start with a
-    non-negative lower bound, and the start +- 10 |start| otherwise."""
-    lo, hi = space.lower.copy(), space.upper.copy()
-    x0 = space.x0
+    """``n`` starting points: the given start first, then a Latin hypercube within the bounds,
+    drawn on each parameter's scale (uniform in ``log10`` on a ``log10`` scale). Where a scaled
+    bound is infinite the range is a factor 10 either side of a positive start with a
+    non-negative lower bound (on a log scale: a decade either side), and the start +- 10
+    |start| otherwise."""
+    lo, hi = space.scaled_bounds()
+    x0 = np.asarray(space.to_scaled(jnp.asarray(space.x0)))
+    scales = space.scales or ("lin",) * len(space.names)
     ranges = {}
     for i, name in enumerate(space.names):
         a, b = lo[i], hi[i]
         if not np.isfinite(a) or not np.isfinite(b):
-            scale = abs(x0[i]) if x0[i] != 0 else 1.0
-            a = max(a, x0[i] - 10 * scale) if x0[i] <= 0 or not np.isfinite(a) or a < 0 else max(a, x0[i] / 10)
-            b = min(b, x0[i] + 10 * scale) if x0[i] <= 0 else min(b, x0[i] * 10)
+            if scales[i] != "lin":  # a decade either side, in the scale's units
+                step = np.log(10.0) if scales[i] == "log" else 1.0
+                a, b = max(a, x0[i] - step), min(b, x0[i] + step)
+            else:
+                scale = abs(x0[i]) if x0[i] != 0 else 1.0
+                a = max(a, x0[i] - 10 * scale) if x0[i] <= 0 or not np.isfinite(a) or a < 0 else max(a, x0[i] / 10)
+                b = min(b, x0[i] + 10 * scale) if x0[i] <= 0 else min(b, x0[i] * 10)
         ranges[name] = (float(a), float(b))
     draws = latin_hypercube(key, ranges, max(n - 1, 1))
     sample = np.stack([np.asarray(draws[name]) for name in space.names], axis=1)
-    inside = np.clip(sample, np.nextafter(lo, np.inf), np.nextafter(hi, -np.inf))
-    return np.concatenate([x0[None], inside])[:n]
+    natural = np.asarray(space.from_scaled(jnp.asarray(sample)))
+    inside = np.clip(natural, np.nextafter(space.lower, np.inf), np.nextafter(space.upper, -np.inf))
+    return np.concatenate([space.x0[None], inside])[:n]
+
+
+def _given_starts(space: ParameterSpace, starts: Any) -> np.ndarray:
+    """User-given starting points: an array ``(n_starts, n_free)`` in the order of the free
+    parameters, or a sequence of ``{name: value}`` (names not given take the fit's start),
+    checked to lie inside the bounds."""
+    names = space.names
+    if isinstance(starts, Mapping):
+        starts = [starts]
+    if len(starts) and all(isinstance(row, Mapping) for row in starts):
+        unknown = sorted({k for row in starts for k in row} - set(names))
+        if unknown:
+            raise InputError(f"starts name {unknown}, which are not free; free: {list(names)}")
+        points = np.array([[float(row.get(n, v)) for n, v in zip(names, space.x0)] for row in starts])
+    else:
+        points = np.asarray(starts, dtype=float)
+        if points.ndim != 2 or points.shape[1] != len(names) or points.shape[0] < 1:
+            raise InputError(f"starts as points must have shape (n_starts, {len(names)}) (free parameters "
+                             f"{list(names)} in that order), got shape {points.shape}")
+    outside = [(i, n) for i, row in enumerate(points) for n, v, a, b in zip(names, row, space.lower, space.upper)
+               if not (a <= v <= b)]
+    if outside:
+        raise InputError(f"starts outside their bounds (start, parameter): {outside[:10]}")
+    return points
+
+
+def _nuisance(loss: AbstractLoss, datasets: Sequence[Dataset]) -> tuple[list[str], tuple]:
+    """The loss's own estimated parameters: its `nuisance` (one for all data), or with
+    ``per_observable`` one ``"<nuisance>:<column>"`` per distinct column name over the
+    datasets; and, then, per dataset the position of each column's among them (offset by the
+    other free parameters in `Problem`)."""
+    if loss.nuisance is None:
+        return [], ()
+    if not getattr(loss, "per_observable", False):
+        return [loss.nuisance], ()
+    columns = list(dict.fromkeys(c for d in datasets for c in d.names))
+    return [f"{loss.nuisance}:{c}" for c in columns], tuple(tuple(columns.index(c) for c in d.names)
+                                                           for d in datasets)
+
+
+def _default_optimizer(loss: AbstractLoss, space: ParameterSpace, n_nuisance: int) -> AbstractDriver:
+    """Projected bounds (`BoundedLevenbergMarquardt`, `LBFGSB`) where a model parameter has two
+    finite bounds or a log scale: a transform there saturates towards the bounds; else
+    `LevenbergMarquardt` or `BFGS`."""
+    n = len(space.names) - n_nuisance
+    lo, hi = space.scaled_bounds()
+    scales = space.scales or ("lin",) * len(space.names)
+    boxed = bool(np.any(np.isfinite(lo[:n]) & np.isfinite(hi[:n]))) or any(k != "lin" for k in scales[:n])
+    if loss.residual_form:
+        return BoundedLevenbergMarquardt() if boxed else LevenbergMarquardt()
+    return LBFGSB() if boxed else BFGS()
+
+
+def _default_lanes(lanes: int | None, n_starts: int) -> int:
+    """Starts side by side: all on an accelerator; one on a CPU (a loop pass costs every
+    lane's solve there, and lanes wait for the slowest)."""
+    if lanes is not None:
+        if isinstance(lanes, bool) or not isinstance(lanes, (int, np.integer)) or lanes < 1:
+            raise InputError(f"lanes must be a positive whole number or None, got {lanes!r}")
+        return min(int(lanes), n_starts)
+    return n_starts if jax.default_backend() != "cpu" else 1
+
+
+def _check_y0_function(model: ODEModel, y0_function: Any) -> None:
+    """``initial_state=`` as a function: it must give one value per state (traced
+    abstractly on the model's parameters, before compiling)."""
+    try:
+        shape = jax.eval_shape(y0_function, {k: jnp.asarray(v) for k, v in model.params.items()}).shape
+    except Exception as error:  # a KeyError for a missing name, say: name the function
+        raise InputError(f"initial_state function failed on the model's parameters: {type(error).__name__}: "
+                         f"{error}") from error
+    if int(np.prod(shape)) != model.n_states:
+        raise InputError(f"initial_state function gives shape {shape}; model {model.name!r} has {model.n_states} "
+                         f"states {list(model.state_names)[:20]}")
 
 
 def _warn_y0_moved(model: ODEModel, datasets: Sequence[Dataset]) -> None:
@@ -86,8 +168,10 @@ def fit(
     initial_state: str = "fixed",
     loss: AbstractLoss | None = None,
     optimizer: AbstractDriver | None = None,
-    starts: int = 1,
+    starts: int | Any = 1,
     key: Any = None,
+    scales: Mapping[str, str] | None = None,
+    lanes: int | None = None,
     confidence: float = 0.95,
     max_iterations: int | None = None,
     max_evaluations: int = 2000,
@@ -113,25 +197,41 @@ def fit(
         Starting values by name (default: the model's values).
     bounds : dict or "positive", optional
         ``{name: (low, high)}`` or ``"positive"`` (every free parameter > 0).
-    initial_state : {"fixed", "fit"}
+    initial_state : {"fixed", "fit"} or callable
         ``"fixed"`` (the model's ``y0``, or each dataset's) or ``"fit"`` (estimate every
         initial state, named ``"y0:<state>"``, at the data's first time: one initial state
         shared by all datasets, so experiments that start from different states need
-        ``"fixed"`` with each dataset's ``y0``).
+        ``"fixed"`` with each dataset's ``y0``), or a function ``y0(params) -> (n_states,)``
+        of the parameters (free and fixed, with each dataset's own), pure JAX: the initial
+        state of every solve (a dataset's ``y0`` entries still override it).
     loss : AbstractLoss, optional
         `LeastSquares()` (default), `LogNormal()`, `GaussianNLL()`, `Poisson()`,
         `NegativeBinomial()`.
     optimizer : AbstractDriver, optional
-        `LevenbergMarquardt()` (default for residual losses), `GaussNewton()`, `BFGS()`
-        (default for likelihoods), `LBFGS()`, `LBFGSB()` (bounds enforced by the optimiser;
-        the others use smooth transforms), or `Optimistix(optimistix solver)`.
-    starts : int
+        `LevenbergMarquardt()`, `BoundedLevenbergMarquardt()`, `GaussNewton()`, `BFGS()`,
+        `LBFGS()`, `LBFGSB()`, or `Optimistix(optimistix solver)`. `LBFGSB` and
+        `BoundedLevenbergMarquardt` keep the bounds by projection (a start that runs into a
+        bound stays there, and says so); the others use smooth transforms. Default: where a
+        free parameter has two finite bounds or a log scale, `BoundedLevenbergMarquardt`
+        (residual losses) or `LBFGSB` (likelihoods); else `LevenbergMarquardt` or `BFGS`.
+    starts : int or array_like
         Number of starting points (the given start and a Latin hypercube within the
-        bounds), run together under ``jax.vmap``; the best is returned with its own status,
-        every start's final cost and status are kept (`FitResult.start_costs`,
-        `FitResult.start_status`).
+        bounds, on each parameter's scale), or the points themselves: an array
+        ``(n_starts, n_free)`` of natural values in the order of `FitResult.names`, or a
+        sequence of ``{name: value}``. The best is returned with its own status; every
+        start's end point, cost, status and bounds reached are kept
+        (`FitResult.start_ends`, `FitResult.start_costs`, `FitResult.start_status`,
+        `FitResult.start_at_bound`).
     key : jax.Array, optional
         For the start design (default ``jax.random.key(0)``).
+    scales : dict, optional
+        ``{name: "lin" | "log" | "log10"}``: the scale each parameter is optimised and its
+        starts drawn on (default ``"lin"``; a loss's noise or dispersion ``"log"``). A log
+        scale needs a lower bound ``>= 0``.
+    lanes : int, optional
+        For `LBFGSB` and `BoundedLevenbergMarquardt`: how many starts run side by side
+        under ``jax.vmap`` (default: all of them on an accelerator, one on a CPU, where side
+        by side is no faster than one after another). Results do not depend on it.
     confidence : float
         Confidence level of the intervals (default 0.95).
     max_iterations : int, optional
@@ -207,17 +307,25 @@ def fit(
                 raise InputError(f"dataset {d.name!r} observes {missing}, not states of {model.name!r} "
                                  f"({list(model.state_names)[:20]})")
     loss = as_loss(loss)
+    y0_function = initial_state if callable(initial_state) else None
+    if y0_function is not None:
+        initial_state = "fixed"
     if initial_state not in ("fixed", "fit"):
-        raise InputError(f"initial_state must be 'fixed' or 'fit', got {initial_state!r}")
-    if initial_state == "fixed" and model.t_span is not None:
+        raise InputError(f"initial_state must be 'fixed', 'fit' or a function y0(params), got {initial_state!r}")
+    if initial_state == "fixed" and model.t_span is not None and y0_function is None:
         _warn_y0_moved(model, datasets)
-    optimizer = optimizer if optimizer is not None else (LevenbergMarquardt() if loss.residual_form else BFGS())
-    if not isinstance(optimizer, AbstractDriver):
+    if y0_function is not None:
+        _check_y0_function(model, y0_function)
+    if optimizer is not None and not isinstance(optimizer, AbstractDriver):
         raise InputError("optimizer must be a simkit fitting optimiser object (LevenbergMarquardt(), BFGS(), ...), "
                          f"got {optimizer!r}")
-    if optimizer.residual and not loss.residual_form:
+    if optimizer is not None and optimizer.residual and not loss.residual_form:
         raise InputError(f"{type(optimizer).__name__} works on residuals; {type(loss).__name__} is a likelihood: "
                          "use BFGS(), LBFGS() or LBFGSB()")
+    nuisance, noise_index = _nuisance(loss, datasets)
+    space = build(model, free, bounds, initial, initial_state == "fit", model.state_names, np.asarray(model.y0),
+                  nuisance, scales)
+    optimizer = optimizer if optimizer is not None else _default_optimizer(loss, space, len(nuisance))
     limits = {"max_iterations": optimizer.default_max_iterations() if max_iterations is None else max_iterations,
               "max_evaluations": max_evaluations, "max_steps": max_steps}
     for name, value in limits.items():
@@ -237,25 +345,27 @@ def fit(
         raise InputError(f"datasets {with_sigma} give sigma, which {type(loss).__name__} does not use (it was "
                          "ignored): use LeastSquares() for known standard deviations (weighted least squares), "
                          "or drop sigma")
-    if int(starts) < 1:
+    given = not isinstance(starts, (int, np.integer)) or isinstance(starts, bool)
+    if not given and int(starts) < 1:
         raise InputError(f"starts must be at least 1, got {starts}")
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.floating, np.integer)) \
             or not 0.0 < float(confidence) < 1.0:
         hint = f" (for {confidence}% pass {confidence / 100:g})" if isinstance(confidence, (int, float)) \
             and 1.0 < confidence < 100.0 else ""
         raise InputError(f"confidence must be a fraction strictly between 0 and 1, got {confidence!r}{hint}")
-    space = build(model, free, bounds, initial, initial_state == "fit", model.state_names, np.asarray(model.y0),
-                  loss.nuisance)
     _check_dataset_inputs(model, datasets, space.names)
-    problem = Problem(model, datasets, space, loss, rtol, atol, ode_solver, limits["max_steps"])
+    problem = Problem(model, datasets, space, loss, rtol, atol, ode_solver, limits["max_steps"],
+                      y0_function=y0_function, noise_index=noise_index)
     dtype = _config.float_dtype()
-    points = _starts(space, int(starts), jax.random.key(0) if key is None else check_key(key, "fit()"))
-    with _progress.bar(2, f"fit {model.name}", progress=progress if int(starts) > 1 else False,
+    points = _given_starts(space, starts) if given else _starts(space, int(starts), jax.random.key(0) if key is None
+                                                                 else check_key(key, "fit()"))
+    lanes = _default_lanes(lanes, len(points))
+    with _progress.bar(2, f"fit {model.name}", progress=progress if len(points) > 1 else False,
                        unit="stages") as stages:
-        stages.set_postfix_str(f"{int(starts)} starts", refresh=False)
-        thetas, iterations, evaluations, codes, costs, least_squares = problem.run(
+        stages.set_postfix_str(f"{len(points)} starts", refresh=False)
+        thetas, iterations, evaluations, codes, costs, least_squares, at_bound = problem.run(
             optimizer, jnp.asarray(points, dtype), max_iterations=limits["max_iterations"],
-            max_evaluations=limits["max_evaluations"])
+            max_evaluations=limits["max_evaluations"], lanes=lanes)
         costs = np.asarray(costs)
         finite = np.isfinite(costs)
         if not finite.any():
@@ -269,5 +379,6 @@ def fit(
         kept = None if least_squares is None else tuple(np.asarray(a[best]) for a in least_squares)
         stats = uncertainty(problem, theta, confidence, kept)
         stages.update(1)
-    return FitResult.build(problem, theta, float(costs[best]), best, (iterations, evaluations, codes, costs), points,
-                           stats, optimizer, confidence, limits)
+    result = FitResult.build(problem, theta, float(costs[best]), best, (iterations, evaluations, codes, costs),
+                             points, stats, optimizer, confidence, limits)
+    return result.with_ends(np.asarray(thetas), np.asarray(at_bound))

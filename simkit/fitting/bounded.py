@@ -204,10 +204,7 @@ def _check(name: str, x0, lower, upper):
                          f"and {upper.shape}")
     if x0.shape[0] < 1:
         raise ShapeError(f"{name}: x0 has no starts (shape {x0.shape})")
-    try:
-        bad = np.flatnonzero(~(np.asarray(lower) <= np.asarray(upper)))
-    except jax.errors.ConcretizationTypeError:
-        bad = ()
+    bad = () if _traced(lower, upper) else np.flatnonzero(~(np.asarray(lower) <= np.asarray(upper)))
     if len(bad):
         raise InputError(f"{name}: lower must not exceed upper; it does (or is NaN) at indices {bad.tolist()}")
     return x0, lower, upper

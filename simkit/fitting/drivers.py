@@ -1,7 +1,8 @@
 """Optimisers as objects, and the one loop that runs them within limits.
 
-jaxopt (a declared dependency) drives `LevenbergMarquardt`, `GaussNewton`, `LBFGS` and
-`LBFGSB`; it is imported here only, when a fit runs, with its deprecation notice silenced (it
+`LBFGSB` and `BoundedLevenbergMarquardt` run `simkit.fitting.bounded` (projected bounds,
+every start of a fit in one call). jaxopt (a declared dependency) drives `LevenbergMarquardt`,
+`GaussNewton` and `LBFGS`; it is imported here only, when a fit runs, with its deprecation notice silenced (it
 announces on import that it is no longer maintained). optimistix drives `BFGS` (the default
 for likelihoods) and `Optimistix`, which wraps any optimistix least-squares or minimisation
 solver.
@@ -19,7 +20,6 @@ a limit on iterations or on evaluations of ``fn`` is reached, and says which (`F
 
 from __future__ import annotations
 
-import enum
 import warnings
 from collections.abc import Callable
 from typing import Any, ClassVar, NamedTuple
@@ -28,7 +28,9 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from .bounded import BoundedResult, least_squares_bounded, minimize_bounded
 from .bounded import FitStatus as FitStatus
+from .bounded import value_and_grad as value_and_grad
 
 
 def _jaxopt():
@@ -130,17 +132,6 @@ def _once_per_value(fn: Callable) -> Callable:
         return out
 
     return once
-
-
-def value_and_grad(fn: Callable, n_params: int) -> Callable:
-    """``(value, gradient)``: forward mode for a few parameters (one pass of forward
-    sensitivities through the solver, cheaper than reverse's), reverse mode for many."""
-    if n_params <= 16:
-        def both(x):
-            value, tangents = jax.vmap(lambda v: jax.jvp(fn, (x,), (v,)), out_axes=(None, 0))(jnp.eye(x.shape[0], dtype=x.dtype))
-            return value, tangents
-        return both
-    return jax.value_and_grad(fn)
 
 
 class AbstractDriver(eqx.Module):
@@ -666,19 +657,49 @@ class LBFGS(_JaxoptDriver):
         return state[1].num_fun_eval
 
 
-class LBFGSB(_JaxoptDriver):
-    """jaxopt's L-BFGS-B: a scalar loss with box bounds on the natural parameters.
-    Converged: a projected gradient of norm below ``tol``.
+class _ProjectedDriver(AbstractDriver):
+    """A bounded optimiser of `simkit.fitting.bounded`: every start of a fit runs in one call
+    (`solve_starts`), on the optimiser's scale of each parameter within its bounds (projected,
+    no transform). ``init``/``step`` are not used."""
 
-    The bounds of `simkit.fit` (``bounds=``) are enforced by the optimiser itself instead
-    of smooth transforms.
+    bounded = True
+
+    def solve_starts(self, fn: Callable, x0: Any, lower: Any, upper: Any, *, max_iterations: Any,
+                     max_evaluations: Any, lanes: int | None) -> BoundedResult:
+        """Every row of ``x0`` (``(n_starts, n)``) to its end: a `BoundedResult`."""
+        raise NotImplementedError
+
+    def run(self, fn, x0, lower=None, upper=None):
+        lower = jnp.full(x0.shape, -jnp.inf, x0.dtype) if lower is None else lower
+        upper = jnp.full(x0.shape, jnp.inf, x0.dtype) if upper is None else upper
+        out = self.solve_starts(fn, jnp.asarray(x0)[None], lower, upper, max_iterations=self.default_max_iterations(),
+                                max_evaluations=2**31 - 1, lanes=1)
+        return out.x[0], out.n_iter[0], out.status[0] == int(FitStatus.CONVERGED)
+
+    def _unused(self, *args):
+        raise NotImplementedError(f"{type(self).__name__} runs every start at once (solve_starts), not step by step")
+
+    init = step = params = converged = iterations = evaluations = _unused
+
+
+class LBFGSB(_ProjectedDriver):
+    """Projected L-BFGS-B on a scalar loss with box bounds (`simkit.fitting.minimize_bounded`):
+    the bounds of `simkit.fit` (``bounds=``) are kept by projection on each parameter's scale
+    (``scales=``), never by a transform, so a start that runs into a bound stays finite there
+    and `FitResult.start_at_bound` says which bound. Converged: the projected gradient's
+    largest entry below ``tol``, or an accepted step that lowers the loss by at most ``ftol``
+    of it. The default for likelihoods when a parameter has two finite bounds or a log scale.
 
     Parameters
     ----------
     maxiter : int
-        Iteration limit when the fit gives no ``max_iterations`` (default 300).
+        Iteration limit when the fit gives no ``max_iterations`` (default 500).
     tol : float
-        Projected-gradient-norm tolerance (default 1e-7).
+        Projected-gradient tolerance (default 1e-6).
+    ftol : float
+        Relative decrease tolerance (default 2.2e-9, SciPy's).
+    memory : int
+        Curvature pairs kept (default 10).
 
     Examples
     --------
@@ -690,26 +711,57 @@ class LBFGSB(_JaxoptDriver):
     ([1.0, 1.5], True)
     """
 
-    maxiter: int = 300
-    tol: float = 1e-7
+    maxiter: int = 500
+    tol: float = 1e-6
+    ftol: float = 2.2e-9
+    memory: int = 10
     residual = False
-    bounded = True
 
     def default_max_iterations(self) -> int:
         return self.maxiter
 
-    def converged(self, state):
-        return state[1].error <= self.tol
+    def solve_starts(self, fn, x0, lower, upper, *, max_iterations, max_evaluations, lanes):
+        return minimize_bounded(fn, x0, lower, upper, max_iter=max_iterations, max_eval=max_evaluations,
+                                gtol=self.tol, ftol=self.ftol, memory=self.memory, lanes=lanes)
 
-    def evaluations(self, state):
-        return state[1].num_fun_eval
 
-    def _solver(self, fn, n_params):
-        return _jaxopt().LBFGSB(fun=value_and_grad(fn, n_params), value_and_grad=True, maxiter=self.maxiter,
-                                tol=self.tol, implicit_diff=False)
+class BoundedLevenbergMarquardt(_ProjectedDriver):
+    """Projected Levenberg-Marquardt on residuals with box bounds
+    (`simkit.fitting.least_squares_bounded`): Gauss-Newton steps on the weighted residuals,
+    damped, projected onto the bounds on each parameter's scale. Converged: the projected
+    gradient below ``gtol``, actual and predicted relative decrease below ``ftol``, or a
+    step below ``xtol``.
 
-    def _bounds(self, lower, upper):
-        return {"bounds": (lower, upper)}
+    Parameters
+    ----------
+    maxiter : int
+        Iteration limit when the fit gives no ``max_iterations`` (default 200).
+    gtol, ftol, xtol : float
+        Tolerances (defaults 1e-10, 1e-10, 1e-12).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> residuals = lambda x: x - jnp.array([1.0, 2.0])
+    >>> from simkit.fitting import BoundedLevenbergMarquardt
+    >>> x, iterations, converged = BoundedLevenbergMarquardt().run(residuals, jnp.zeros(2), jnp.zeros(2),
+    ...                                                            jnp.full(2, 1.5))
+    >>> x.round(6).tolist(), bool(converged)
+    ([1.0, 1.5], True)
+    """
+
+    maxiter: int = 200
+    gtol: float = 1e-10
+    ftol: float = 1e-10
+    xtol: float = 1e-12
+    residual = True
+
+    def default_max_iterations(self) -> int:
+        return self.maxiter
+
+    def solve_starts(self, fn, x0, lower, upper, *, max_iterations, max_evaluations, lanes):
+        return least_squares_bounded(fn, x0, lower, upper, max_iter=max_iterations, max_eval=max_evaluations,
+                                     gtol=self.gtol, ftol=self.ftol, xtol=self.xtol, lanes=lanes)
 
 
 # optimistix ------------------------------------------------------------------------------------

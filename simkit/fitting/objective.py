@@ -218,7 +218,9 @@ class GaussianNLL(AbstractLoss):
     """Gaussian likelihood with one noise scale ``noise`` estimated from the data:
     ``sum(0.5 ((mu - y) / noise)^2 + log noise + 0.5 log 2 pi)``.
 
-    Takes no arguments. The fit estimates ``log noise`` with the model parameters (the
+    ``GaussianNLL(per_observable=True)``: one noise scale per observable, named
+    ``"noise:<column>"`` by the datasets' column names (shared by datasets with the same
+    column name). The fit estimates ``log noise`` with the model parameters (the
     ``extra`` argument of `nll`); a likelihood: use `BFGS` (the default for it), `LBFGS` or
     `LBFGSB`.
 
@@ -233,12 +235,13 @@ class GaussianNLL(AbstractLoss):
 
     nuisance = "noise"
     uses_sigma = False
+    per_observable: bool = False
 
     def nll(self, mu, y, sigma, mask, extra):
         s = jnp.exp(extra)
         r = jnp.where(mask, (mu - y) / s, 0.0)
-        n = jnp.sum(mask)
-        return 0.5 * jnp.sum(r * r) + n * (extra + 0.5 * jnp.log(2 * jnp.pi))
+        # extra: one log noise, or one per point (per_observable)
+        return 0.5 * jnp.sum(r * r) + jnp.sum(jnp.where(mask, extra + 0.5 * jnp.log(2 * jnp.pi), 0.0))
 
 
 class Poisson(AbstractLoss):

@@ -45,10 +45,14 @@ class FitProgram:
     ode_solver: Any
     max_steps: int
     kernel: bool = False  # its solves run simkit's kernels (`simkit._prepare.choose_solver`)
+    scales: tuple[str, ...] | None = None  # per free parameter: "lin", "log", "log10"
+    y0_function: Any = None  # y0_function(params) -> the initial state, or None
+    noise_index: tuple = ()  # per dataset: the index in theta of each column's noise, or () for one noise
 
     @property
     def space(self) -> ParameterSpace:
-        return ParameterSpace(self.names, np.array(self.lower), np.array(self.upper), np.zeros(len(self.names)))
+        return ParameterSpace(self.names, np.array(self.lower), np.array(self.upper), np.zeros(len(self.names)),
+                              self.scales)
 
 
 def _params_and_y0(program: FitProgram, arrays: dict, theta, k: int):
@@ -61,6 +65,8 @@ def _params_and_y0(program: FitProgram, arrays: dict, theta, k: int):
             params[name] = theta[i]
     for name, value in zip(program.param_overrides[k], arrays["param_values"][k]):
         params[name] = value
+    if program.y0_function is not None:  # the initial state as a function of the (dataset's) parameters
+        y0 = jnp.asarray(program.y0_function(params), y0.dtype).reshape(y0.shape)
     for index, value in zip(program.y0_overrides[k], arrays["y0_values"][k]):
         y0 = y0.at[index].set(value)
     return params, y0
@@ -103,6 +109,8 @@ def nll(program: FitProgram, arrays: dict, theta):
     total, failed = 0.0, False
     for k in range(len(program.observed)):
         mu, sol = predict(program, arrays, theta, k)
+        if program.noise_index:  # one noise per observable: each column its own
+            extra = jnp.broadcast_to(jnp.log(theta[jnp.asarray(program.noise_index[k])])[None, :], mu.shape)
         total = total + program.loss.nll(mu, arrays["obs"][k], arrays["sigma"][k], arrays["mask"][k], extra)
         failed = failed | _failed(sol)
     return jnp.where(failed, jnp.inf, total)
@@ -132,15 +140,33 @@ def _objective(program: FitProgram, optimizer: AbstractDriver, arrays: dict, to_
     return lambda z: cost(program, arrays, to_theta(z)) / arrays["cost_scale"]
 
 
-@codegen_jit(_suits_classic, static_argnames=("program", "optimizer"))
-def run_starts(program: FitProgram, optimizer: AbstractDriver, arrays: dict, starts, max_iterations, max_evaluations):
+def _at_bound(space: ParameterSpace, theta):
+    """-1 / +1 where ``theta`` is at its lower / upper bound (to 1e-12 of the bound's size, as
+    a transform reaches it), else 0: ``(..., n_params)`` int8."""
+    lo, hi = (jnp.broadcast_to(jnp.asarray(b, theta.dtype), theta.shape) for b in (space.lower, space.upper))
+    near = lambda bound: jnp.isfinite(bound) & (jnp.abs(theta - bound) <= 1e-12 * jnp.maximum(jnp.abs(bound), 1.0))
+    return jnp.where(near(lo) | (theta <= lo), -1, jnp.where(near(hi) | (theta >= hi), 1, 0)).astype(jnp.int8)
+
+
+@codegen_jit(_suits_classic, static_argnames=("program", "optimizer", "lanes"))
+def run_starts(program: FitProgram, optimizer: AbstractDriver, arrays: dict, starts, max_iterations, max_evaluations,
+               lanes: int | None = None):
     """Every start (rows of ``starts``, natural values) run to its own end: final points,
-    iterations, evaluations, `FitStatus` codes, costs and, where the optimiser keeps them
-    (`AbstractDriver.residuals_and_jacobian`), the residuals and their Jacobian in the
-    natural parameters; one row per start. The limits are traced: changing them does not
-    recompile."""
+    iterations, evaluations, `FitStatus` codes, costs, where the optimiser keeps them
+    (`AbstractDriver.residuals_and_jacobian`) the residuals and their Jacobian in the
+    natural parameters (else None), and which bound each parameter ended at (-1, 0, +1);
+    one row per start. The limits are traced: changing them does not recompile. The
+    bounded optimisers run all starts in one call on ``lanes`` lanes (`minimize_bounded`);
+    the others under ``jax.vmap``."""
     space = program.space
     limits = {"max_iterations": max_iterations, "max_evaluations": max_evaluations}
+    if getattr(optimizer, "solve_starts", None) is not None:
+        lower, upper = (jnp.asarray(b, starts.dtype) for b in space.scaled_bounds())
+        fn = _objective(program, optimizer, arrays, space.from_scaled)
+        out = optimizer.solve_starts(fn, jax.vmap(space.to_scaled)(starts), lower, upper, lanes=lanes, **limits)
+        thetas = jax.vmap(space.from_scaled)(out.x)
+        costs = out.cost if optimizer.residual else out.cost * arrays["cost_scale"]
+        return thetas, out.n_iter, out.n_eval, out.status, costs, None, out.at_bound
 
     def finish(theta, out, slope):
         """``slope``: d theta / d x, elementwise (the transforms act per parameter)."""
@@ -163,8 +189,10 @@ def run_starts(program: FitProgram, optimizer: AbstractDriver, arrays: dict, sta
             return finish(theta, out, slope)
 
     if starts.shape[0] == 1:  # no vmap: a batched solver turns its branches into selects
-        return jax.tree_util.tree_map(lambda a: a[None], one(starts[0]))
-    return jax.vmap(one)(starts)
+        out = jax.tree_util.tree_map(lambda a: a[None], one(starts[0]))
+    else:
+        out = jax.vmap(one)(starts)
+    return (*out, _at_bound(space, out[0]))
 
 
 @codegen_jit(_suits_classic, static_argnames=("program",))
@@ -238,9 +266,11 @@ class Problem:
     pure functions of the natural parameter vector ``theta`` built on them."""
 
     def __init__(self, model: ODEModel, datasets: Sequence[Dataset], space: ParameterSpace, loss: AbstractLoss,
-                 rtol: float, atol: float, ode_solver: Any, max_steps: int):
+                 rtol: float, atol: float, ode_solver: Any, max_steps: int, *, y0_function: Any = None,
+                 noise_index: tuple = ()):
         self.model, self.datasets, self.space, self.loss = model, list(datasets), space, loss
-        self.n_model = len(space.names) - (1 if loss.nuisance else 0)
+        n_noise = len({i for columns in noise_index for i in columns}) if noise_index else (1 if loss.nuisance else 0)
+        self.n_model = len(space.names) - n_noise
         dtype = _config.float_dtype()
         observed = tuple(d.observed if callable(d.observed) else tuple(model.state_index(s) for s in d.observed)
                          for d in self.datasets)
@@ -250,7 +280,8 @@ class Problem:
             y0_overrides=tuple(tuple(model.state_index(s) for s in (d.y0 or {})) for d in self.datasets),
             loss=loss, names=space.names, lower=tuple(map(float, space.lower)), upper=tuple(map(float, space.upper)),
             n_model=self.n_model, ode_solver=ode_solver, max_steps=int(max_steps),
-            kernel=_runs_kernels(model, ode_solver))
+            kernel=_runs_kernels(model, ode_solver), scales=space.scales, y0_function=y0_function,
+            noise_index=tuple(tuple(int(i) for i in columns) for columns in noise_index))
         self.arrays = {
             "times": [jnp.asarray(d.times, dtype) for d in self.datasets],
             "t0": [jnp.asarray(d.t0, dtype) for d in self.datasets],
@@ -283,6 +314,7 @@ class Problem:
     def cost(self, theta):
         return cost(self.program, self.arrays, theta)
 
-    def run(self, optimizer: AbstractDriver, starts, *, max_iterations: int, max_evaluations: int) -> tuple:
+    def run(self, optimizer: AbstractDriver, starts, *, max_iterations: int, max_evaluations: int,
+            lanes: int | None = None) -> tuple:
         return run_starts(self.program, optimizer, self.arrays, starts, jnp.asarray(max_iterations),
-                          jnp.asarray(max_evaluations))
+                          jnp.asarray(max_evaluations), lanes=lanes)

@@ -47,6 +47,11 @@ class FitResult(io.Saveable):
         Every start's final cost, ``(starts,)``.
     start_status : tuple of FitStatus
         Every start's status.
+    start_ends : numpy.ndarray
+        Every start's end point, ``(starts, n_params)``.
+    start_at_bound : numpy.ndarray
+        ``(starts, n_params)`` int8: ``-1`` where a start ended at a parameter's lower bound,
+        ``+1`` at its upper bound, ``0`` inside (the message names the returned start's).
     starts : numpy.ndarray
         The starting points, ``(starts, n_params)``.
     limits : dict
@@ -104,6 +109,40 @@ class FitResult(io.Saveable):
     optimizer: Any = dataclasses.field(repr=False)
     _hessian_cov: Any = dataclasses.field(default=None, repr=False)
     _cache: dict = dataclasses.field(default_factory=dict, repr=False)
+    start_ends: np.ndarray | None = None
+    start_at_bound: np.ndarray | None = None
+
+    def with_ends(self, ends: np.ndarray, at_bound: np.ndarray) -> FitResult:
+        """This result with every start's end point ``(starts, n_params)`` and the bound
+        each parameter ended at (``-1`` lower, ``+1`` upper, ``0`` inside); the message
+        names the returned start's bounds. Internal: `simkit.fit` calls it.
+
+        Parameters
+        ----------
+        ends : numpy.ndarray
+            ``(starts, n_params)``, natural values.
+        at_bound : numpy.ndarray
+            ``(starts, n_params)`` int8.
+
+        Returns
+        -------
+        FitResult
+            A new result.
+
+        Examples
+        --------
+        >>> import simkit
+        >>> from simkit import datasets, models
+        >>> result = simkit.fit(models.get("lotka_volterra"), datasets.lynx_hare(), loss=simkit.LogNormal(),
+        ...                     initial_state="fit", bounds="positive")
+        >>> result.start_ends.shape, result.start_at_bound.tolist()[0]
+        ((1, 6), [0, 0, 0, 0, 0, 0])
+        """
+        best = int(np.argmin(np.where(np.isfinite(self.start_costs), self.start_costs, np.inf)))
+        message = self.message + "".join(f"; {words}" for words in bound_words(self.names, self.problem.space,
+                                                                            at_bound[best]))
+        return dataclasses.replace(self, start_ends=np.asarray(ends), start_at_bound=np.asarray(at_bound),
+                                   message=message, _cache={})
 
     @property
     def converged(self) -> bool:
@@ -616,6 +655,13 @@ class FitResult(io.Saveable):
         from ..plot import plot_waterfall
 
         return plot_waterfall(self.start_costs, ax)
+
+
+def bound_words(names: Any, space: Any, at_bound: Any) -> list[str]:
+    """``"k at its upper bound 1e+05"`` for each parameter a start ended at a bound of."""
+    return [f"{n} at its {'lower' if side < 0 else 'upper'} bound "
+            f"{(space.lower if side < 0 else space.upper)[i]:g}" for i, (n, side) in enumerate(zip(names, at_bound))
+            if side != 0]
 
 
 _STATUS_WORDS = {FitStatus.CONVERGED: "converged", FitStatus.MAX_ITERATIONS: "at the iteration limit",
