@@ -35,6 +35,7 @@ from .errors import InputError, InputTypeError, ParameterError, ShapeError
 from .events import Event, as_events
 from .kernels import BDF, AbstractKernel, AutoSwitch, RadauIIA5, Rodas4, Rodas5P, Tsit5
 from .kernels.banded import check_pattern_size
+from .kernels.solvers import default_stiff_kernel
 from .model import ODEModel
 from .params import _HOST, check_key, concrete, is_traced, merge_params  # noqa: F401 (re-exported)
 from .save_times import SaveAt, as_saveat, save_grid
@@ -362,8 +363,11 @@ def _resolved_bdf(solver: BDF, model: ODEModel, n_states: int) -> BDF:
     return solver.with_model_preconditioner(model.preconditioner)
 
 
-def choose_solver(model: ODEModel, solver: Any, n_states: int, complex_state: bool) -> Any:
-    """The one function that picks the method: the user's, else by stiffness and size."""
+def choose_solver(model: ODEModel, solver: Any, n_states: int, complex_state: bool,
+                  rtol: float | None = None) -> Any:
+    """The one function that picks the method: the user's, else by stiffness, size and (for
+    small stiff models) ``rtol`` when it is a number at prepare time
+    (`simkit.kernels.solvers.default_stiff_kernel`)."""
     if model.diffusion is not None:
         if isinstance(solver, AbstractKernel):
             raise InputError(f"{solver!r} solves ODEs; for the stochastic model {model.name!r} "
@@ -380,7 +384,7 @@ def choose_solver(model: ODEModel, solver: Any, n_states: int, complex_state: bo
         # (a stiff or unknown complex model goes to diffrax below, on (re, im), at any size: the
         # stiff kernels' Jacobian and LU are real, and the default crashed in jacfwd below 65 states)
         if n_states <= KERNEL_MAX_STATES and not (complex_state and model.stiff is not False):
-            return AutoSwitch() if model.stiff is None else Rodas5P() if model.stiff else Tsit5()
+            return AutoSwitch() if model.stiff is None else default_stiff_kernel(rtol) if model.stiff else Tsit5()
         if model.stiff is not False:  # stiff, or unknown (the safe side)
             if not complex_state:
                 # the BDF kernel: one LU per step-size or order change, LAPACK above six states;
@@ -536,7 +540,8 @@ def prepare(
         if c0 is not None and c1 is not None and c1 < c0:
             raise InputError(f"model {model.name!r} is stochastic: it is integrated forwards in time only, "
                              f"got t1 = {float(c1):g} < t0 = {float(c0):g}")
-    chosen = choose_solver(model, solver, n_states, complex_state)
+    chosen = choose_solver(model, solver, n_states, complex_state,
+                           rtol=float(c_rtol) if c_rtol is not None and np.ndim(c_rtol) == 0 else None)
     params_f = _floats(merged, dtype)
     if not batched:
         check_rhs(model, as_float(y0, y_dtype), params_f, dtype)

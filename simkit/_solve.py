@@ -25,7 +25,7 @@ from . import _config, engines
 from ._prepare import SolvePlan, check_flag, concrete, prepare
 from .errors import InputError, SolveError
 from .model import ODEModel, Params
-from .placement import placed, resolve_device
+from .placement import check_supported, placed, platform_of, resolve_device
 from .save_times import SaveSteps, program_save_times
 from .solution import Solution
 from .solvers import is_implicit
@@ -84,7 +84,8 @@ def solve(
         A simkit kernel (`simkit.Tsit5()`, `simkit.DOPRI5()`, `simkit.DOP853()`,
         `simkit.Rodas4()`, `simkit.Rodas5P()`, `simkit.RadauIIA5()`, `simkit.BDF()`) or any diffrax solver
         object (forces the diffrax engine). Default: up to 64 states, `simkit.Tsit5()` or,
-        when ``model.stiff``, `simkit.Rodas5P()` (``stiff=None``: `simkit.AutoSwitch()`);
+        when ``model.stiff``, `simkit.Rodas5P()` (`simkit.RadauIIA5()` when rtol < 1e-8 is a
+        number; ``stiff=None``: `simkit.AutoSwitch()`);
         above, ``diffrax.Tsit5()`` for non-stiff models and `simkit.BDF()` for stiff (or
         unknown) ones: with a dense Jacobian up to 256 states (100 when the model has a
         preconditioner, as a PDE with a ``linear`` part), matrix-free above (Newton-GMRES
@@ -160,6 +161,7 @@ def solve(
     with placed(where):
         plan = prepare(model, t_span, y0=y0, params=params, saveat=saveat, solver=solver, rtol=rtol, atol=atol,
                        max_steps=max_steps, max_step=max_step, dt0=dt0, events=events, dense=dense, key=key)
+        check_supported(plan.solver, plan.args.y0.dtype, platform_of(where), "simkit.solve")
         trivial = _trivial(plan)
         result = trivial if trivial is not None else engines.run(plan.program, plan.engine_args)
         return finish(plan, result, throw)
