@@ -226,3 +226,21 @@ def test_gradient_through_the_custom_jvp_matches_finite_differences():
     g = float(jax.grad(product)(0.04))
     fd = (float(product(0.04 + 1e-6)) - float(product(0.04 - 1e-6))) / 2e-6
     np.testing.assert_allclose(g, fd, rtol=1e-6)
+
+
+def test_default_at_tight_tolerance_keeps_species_near_1e_22():
+    """E5 (species near 1e-22 at t = 1e13) at rtol 1e-11, atol 1.11e-24 with the default
+    kernel: RadauIIA5 below rtol 1e-8 (`simkit.kernels.solvers.default_stiff_kernel`), y2 and
+    y3 within 1 % of the published value. Rodas5P, the default at every rtol before, ended
+    25 % off there (benchmarks/stiff_step_counts.py: 25-170 % at rtol 1e-4 ... 1e-12)."""
+    from simkit.models.chemistry import E5_REFERENCE_T1E13, e5
+
+    sol = simkit.solve(e5(), (0.0, 1e13), saveat=1, rtol=1e-11, atol=1.11e-24)
+    assert sol.solver_name == "simkit.RadauIIA5()"
+    ref = np.asarray(E5_REFERENCE_T1E13)
+    rel = np.abs(np.asarray(sol.ys[-1])[1:3] - ref[1:3]) / ref[1:3]
+    assert rel.max() < 1e-2, rel
+    # at rtol 1e-8 and above, and with a traced rtol (None), the default stays Rodas5P
+    from simkit.kernels.solvers import default_stiff_kernel
+
+    assert [default_stiff_kernel(r) for r in (1e-8, 1e-6, None)] == [simkit.Rodas5P()] * 3
