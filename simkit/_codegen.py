@@ -133,16 +133,31 @@ _ONE_KERNEL_PRIMITIVES = frozenset("""
 """.split())
 
 
+def _cpu_branch(eqn: Any) -> list | None:
+    """The branch a CPU program keeps of a ``cond`` that `jax.lax.platform_dependent` made (its
+    ``branches_platforms``: the one naming "cpu", else the default); None for another ``cond``."""
+    platforms = eqn.params.get("branches_platforms") if eqn.primitive.name == "cond" else None
+    if not platforms:
+        return None
+    for names, branch in zip(platforms, eqn.params["branches"]):
+        if names is not None and "cpu" in names:
+            return [branch]
+    return [branch for names, branch in zip(platforms, eqn.params["branches"]) if names is None]
+
+
 def fits_one_kernel(jaxpr: Any) -> bool:
     """Whether every primitive of ``jaxpr`` (a ``Jaxpr`` or ``ClosedJaxpr``, its sub-jaxprs
-    included) is one that `one_kernel` may compile (`_ONE_KERNEL_PRIMITIVES`)."""
+    included) is one that `one_kernel` may compile (`_ONE_KERNEL_PRIMITIVES`). Of a
+    `jax.lax.platform_dependent` choice only the branch compiled for a CPU counts: the others
+    (a TPU's, say) are not in the CPU program."""
     from jax.extend import core as jax_core
 
     jaxpr = getattr(jaxpr, "jaxpr", jaxpr)
     for eqn in jaxpr.eqns:
         if eqn.primitive.name not in _ONE_KERNEL_PRIMITIVES:
             return False
-        for sub in jax_core.jaxprs_in_params(eqn.params):
+        subs = _cpu_branch(eqn)
+        for sub in jax_core.jaxprs_in_params(eqn.params) if subs is None else subs:
             if not fits_one_kernel(sub):
                 return False
     return True

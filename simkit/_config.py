@@ -219,8 +219,8 @@ def _small_loops_from_environment() -> int | None:
     in_flags = _xla_small_loop_bytes()
     if in_flags is not None:
         return in_flags  # the threshold in effect: simkit's one-kernel solves follow it
-    if value and _is_set("SIMKIT_SMALL_LOOPS"):
-        _set_xla_small_loops(value)
+    if value and _is_set("SIMKIT_SMALL_LOOPS") and "xla_backend_extra_options" not in os.environ.get("XLA_FLAGS", ""):
+        _set_xla_small_loops(value)  # (backend options the user set in XLA_FLAGS are left as they are)
     return value or None
 
 
