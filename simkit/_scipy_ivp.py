@@ -429,7 +429,9 @@ def solve_ivp(
     ----------------------
     An event exactly zero at ``t0`` does not fire there (SciPy's does, in the first step);
     ``sol(t)`` does not extrapolate outside the solved span; ``rtol`` is a scalar; arrays
-    are computed in float64 (simkit's precision policy), whatever the input's dtype.
+    are computed in float64 (simkit's precision policy), whatever the input's dtype. ``fun``
+    is compiled once per function: what it reads besides its arguments (a global array) is
+    read then, and a later change in place is not seen; pass values that change in ``args``.
 
     Examples
     --------
