@@ -17,7 +17,7 @@ from ..params import check_key, merge_params, refuse_traced
 from ..model import ODEModel
 from ..sample import latin_hypercube
 from ..stencil.pde import PDEModel
-from .data import Dataset
+from .data import Dataset, check_observation
 from .drivers import BFGS, LBFGSB, AbstractDriver, BoundedLevenbergMarquardt, LevenbergMarquardt
 from .objective import AbstractLoss, as_loss
 from .parameters import ParameterSpace, build
@@ -306,6 +306,8 @@ def fit(
             if missing:
                 raise InputError(f"dataset {d.name!r} observes {missing}, not states of {model.name!r} "
                                  f"({list(model.state_names)[:20]})")
+        else:
+            check_observation(d, model)  # its output's shape, before compiling
     loss = as_loss(loss)
     y0_function = initial_state if callable(initial_state) else None
     if y0_function is not None:

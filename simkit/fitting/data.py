@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError, InputTypeError, ShapeError
+from ..params import is_traced
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -52,7 +53,8 @@ class Dataset:
         Times not finite or not strictly increasing, times before `t0`, an infinite value, a
         `sigma` that is not positive where values are given, or no finite value at all.
     InputTypeError
-        `observed` given as a string (a state name goes in a tuple: ``("S",)``).
+        `observed` given as a string (a state name goes in a tuple: ``("S",)``), or values
+        traced by ``jax.jit``, ``jax.grad`` or ``jax.vmap`` (build a Dataset outside them).
 
     Examples
     --------
@@ -75,6 +77,12 @@ class Dataset:
     t0_defaulted: bool = dataclasses.field(default=False, init=False, repr=False)  # t0 is times[0], not given
 
     def __post_init__(self) -> None:
+        if is_traced(self.times, self.values, self.sigma, self.t0, dict(self.y0 or {}), dict(self.params or {})):
+            # (NumPy's TracerArrayConversionError before)
+            raise InputTypeError(f"dataset {self.name!r}: a Dataset holds observations as NumPy arrays and is built "
+                                 "outside jax.jit, jax.grad and jax.vmap, as simkit.fit runs; here its values are "
+                                 "traced. Build it before the transform; to differentiate through solves, transform "
+                                 "a function that calls simkit.solve")
         times = np.asarray(self.times, dtype=float)
         values = np.asarray(self.values, dtype=float)
         if values.ndim == 1:
@@ -177,9 +185,10 @@ class Dataset:
         path : str or os.PathLike
             The CSV file.
         time : str
-            The column of observation times: numbers (the model's time unit) or dates and
-            times (ISO 8601, ``2020-03-01`` or ``2020-03-01 12:00``, or ``time_format``),
-            which become days since the first one (``time_unit`` to choose another unit).
+            The column of observation times: numbers (the model's time unit, kept as written)
+            or dates and times (ISO 8601, ``2020-03-01`` or ``2020-03-01 12:00``, or
+            ``time_format``), which become days since the first one (``time_unit`` to choose
+            another unit; ``time_offset`` another origin).
         columns : dict
             ``{CSV column: model state it observes}``.
         sigma : dict, optional
@@ -187,9 +196,9 @@ class Dataset:
             several value columns observe one state (replicates), ``{sigma column: value
             column}``.
         time_offset : float, str or datetime, optional
-            Subtracted from numeric times (default: the first time, so the data start at
-            t = 0); for dates, the date of t = 0 (a ``datetime`` or an ISO string; default:
-            the first date).
+            Subtracted from numeric times (default: none, the times as written; ``"first"``:
+            the first time, so the data start at t = 0); for dates, the date of t = 0 (a
+            ``datetime`` or an ISO string; default and ``"first"``: the first date).
         time_format : str, optional
             A ``datetime.strptime`` format for dates that are not ISO 8601 (e.g.
             ``"%d/%m/%Y"``).
@@ -208,12 +217,14 @@ class Dataset:
         Raises
         ------
         InputError
-            The file is not UTF-8, has no header or no data, lacks a named column or repeats
-            one, has a row longer than the header, a cell that is not a number, a missing
+            The file is not UTF-8, has no header or no data, `columns` is empty, lacks a named
+            column or repeats one, has a row longer than the header, a cell that is not a number, a missing
             or non-increasing time, a date that does not parse, a `time_offset` of the
             wrong kind, an unknown `time_unit`, sigma columns for unobserved states or for
             some value columns only; and
             `Dataset`'s own checks.
+        InputTypeError
+            `columns` or `sigma` not a mapping, `time` not a string.
         OSError
             The file cannot be opened.
 
@@ -226,11 +237,20 @@ class Dataset:
         >>> data = simkit.Dataset.from_csv(path, time="day", columns={"cases": "I"})
         >>> data.times.tolist(), data.values[:, 0].tolist(), data.name
         ([0.0, 2.0, 3.0], [1.0, 4.0, nan], 'cases.csv')
+        >>> with open(path, "w") as f:
+        ...     _ = f.write("day,cases\\n1,3\\n2,8\\n")
+        >>> simkit.Dataset.from_csv(path, time="day", columns={"cases": "I"}).times.tolist()  # as written
+        [1.0, 2.0]
         """
         import csv
         import os
 
         where = os.fspath(path)
+        if not isinstance(time, str):
+            raise InputTypeError(f"{where}: time must be the name of the time column (a string), got {time!r}")
+        for label, given in (("columns", columns), ("sigma", sigma)):
+            if given is not None and not isinstance(given, Mapping):
+                raise InputTypeError(f"{where}: {label} must be a dict {{CSV column: state}}, got {given!r:.80}")
         try:
             with open(path, encoding="utf-8-sig", newline="") as fh:
                 lines = [(number, line) for number, line in enumerate(fh, start=1)
@@ -253,6 +273,10 @@ class Dataset:
         body = rows[1:]
         if not body:
             raise InputError(f"{where}: a header ({header}) but no data lines")
+        if not columns:  # (NumPy's "need at least one array to stack" before)
+            raise InputError(f"{where}: columns is empty: name at least one value column and the state it observes, "
+                             f"e.g. columns={{{next((h for h in header if h != time), 'cases')!r}: 'I'}}; the file "
+                             f"has {header}")
         wanted = [time, *columns, *(sigma or {})]
         missing = [c for c in wanted if c not in header]
         if missing:
@@ -314,6 +338,56 @@ class Dataset:
                    **kwargs)
 
 
+def check_observation(data: Dataset, model: Any) -> None:
+    """Check a dataset's observation function against ``model`` before anything compiles:
+    ``observed(y, params)`` on the model's state and parameters (traced abstractly, by
+    ``jax.eval_shape``: nothing runs) must give one value per column of ``values``.
+
+    Parameters
+    ----------
+    data : Dataset
+        A dataset whose `observed` is a function (names are checked by `simkit.fit`).
+    model : ODEModel
+        The model it observes.
+
+    Raises
+    ------
+    ShapeError
+        The function gives another shape than ``(n_columns,)`` (a wrong shape was found only
+        after the whole fit had run).
+    InputError
+        The function fails on the model's state and parameters (the message says how).
+
+    Examples
+    --------
+    >>> import numpy as np, simkit
+    >>> from simkit.fitting.data import check_observation
+    >>> data = simkit.Dataset([1.0, 2.0], [[3.0], [8.0]], observed=lambda y, p: y[1:2] * 763)
+    >>> check_observation(data, simkit.models.get("sir"))
+    >>> check_observation(simkit.Dataset([1.0, 2.0], [[3.0], [8.0]], observed=lambda y, p: y[1] * 763),
+    ...                   simkit.models.get("sir"))
+    Traceback (most recent call last):
+    ...
+    simkit.errors.ShapeError: dataset 'data': observed(y, params) gives shape (), but the dataset has 1 value column(s): it must give shape (1,), one value per column (e.g. y[1:2] rather than y[1])
+    """
+    import jax
+
+    columns = data.values.shape[1]
+    y = jax.ShapeDtypeStruct(np.shape(model.y0), np.asarray(model.y0).dtype)
+    params = {k: jax.ShapeDtypeStruct(np.shape(v), np.result_type(v)) for k, v in model.params.items()}
+    try:
+        out = jax.eval_shape(data.observed, y, params)
+    except Exception as err:  # the user's function: any error, named with the dataset
+        raise InputError(f"dataset {data.name!r}: observed(y, params) fails on model {model.name!r}'s state "
+                         f"(shape {np.shape(model.y0)}) and parameters: {type(err).__name__}: {err}") from err
+    shape = getattr(out, "shape", None)
+    if shape != (columns,):
+        hint = " (e.g. y[1:2] rather than y[1])" if shape == () and columns == 1 else ""
+        raise ShapeError(f"dataset {data.name!r}: observed(y, params) gives "
+                         f"{'shape ' + str(shape) if shape is not None else type(out).__name__}, but the dataset has "
+                         f"{columns} value column(s): it must give shape ({columns},), one value per column{hint}")
+
+
 _MISSING = {"", "na", "n/a", "nan", "null"}
 _SECONDS = {"days": 86400.0, "weeks": 7 * 86400.0, "hours": 3600.0, "minutes": 60.0, "seconds": 1.0}
 
@@ -349,9 +423,14 @@ def _times(where: str, column: str, cells: list[tuple[int, str]], decimal_comma:
                                  "time is one)")
             times.append(value)
         times = np.array(times, dtype=float)
-        if offset is not None and not isinstance(offset, (int, float, np.number)):
-            raise InputError(f"{where}: time_offset {offset!r} must be a number: column {column!r} holds numbers")
-        return times - (times[0] if offset is None else float(offset))
+        if offset is None:  # the file's times, as written
+            return times
+        if isinstance(offset, str) and offset == "first":
+            return times - times[0]
+        if isinstance(offset, bool) or not isinstance(offset, (int, float, np.number)):
+            raise InputError(f"{where}: time_offset {offset!r} must be a number or 'first': column {column!r} holds "
+                             "numbers")
+        return times - float(offset)
     if unit not in _SECONDS:
         raise InputError(f"time_unit must be one of {list(_SECONDS)}, got {unit!r}")
 
@@ -368,7 +447,7 @@ def _times(where: str, column: str, cells: list[tuple[int, str]], decimal_comma:
             form = (f"a date in the format {time_format!r}" if time_format else
                     "a number or an ISO 8601 date (YYYY-MM-DD[ HH:MM[:SS]]; time_format= reads others)")
             raise InputError(f"{where}, line {number}, column {column!r}: {text!r} is not {form}") from None
-    if offset is None:
+    if offset is None or (isinstance(offset, str) and offset == "first"):
         origin = dates[0]
     elif isinstance(offset, str):
         try:

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 import equinox as eqx
 import jax.numpy as jnp
+import numpy as np
 from jax.scipy.special import gammaln
 
 from ..errors import InputError
@@ -158,6 +159,52 @@ class AbstractLoss(eqx.Module):
         simkit.errors.InputError: Poisson loss needs non-negative integer counts
         """
 
+    def limit(self, nll_at: Any, extra: Any, scale: float) -> str | None:
+        """Whether the fitted `nuisance` parameter has run to a limit of its range where the
+        likelihood is no better inside (a dispersion to infinity, a noise scale to zero): a
+        sentence saying so for the summary, else ``None`` (default: never).
+
+        Parameters
+        ----------
+        nll_at : callable
+            ``nll_at(extra)``: the negative log-likelihood of every dataset with the model's
+            predictions held at the fit's, as a function of the nuisance parameter's log.
+        extra : float
+            The fitted log of the nuisance parameter.
+        scale : float
+            The observed values' root mean square (a scale to compare a noise with).
+
+        Returns
+        -------
+        str or None
+            E.g. ``"dispersion → ∞: the Poisson model fits as well ..."``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from simkit import LeastSquares
+        >>> LeastSquares().limit(lambda extra: 0.0, 0.0, 1.0) is None
+        True
+        """
+        return None
+
+    def limit_value(self) -> float:
+        """The nuisance parameter's value at the limit that `limit` reports (``inf`` for a
+        dispersion, ``0`` for a noise scale; ``nan`` without one).
+
+        Returns
+        -------
+        float
+            The value `simkit.fit` reports as the estimate when `limit` says so.
+
+        Examples
+        --------
+        >>> from simkit import NegativeBinomial
+        >>> NegativeBinomial().limit_value()
+        inf
+        """
+        return np.nan
+
 
 class LeastSquares(AbstractLoss):
     """Least squares: ``r = (mu - y) / sigma`` (sigma = 1 without per-point sigmas).
@@ -243,6 +290,19 @@ class GaussianNLL(AbstractLoss):
         # extra: one log noise, or one per point (per_observable)
         return 0.5 * jnp.sum(r * r) + jnp.sum(jnp.where(mask, extra + 0.5 * jnp.log(2 * jnp.pi), 0.0))
 
+    def limit(self, nll_at: Any, extra: Any, scale: float) -> str | None:
+        """``"noise → 0: ..."`` when the fitted noise is below 1e-9 of the data's scale: the
+        model passes through every point and the likelihood grows without bound
+        (`AbstractLoss.limit`)."""
+        if np.all(np.exp(np.asarray(extra, dtype=float)) <= 1e-9 * scale):
+            return ("noise → 0: the model passes through every data point (the likelihood grows without bound; "
+                    "no noise to estimate)")
+        return None
+
+    def limit_value(self) -> float:
+        """The noise scale at its limit: ``0``."""
+        return 0.0
+
 
 class Poisson(AbstractLoss):
     """Counts: ``sum(mu - y log mu + log y!)``.
@@ -278,7 +338,10 @@ class NegativeBinomial(AbstractLoss):
 
     Takes no arguments. The fit estimates ``log dispersion`` with the model parameters
     (the ``extra`` argument of `nll`); `simkit.fit` refuses data that are not non-negative
-    integers.
+    integers. As the dispersion grows the likelihood tends to the Poisson one (equal to it
+    at ``dispersion = inf``); its log-Gamma difference is computed by `log_gamma_ratio`,
+    accurate for any dispersion. Counts that are not over-dispersed have their best
+    dispersion at infinity: the fit then says so (`FitResult.at_limit`).
 
     Examples
     --------
@@ -287,6 +350,8 @@ class NegativeBinomial(AbstractLoss):
     >>> mu, y, mask = jnp.array([2.0, 3.0]), jnp.array([1.0, 4.0]), jnp.array([True, True])
     >>> round(NegativeBinomial().nll(mu, y, 1.0, mask, jnp.log(10.0)).item(), 6)  # dispersion 10
     3.229098
+    >>> round(NegativeBinomial().nll(mu, y, 1.0, mask, jnp.inf).item(), 6)  # the Poisson limit
+    3.090457
     """
 
     nuisance = "dispersion"
@@ -296,11 +361,116 @@ class NegativeBinomial(AbstractLoss):
         k = jnp.exp(extra)
         mu = jnp.maximum(mu, TINY)
         y = jnp.where(mask, y, 0.0)
-        logp = (gammaln(y + k) - gammaln(k) - gammaln(y + 1.0) + k * jnp.log(k / (k + mu))
-                + y * jnp.log(mu / (k + mu)))
+        # log p = [log G(y + k) - log G(k) - y log k] + y log mu - log y! - (k + y) log(1 + mu / k): every
+        # term stays finite as k -> inf, where it is the Poisson log-probability
+        v = mu / k
+        small = v < _SERIES_BELOW
+        vs = jnp.where(small, v, 0.0)
+        vl = jnp.where(small, 1.0, v)
+        # -(k + y) log1p(v) = -mu - y v - (k + y) (log1p(v) - v), and (k + y) v^2 = (mu + y v) v
+        tail = jnp.where(small, -mu - y * vs - (mu + y * vs) * vs * _log1p_minus_series(vs),
+                         -(jnp.where(small, 1.0, k) + y) * jnp.log1p(vl))
+        logp = _log_rising_rest(y, k) + y * jnp.log(mu) - gammaln(y + 1.0) + tail
         return -jnp.sum(jnp.where(mask, logp, 0.0))
 
     check = Poisson.check
+
+    def limit(self, nll_at: Any, extra: Any, scale: float) -> str | None:
+        """``"dispersion → ∞: ..."`` when the Poisson limit (``dispersion = inf``) fits at least
+        as well as the fitted dispersion (`AbstractLoss.limit`). Only a dispersion above 1e4
+        times the counts' scale is compared (below it the variances differ by more than 1e-4)."""
+        if not np.exp(float(extra)) > 1e4 * max(scale, 1.0):
+            return None
+        here, there = float(nll_at(extra)), float(nll_at(np.inf))
+        if np.isfinite(there) and there <= here + 1e-9 * max(1.0, abs(here)):
+            return "dispersion → ∞: the Poisson model fits as well (the counts are not over-dispersed)"
+        return None
+
+    def limit_value(self) -> float:
+        """The dispersion at the Poisson limit: ``inf``."""
+        return np.inf
+
+
+_SERIES_BELOW = 1e-2  # below it, log1p(u) - u by its series (ten terms: relative error < 1e-18)
+_STIRLING_FROM = 30.0  # k from which log G(y + k) - log G(k) is summed by Stirling's series (error < 1e-16)
+
+
+def _log1p_minus_series(u: Any) -> Any:
+    """``(log1p(u) - u) / u**2`` for ``0 <= u < 0.01``: ``-1/2 + u/3 - u^2/4 + ...`` (to u^8)."""
+    out = jnp.zeros_like(u)
+    for n in range(10, 1, -1):
+        out = out * u + (-1.0) ** (n + 1) / n
+    return out
+
+
+def _log1p_minus(u: Any) -> Any:
+    """``log1p(u) - u`` for ``u >= 0``, accurate as ``u -> 0`` (its series there)."""
+    small = u < _SERIES_BELOW
+    us = jnp.where(small, u, 0.0)
+    ul = jnp.where(small, 1.0, u)
+    return jnp.where(small, us * us * _log1p_minus_series(us), jnp.log1p(ul) - ul)
+
+
+def _stirling_tail(x: Any) -> Any:
+    """Stirling's series of ``log G(x)`` past ``1/(12 x)``: ``-1/(360 x^3) + 1/(1260 x^5) - 1/(1680 x^7)``."""
+    w = 1.0 / (x * x)
+    return w / x * (-1.0 / 360.0 + w * (1.0 / 1260.0 - w / 1680.0))
+
+
+def _log_rising_rest(y: Any, k: Any) -> Any:
+    """``log G(y + k) - log G(k) - y log k`` for counts ``y >= 0`` and ``k > 0`` (``inf``: 0).
+
+    Below `_STIRLING_FROM` by ``gammaln`` (both terms are then of the result's size). From
+    it by Stirling's series, arranged so that nothing cancels as ``k -> inf``:
+    ``(y - 1/2) u + (k + y - 1/2) (log1p(u) - u) - y / (12 k (k + y)) + T(k + y) - T(k)``
+    with ``u = y / k`` (the difference ``(k + y) log(k + y) - k log k - y`` loses every
+    digit at ``k = 1e15``, where `gammaln` itself is off by units).
+    """
+    large = k >= _STIRLING_FROM
+    kl = jnp.where(large, k, _STIRLING_FROM)
+    u = y / kl
+    small = u < _SERIES_BELOW
+    us = jnp.where(small, u, 0.0)
+    # (k + y - 1/2) (log1p(u) - u), with k u^2 = y u where the series serves (finite at k = inf)
+    spread = jnp.where(small, (y * us + (y - 0.5) * us * us) * _log1p_minus_series(us),
+                       (jnp.where(small, _STIRLING_FROM, kl) + y - 0.5) * _log1p_minus(jnp.where(small, 1.0, u)))
+    stirling = ((y - 0.5) * u + spread - y / (12.0 * kl * (kl + y)) + _stirling_tail(kl + y) - _stirling_tail(kl))
+    ks = jnp.where(large, 1.0, k)
+    direct = gammaln(y + ks) - gammaln(ks) - y * jnp.log(ks)
+    return jnp.where(large, stirling, direct)
+
+
+def log_gamma_ratio(y: Any, k: Any) -> Any:
+    """``log G(y + k) - log G(k)`` (the log of the rising factorial ``k (k+1) ... (k+y-1)``),
+    accurate for any ``k > 0`` up to ``inf``.
+
+    The negative binomial's log-likelihood needs it at any dispersion ``k``; the difference
+    of two ``gammaln`` loses several units per term near ``k = 1e15`` (each is ~3e16).
+
+    Parameters
+    ----------
+    y : jax.Array
+        Counts, ``>= 0`` (any shape broadcasting with ``k``).
+    k : jax.Array
+        Positive numbers (``inf`` gives ``inf`` where ``y > 0``).
+
+    Returns
+    -------
+    jax.Array
+        The broadcast shape; relative error about 1e-15 against mpmath over ``k`` in
+        1e-3 .. 1e20 and ``y`` in 0 .. 1e4.
+
+    Examples
+    --------
+    >>> import math
+    >>> from simkit.fitting.objective import log_gamma_ratio
+    >>> round(float(log_gamma_ratio(3.0, 2.0)), 12) == round(math.log(2 * 3 * 4), 12)
+    True
+    >>> float(log_gamma_ratio(2.0, 1e15)) - math.log(1e15 * (1e15 + 1))  # gammaln's difference: off by ~4
+    0.0
+    """
+    y, k = jnp.asarray(y), jnp.asarray(k)
+    return _log_rising_rest(y, k) + jnp.where(y == 0, 0.0, y * jnp.log(k))
 
 
 def as_loss(loss: Any) -> AbstractLoss:

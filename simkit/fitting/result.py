@@ -31,7 +31,21 @@ class FitResult(io.Saveable):
     estimates, stderr : dict
         ``{name: value}``: estimates and standard errors.
     intervals : dict
-        ``{name: (low, high)}``: Wald intervals at `confidence`.
+        ``{name: (low, high)}`` at `confidence`: Wald intervals on the scale of each
+        parameter's bounds (log for a positive parameter, so its interval stays positive;
+        logit between two bounds; the parameter itself without bounds), each method named in
+        `interval_methods`; for a parameter at a limit, the limit and what the data allow.
+    interval_methods : dict
+        ``{name: method}``: how each interval was computed (``"Wald"``, ``"Wald on the log
+        scale"``, ``"Wald on the logit scale"``, ``"likelihood ratio, the model's predictions
+        held"`` for a dispersion at infinity, ``"at its lower bound"``).
+    at_limit : dict
+        ``{name: sentence}``: the parameters whose best value is a limit of their range,
+        where the data fit no better inside: a negative binomial's dispersion at infinity
+        (``"dispersion → ∞: the Poisson model fits as well ..."``; its estimate is then
+        ``inf``), a noise scale at 0, a parameter at a bound (its estimate the bound). Their
+        standard errors are NaN and the others' uncertainties hold them there. Empty for an
+        interior optimum.
     cov, corr : numpy.ndarray
         Covariance (Jacobian-based for residual losses, Hessian-based for likelihoods) and
         correlation, ``(n_params, n_params)`` in `names` order.
@@ -107,6 +121,9 @@ class FitResult(io.Saveable):
     n_points: int
     problem: Any = dataclasses.field(repr=False)
     optimizer: Any = dataclasses.field(repr=False)
+    at_limit: dict[str, str] = dataclasses.field(default_factory=dict)
+    interval_methods: dict[str, str] = dataclasses.field(default_factory=dict)
+    _endpoint: Any = dataclasses.field(default=None, repr=False)  # the optimiser's last point (finite)
     _hessian_cov: Any = dataclasses.field(default=None, repr=False)
     _cache: dict = dataclasses.field(default_factory=dict, repr=False)
     start_ends: np.ndarray | None = None
@@ -209,7 +226,8 @@ class FitResult(io.Saveable):
         if self._hessian_cov is not None:
             return self._hessian_cov
         if "cov_hessian" not in self._cache:
-            h = np.asarray(hessian(self.problem.program, self.problem.arrays, jnp.asarray(self.theta)))
+            at = self.theta if self._endpoint is None else self._endpoint
+            h = np.asarray(hessian(self.problem.program, self.problem.arrays, jnp.asarray(at)))
             m, p = self.n_points, len(self.names)
             weighted = all(d.sigma is not None for d in self.problem.datasets)
             s2 = 1.0 if weighted else 2 * self.cost / max(m - p, 1)
@@ -292,7 +310,18 @@ class FitResult(io.Saveable):
         start_status = tuple(FitStatus(int(c)) if np.isfinite(v) else FitStatus.NONFINITE
                              for c, v in zip(codes, costs))
         message = describe(start_status[best], **limits)
-        if not np.isfinite(stats["stderr"]).all():
+        endpoint = np.asarray(theta, dtype=float)
+        at_limit = dict(stats.get("at_limit", {}))
+        bounds_hit = {n for n, sentence in at_limit.items() if " bound " in sentence.split(":")[0]}
+        if at_limit:  # the estimates at the limit (a dispersion of inf, a bound) and the cost there
+            theta = stats["theta"]
+            cost = cost if stats.get("limit_cost") is None else float(stats["limit_cost"])
+            # the loss's limits (a start that ends at a bound is named by the optimiser's result)
+            limits_of_loss = [sentence.split(":")[0] for n, sentence in at_limit.items() if n not in bounds_hit]
+            if limits_of_loss:
+                message += "; at a limit: " + ", ".join(limits_of_loss)
+        methods = stats.get("interval_methods", ("Wald",) * len(names))
+        if not np.isfinite(np.asarray(stats["stderr"])[[n not in at_limit for n in names]]).all():
             message += "; some standard errors are undefined (singular curvature)"
         return cls(
             names=names, estimates=dict(zip(names, map(float, theta))),
@@ -304,7 +333,8 @@ class FitResult(io.Saveable):
             limits=dict(limits), hints=tuple(stats["hints"]),
             residuals=np.asarray(problem.residuals(jnp.asarray(theta))) if problem.loss.residual_form else None,
             confidence=confidence, loss_name=type(problem.loss).__name__, optimizer_name=type(optimizer).__name__,
-            n_points=stats["n_points"], problem=problem, optimizer=optimizer,
+            n_points=stats["n_points"], problem=problem, optimizer=optimizer, at_limit=at_limit,
+            interval_methods=dict(zip(names, methods)), _endpoint=endpoint,
         )
 
     @property
@@ -341,8 +371,22 @@ class FitResult(io.Saveable):
         for n in self.names:
             est, se = self.estimates[n], self.stderr[n]
             lo, hi = self.intervals[n]
-            rel = abs(se / est) if est else np.inf
+            with np.errstate(invalid="ignore"):
+                rel = abs(se / est) if est else np.inf
             lines.append(f"{n:{width}s} {est:12.5g} {se:11.3g} {rel:7.1%}   [{lo:11.5g}, {hi:11.5g}]")
+        if self.interval_methods:
+            by_method: dict[str, list[str]] = {}
+            for n, method in self.interval_methods.items():
+                by_method.setdefault(method, []).append(n)
+            lines.append("intervals: " + "; ".join(f"{m} ({', '.join(ns)})" for m, ns in by_method.items()))
+        if self.at_limit:
+            lines.append("")
+            lines += [f"limit: {sentence}" for sentence in self.at_limit.values()]
+        early = [d for d in self.problem.datasets if d.t0 < d.times[0]]
+        if early:
+            lines.append("")
+            lines += [f"dataset {d.name!r}: the initial state is at t = {d.t0:g}, before its first datum at "
+                      f"t = {d.times[0]:g}" for d in early]
         strong = [(self.names[i], self.names[j], self.corr[i, j]) for i in range(len(self.names))
                   for j in range(i + 1, len(self.names)) if abs(self.corr[i, j]) > 0.9]
         if strong:
@@ -381,7 +425,8 @@ class FitResult(io.Saveable):
         Raises
         ------
         InputError
-            ``name`` is not a free parameter.
+            ``name`` is not a free parameter; `values` not a 1-D sequence of finite numbers
+            inside the parameter's bounds, or a non-positive `n` or `width`.
 
         Examples
         --------
@@ -400,15 +445,34 @@ class FitResult(io.Saveable):
             raise InputError(f"no free parameter {name!r}; free: {list(self.names)}")
         space, problem = self.problem.space, self.problem
         i = self.names.index(name)
-        est, se = self.estimates[name], self.stderr[name]
+        theta_hat = self.theta if self._endpoint is None else self._endpoint  # finite where a limit is inf
+        est, se = float(theta_hat[i]), self.stderr[name]
         if values is None:
+            if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 2:
+                raise InputError(f"profile: n must be a whole number >= 2, got {n!r}")
+            if not (np.isfinite(width) and width > 0):
+                raise InputError(f"profile: width must be a positive number of standard errors, got {width!r}")
             se = se if np.isfinite(se) and se > 0 else abs(est) * 0.1 + 1e-12
             lo = max(est - width * se, np.nextafter(space.lower[i], np.inf))
             hi = min(est + width * se, np.nextafter(space.upper[i], -np.inf))
             values = np.linspace(lo, hi, n)
-        values = jnp.asarray(values)
+        try:
+            given = np.asarray(values, dtype=float)
+        except (TypeError, ValueError):
+            raise InputError(f"profile: values must be numbers, got {values!r}") from None
+        if given.ndim != 1 or given.size == 0:
+            raise InputError(f"profile: values must be a non-empty 1-D sequence of numbers, got shape {given.shape}")
+        bad = np.flatnonzero(~np.isfinite(given))
+        if bad.size:  # (a NaN value made the whole profile NaN, and the interval with it)
+            raise InputError(f"profile: values must be finite; {given[bad[:5]].tolist()} at positions "
+                             f"{bad[:5].tolist()} are not")
+        outside = np.flatnonzero(~((given > space.lower[i]) & (given < space.upper[i])))
+        if outside.size:
+            raise InputError(f"profile: values {given[outside[:5]].tolist()} of {name!r} are not strictly inside "
+                             f"its bounds ({space.lower[i]:g}, {space.upper[i]:g})")
+        values = jnp.asarray(given)
         optimizer = self.optimizer if not self.optimizer.bounded else BFGS()  # in transformed coordinates
-        costs = np.asarray(profile_costs(problem.program, optimizer, problem.arrays, jnp.asarray(self.theta),
+        costs = np.asarray(profile_costs(problem.program, optimizer, problem.arrays, jnp.asarray(theta_hat),
                                          jnp.asarray(i, jnp.int32), values,
                                          jnp.asarray(self.limits["max_iterations"]),
                                          jnp.asarray(self.limits["max_evaluations"])))
@@ -440,7 +504,7 @@ class FitResult(io.Saveable):
             (model, source, units, the fitted model's parameters, the ODE solver, rtol, atol,
             status, the fitted model's y0, versions, date), ``loss``, ``optimizer``, ``cost``,
             ``iterations``, ``evaluations``, ``confidence``, ``n_points``, ``limits``,
-            ``hints`` and ``dataset_overrides`` (the parameters and initial states datasets
+            ``hints``, ``interval_methods``, ``at_limit`` and ``dataset_overrides`` (the parameters and initial states datasets
             fixed for themselves, by dataset name, where any did).
 
         Raises
@@ -474,9 +538,9 @@ class FitResult(io.Saveable):
             "estimate": parameter_var([self.estimates[n] for n in names], "estimate"),
             "stderr": parameter_var([self.stderr[n] for n in names], "standard error"),
             "interval_low": parameter_var([self.intervals[n][0] for n in names],
-                                          f"lower end of the {100 * self.confidence:g}% Wald interval"),
+                                          f"lower end of the {100 * self.confidence:g}% interval"),
             "interval_high": parameter_var([self.intervals[n][1] for n in names],
-                                           f"upper end of the {100 * self.confidence:g}% Wald interval"),
+                                           f"upper end of the {100 * self.confidence:g}% interval"),
             "cov": (("parameter", "parameter_j"), np.asarray(self.cov), io.variable_attrs("covariance")),
             "corr": (("parameter", "parameter_j"), np.asarray(self.corr), io.variable_attrs("correlation")),
             "start_point": (("start", "parameter"), np.asarray(self.starts), io.variable_attrs("starting point")),
@@ -511,6 +575,7 @@ class FitResult(io.Saveable):
                    "iterations": self.iterations, "evaluations": self.evaluations,
                    "confidence": float(self.confidence), "n_points": int(self.n_points), "limits": self.limits,
                    "hints": list(self.hints), "state_names": list(model.state_names),
+                   "interval_methods": dict(self.interval_methods), "at_limit": dict(self.at_limit),
                    "datasets": ", ".join(d.name for d in problem.datasets),
                    **({"dataset_overrides": overrides} if overrides else {})})
         return xr.Dataset(data, coords=coords, attrs=attrs)

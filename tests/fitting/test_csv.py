@@ -22,9 +22,46 @@ def write(tmp_path, text, name="data.csv", encoding="utf-8"):
 def test_unused_columns_are_skipped_whatever_they_hold(tmp_path):
     path = write(tmp_path, "# a comment\nday,site,cases,note\n1,north,3,\n2,north,8,fever; cough\n4,north,,ok\n")
     data = simkit.Dataset.from_csv(path, time="day", columns={"cases": "I"})
-    np.testing.assert_array_equal(data.times, [0.0, 1.0, 3.0])
+    np.testing.assert_array_equal(data.times, [1.0, 2.0, 4.0])
     np.testing.assert_array_equal(data.values[:, 0], [3.0, 8.0, np.nan])
     assert data.observed == ("I",) and data.names == ("cases",) and data.name == "data.csv"
+
+
+def test_numeric_times_are_kept_as_written_and_a_shift_is_explicit(tmp_path):
+    """Whole-number days 1..14 once became 0..13 by default: a fit that put the initial state
+    at day 0 then moved it a day later (the 1978 influenza SIR fit gave beta 1.97 for 1.669)."""
+    path = write(tmp_path, "day,cases\n1,3\n2,8\n4,26\n")
+    assert simkit.Dataset.from_csv(path, time="day", columns={"cases": "I"}).times.tolist() == [1.0, 2.0, 4.0]
+    first = simkit.Dataset.from_csv(path, time="day", columns={"cases": "I"}, time_offset="first")
+    assert first.times.tolist() == [0.0, 1.0, 3.0]
+    assert simkit.Dataset.from_csv(path, time="day", columns={"cases": "I"}, time_offset=1).times.tolist() == [0, 1, 3]
+    with pytest.raises(simkit.InputError, match=r"time_offset 'start' must be a number or 'first'"):
+        simkit.Dataset.from_csv(path, time="day", columns={"cases": "I"}, time_offset="start")
+
+
+def test_empty_or_malformed_columns_are_named(tmp_path):
+    path = write(tmp_path, "day,cases\n1,3\n")
+    with pytest.raises(simkit.InputError, match=r"columns is empty: .* e.g. columns=\{'cases': 'I'\}; the file has "
+                                                r"\['day', 'cases'\]"):
+        simkit.Dataset.from_csv(path, time="day", columns={})
+    with pytest.raises(simkit.InputTypeError, match=r"columns must be a dict"):
+        simkit.Dataset.from_csv(path, time="day", columns=["cases"])
+
+
+def test_classic_sir_fit_to_the_1978_influenza_counts():
+    """Least squares, one infected boy of 763 at day 0, counts on days 1..14 read from the
+    shipped file: the published beta 1.669 and gamma 0.443 per day (SciPy's least_squares
+    with solve_ivp at rtol 1e-10 gives 1.669226, 0.443450); the summary says the initial
+    state is a day before the first count."""
+    data = datasets.influenza_1978()
+    assert data.times[0] == 1.0 and data.t0 == 0.0
+    result = simkit.fit(simkit.models.get("sir").with_params(beta=1.0, gamma=0.3), data, free=["beta", "gamma"],
+                        bounds="positive")
+    assert result.converged
+    assert result.estimates["beta"] == pytest.approx(1.669226, rel=2e-6)
+    assert result.estimates["gamma"] == pytest.approx(0.443450, rel=2e-6)
+    assert round(result.estimates["beta"], 3) == 1.669 and round(result.estimates["gamma"], 3) == 0.443
+    assert "the initial state is at t = 0, before its first datum at t = 1" in str(result)
 
 
 def test_dates_become_days_since_the_first(tmp_path):

@@ -83,6 +83,38 @@ def test_profile_likelihood_and_plots(logistic_fit, tmp_path):
     plt.close("all")
 
 
+def test_profile_values_that_are_not_finite_are_refused_before_compiling(logistic_fit):
+    # a NaN among the values made every profile value NaN (and the interval with it)
+    _, result = logistic_fit
+    with pytest.raises(simkit.InputError, match=r"values must be finite; \[nan\] at positions \[1\]"):
+        result.profile("r", values=[0.7, np.nan, 0.9])
+    with pytest.raises(simkit.InputError, match=r"values must be finite; \[inf\]"):
+        result.profile("r", values=[0.7, np.inf])
+    with pytest.raises(simkit.InputError, match=r"non-empty 1-D sequence"):
+        result.profile("r", values=[[0.7, 0.8]])
+
+
+def test_an_observation_function_of_the_wrong_shape_is_refused_before_compiling():
+    """It was found only after the whole fit had run (or broadcast in silence)."""
+    data = simkit.Dataset(TIMES, _synthetic(), observed=lambda y, p: y[0] * 2.0, names=("twice",))
+    with pytest.raises(simkit.ShapeError, match=r"gives shape \(\), but the dataset has 1 value column\(s\): it must "
+                                                r"give shape \(1,\).*y\[1:2\] rather than y\[1\]"):
+        simkit.fit(LOGISTIC, data, free=["r", "K"])
+    both = simkit.Dataset(TIMES, _synthetic(), observed=lambda y, p: jnp.stack([y[0], y[0]]))
+    with pytest.raises(simkit.ShapeError, match=r"gives shape \(2,\)"):
+        simkit.fit(LOGISTIC, both, free=["r", "K"])
+    broken = simkit.Dataset(TIMES, _synthetic(), observed=lambda y, p: y[0:1] * p["missing"])
+    with pytest.raises(simkit.InputError, match=r"observed\(y, params\) fails on model 'logistic'.*KeyError"):
+        simkit.fit(LOGISTIC, broken, free=["r", "K"])
+
+
+def test_a_dataset_is_not_built_inside_a_transform():
+    import jax
+
+    with pytest.raises(simkit.InputTypeError, match=r"a Dataset holds observations as NumPy arrays.*traced"):
+        jax.jit(lambda v: simkit.Dataset(TIMES[:2], v, observed=("N",)).n_points)(jnp.ones(2))
+
+
 def test_profile_of_a_single_free_parameter_is_its_cost_curve():
     # nothing to minimise over: the profile is the cost with r set (it raised a TypeError: an
     # empty float index array); for one parameter near a good fit it is close to quadratic
@@ -404,7 +436,9 @@ def test_a_bound_that_holds_a_parameter_is_reported():
                             name="decay")
     data = simkit.Dataset(t, 2.0 * np.exp(-0.7 * t)[:, None], observed=("u",), t0=0.0)
     held = simkit.fit(model, data, bounds={"k": (1.0, 5.0)})
-    assert abs(held.estimates["k"] - 1.0) < 1e-3
-    assert any("k = 1" in h and "lower bound 1" in h for h in held.hints), held.hints
+    # the bound itself fits at least as well: the estimate is the bound, reported as a limit
+    assert held.estimates["k"] == 1.0 and held.at_limit["k"].startswith("k at its lower bound 1")
+    assert np.isnan(held.stderr["k"]) and held.intervals["k"][0] == 1.0
     free = simkit.fit(model, data, bounds={"k": (0.1, 5.0)})  # inside: no such hint
     assert abs(free.estimates["k"] - 0.7) < 1e-6 and not any("bound" in h for h in free.hints)
+    assert not free.at_limit

@@ -73,6 +73,23 @@ def test_negative_binomial_sir_fit_ends_at_scipys_optimum(flu):
     assert result.estimates["beta"] / result.estimates["gamma"] == pytest.approx(3.18, abs=0.01)  # R0
 
 
+def test_intervals_of_positive_parameters_stay_positive(flu):
+    """A Wald interval on the natural scale crossed zero (dispersion 12.0 within [-0.89,
+    24.8] on these counts); on the log scale it is exp(log k +- z se / k), named as such."""
+    from scipy import stats
+
+    result, _ = flu
+    z = stats.norm.ppf(0.975)
+    for name in ("beta", "gamma", "dispersion"):
+        value, se = result.estimates[name], result.stderr[name]
+        low, high = result.intervals[name]
+        assert low == pytest.approx(value * np.exp(-z * se / value), rel=1e-12) and low > 0
+        assert high == pytest.approx(value * np.exp(z * se / value), rel=1e-12)
+        assert result.interval_methods[name] == "Wald on the log scale"
+    assert "intervals: Wald on the log scale (beta, gamma, dispersion)" in str(result)
+    assert not result.at_limit
+
+
 def test_limits_end_the_fit_and_the_summary_says_which(flu):
     short = flu_fit(FLU, max_iterations=5)
     assert short.status == FitStatus.MAX_ITERATIONS and not short.converged and short.iterations == 5
@@ -143,5 +160,92 @@ def test_no_standard_error_where_the_curvature_is_not_positive():
     result = simkit.fit(model, simkit.Dataset(t, y, observed=("N",)), loss=simkit.GaussianNLL(),
                         optimizer=simkit.fitting.LBFGSB(), bounds="positive", max_iterations=1)
     assert any("not positive definite" in h for h in result.hints)
-    assert result.stderr["noise"] == np.inf and result.intervals["noise"] == (-np.inf, np.inf)
+    # no standard error: the whole positive half-line (the interval is on the log scale)
+    assert result.stderr["noise"] == np.inf and result.intervals["noise"] == (0.0, np.inf)
     assert all(s > 0 for s in result.stderr.values())
+
+
+def _log_gamma_ratio_exact(y, k):
+    """log G(y + k) - log G(k) for a whole y: y log k + the sum of log1p(j / k), j < y (each
+    term correct to rounding; math.fsum adds them exactly)."""
+    import math
+
+    return int(y) * math.log(k) + math.fsum(math.log1p(j / k) for j in range(int(y)))
+
+
+def test_log_gamma_ratio_is_accurate_for_any_dispersion():
+    """gammaln(y + k) - gammaln(k) loses several units per term near k = 1e15 (each term is
+    ~3e16) and everything at 1e20; log_gamma_ratio keeps the relative error near rounding."""
+    from simkit.fitting.objective import log_gamma_ratio
+
+    ks = np.logspace(-3, 20, 24)
+    ys = np.array([0, 1, 2, 3, 7, 30, 100, 1000, 10_000], float)
+    k, y = np.meshgrid(ks, ys, indexing="ij")
+    exact = np.vectorize(_log_gamma_ratio_exact)(y, k)
+    got = np.asarray(log_gamma_ratio(y, k))
+    error = np.abs(got - exact)
+    # relative to the terms' size (the ratio itself crosses 0 near k = 0.3, where a relative
+    # error of the sum means nothing): rounding is ~1e-16 of y |log k| + the largest term
+    size = np.abs(exact) + 1.0
+    assert np.max(error / size) < 1e-13, np.max(error / size)
+    assert float(log_gamma_ratio(2.0, 1e15)) == pytest.approx(np.log(1e15) + np.log(1e15 + 1), rel=1e-15)
+    assert float(log_gamma_ratio(0.0, np.inf)) == 0.0
+
+
+def test_negative_binomial_tends_to_the_poisson_likelihood():
+    import jax.numpy as jnp
+
+    mu, y = jnp.array([2.0, 3.0, 50.0, 0.5]), jnp.array([1.0, 4.0, 61.0, 0.0])
+    mask = jnp.ones(4, bool)
+    poisson = float(simkit.Poisson().nll(mu, y, 1.0, mask, None))
+    nb = simkit.NegativeBinomial()
+    for k in (1e8, 1e15, 1e20):
+        assert float(nb.nll(mu, y, 1.0, mask, jnp.log(k))) == pytest.approx(poisson, rel=1e-9 if k > 1e8 else 1e-6)
+    assert float(nb.nll(mu, y, 1.0, mask, jnp.inf)) == pytest.approx(poisson, rel=1e-14)
+    # against the exact sums at any dispersion (SciPy's nbinom.logpmf is 1.5e-12 off here at k = 1e4)
+    import math
+
+    for k in (0.01, 3.0, 1e4, 1e12):
+        exact = -math.fsum(_log_gamma_ratio_exact(b, k) - math.lgamma(b + 1) + b * math.log(a / k)
+                           - (k + b) * math.log1p(a / k) for a, b in zip(np.asarray(mu).tolist(), np.asarray(y).tolist()))
+        assert float(nb.nll(mu, y, 1.0, mask, jnp.log(k))) == pytest.approx(exact, rel=1e-13)
+
+
+def test_counts_that_are_not_over_dispersed_reach_the_poisson_limit(flu):
+    """Poisson draws from the epidemic, fitted with a negative binomial (the flu fit's
+    structure: its compiled programs serve). Their best dispersion is at infinity (the score
+    for over-dispersion, sum((y - mu)^2 - y), is -821 at the Poisson fit). An exponential
+    growth fit like it once reported "converged" with dispersion 8.5e15 and a cost of -404
+    (gammaln's rounding, which the optimiser followed); now the Poisson limit with SciPy's
+    Poisson optimum and cost, and a one-sided interval for the dispersion."""
+    from scipy import stats
+    from scipy.integrate import solve_ivp
+    from scipy.optimize import minimize
+
+    def infected(beta, gamma):
+        sol = solve_ivp(lambda t, y: [-beta * y[0] * y[1], beta * y[0] * y[1] - gamma * y[1], gamma * y[1]],
+                        (0.0, 14.0), list(Y0.values()), t_eval=DAYS, rtol=1e-11, atol=1e-13, method="DOP853")
+        return sol.y[1] * N
+
+    counts = np.random.default_rng(0).poisson(infected(1.6, 0.45)).astype(float)
+    result = flu_fit(counts)
+    best = minimize(lambda log_p: -stats.poisson.logpmf(counts, infected(*np.exp(log_p))).sum(),
+                    np.log([1.6, 0.45]), method="Nelder-Mead", options={"xatol": 1e-10, "fatol": 1e-12})
+    assert result.estimates["dispersion"] == np.inf and "dispersion" in result.at_limit
+    assert result.cost == pytest.approx(best.fun, rel=1e-8)
+    for name, value in zip(("beta", "gamma"), np.exp(best.x)):
+        assert result.estimates[name] == pytest.approx(value, rel=1e-5), name
+    low, high = result.intervals["dispersion"]
+    assert 1.0 < low < 1e4 and high == np.inf
+    assert result.interval_methods["dispersion"].startswith("likelihood ratio")
+    assert "dispersion → ∞: the Poisson model fits as well" in str(result)
+    assert "at a limit: dispersion → ∞" in result.message
+    assert np.isfinite(result.stderr["beta"]) and result.intervals["gamma"][0] > 0
+
+
+def test_a_noise_scale_at_zero_is_a_limit():
+    import jax.numpy as jnp
+
+    loss = simkit.GaussianNLL()
+    assert loss.limit(lambda e: 0.0, jnp.log(1e-12), 1.0).startswith("noise → 0")
+    assert loss.limit(lambda e: 0.0, jnp.log(0.1), 1.0) is None and loss.limit_value() == 0.0
