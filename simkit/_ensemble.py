@@ -40,6 +40,7 @@ from .errors import InputError, InputTypeError, ParameterError, ShapeError
 from .model import ODEModel
 from .parallel.agreement import same_call
 from .parallel.mesh import MEMBER_AXIS, gather, member_mesh, place
+from .placement import check_supported, warn_if_emulated
 from .params import refuse_traced
 from .status import Status
 
@@ -407,6 +408,8 @@ def ensemble(
     if not all(isinstance(d, jax.Device) for d in devices) or len(set(devices)) != len(devices):
         raise InputError(f"ensemble(): devices must be distinct jax devices, got {devices}")
     n_dev = len(devices)
+    check_supported(plan.solver, dtype, devices[0].platform, "simkit.ensemble")
+    warn_if_emulated(devices[0].platform, dtype, "simkit.ensemble")
     per_device = math.ceil(members / n_dev)
     if chunk_size is not None:
         check_count("chunk_size", chunk_size)

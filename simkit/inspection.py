@@ -362,6 +362,7 @@ def inspect(model: Any, t_span: Sequence[float] | None = None, **solve_kwargs: A
     bound.apply_defaults()
     kwargs = dict(bound.arguments)
     kwargs.pop("throw")  # acts on the result, not on the program
+    kwargs.pop("device")  # inspect compiles for JAX's default device
     plan = prepare(**kwargs)
     if plan.traced:
         raise InputTypeError("simkit.inspect compiles a program for concrete inputs: call it outside "

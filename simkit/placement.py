@@ -134,3 +134,23 @@ def warn_if_emulated(platform: str, dtype: Any, owner: str) -> None:
                   f"heat step 0.67 against 0.054 ms). For float32, wrap the call in "
                   f"`with simkit.precision('float32'):` or set SIMKIT_ENABLE_X64=0 before importing simkit. "
                   f"(Shown once per process.)", stacklevel=3)
+
+
+def platform_of(device: Any) -> str:
+    """The platform a call placed on ``device`` (None: JAX's default device) compiles for."""
+    if device is not None:
+        return device.platform
+    default = jax.config.jax_default_device
+    return getattr(default, "platform", None) or jax.default_backend()
+
+
+def check_supported(solver: Any, dtype: Any, platform: str, owner: str) -> None:
+    """Refuse, before compiling, what a platform's compiler cannot build: Radau IIA's complex
+    eigenvalue pair in complex128 on a TPU (XLA's TPU backend has no complex128)."""
+    from .kernels import RadauIIA5
+
+    if platform == "tpu" and isinstance(solver, RadauIIA5) and jnp.finfo(dtype).dtype == jnp.float64:
+        raise InputError(f"{owner}: simkit.RadauIIA5() in float64 cannot run on a TPU (its Newton iteration "
+                         f"solves a complex128 system, which XLA's TPU backend lacks). Use simkit.BDF() or "
+                         f"simkit.Rodas5P() there, run it on the host (device='host'), or compute in float32 "
+                         f"(`with simkit.precision('float32'):`)")

@@ -290,9 +290,10 @@ def lu_solve(lu_perm, b):
     return jnp.stack(rows)
 
 
-# On a TPU the straight-line code is used up to this size, `rolled_lu` above it (the
-# straight-line program grows as n^3 operations, each emulated in float64 there).
-TPU_STRAIGHT_LINE = SMALL_SYSTEM
+# On a TPU the straight-line code is used up to this size, `rolled_lu` and rolled triangular
+# solves above it (the straight-line program grows as n^3 operations, each emulated in float64
+# there, and a TPU compiles long straight-line loop bodies slowly).
+TPU_STRAIGHT_LINE = 0
 
 
 def _small_rolled(a):
@@ -314,10 +315,19 @@ def factor(a):
     return lapack_lu_factor(a)
 
 
+def _small_rolled_solve(lu, perm, b):
+    y = rolled_triangular_solve(lu, b[perm], lower=True, unit_diagonal=True)
+    return rolled_triangular_solve(lu, y, lower=False)
+
+
 def solve(factors, b):
     """Solve ``a x = b`` from `factor`'s output."""
-    if factors[0].shape[-1] <= SMALL_SYSTEM:
-        return lu_solve(factors, b)
+    n = factors[0].shape[-1]
+    if n <= SMALL_SYSTEM:
+        if n <= TPU_STRAIGHT_LINE:
+            return lu_solve(factors, b)
+        return lax.platform_dependent(*factors, b, tpu=_small_rolled_solve,
+                                      default=lambda lu, perm, b: lu_solve((lu, perm), b))
     return lapack_lu_solve(factors[0], factors[1], b)
 
 

@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..placement import platform_of, warn_if_emulated
 from .. import _config
 from .._aligned import to_device
 from .._prepare import check_flag, check_number, merge_params
@@ -763,9 +764,29 @@ def build_program(model: PDEModel, *, dt: float | Callable, steps: int, save_eve
             isinstance(k, str) and callable(f) for k, f in diagnostics.items())):
         raise InputTypeError("diagnostics must be a dict of name -> function(u, space), got "
                              f"{diagnostics!r:.80}")
+    for name, fn in (diagnostics or {}).items():
+        check_diagnostic(model, name, fn)
     return RolloutProgram(rhs=model.rhs, linear=model.linear, grid=model.grid, stepper=stepper,
                           n_saves=steps // save_every, save_every=save_every,
                           diagnostics=tuple((diagnostics or {}).items()), dt_rule=dt if callable(dt) else None)
+
+
+def check_diagnostic(model: PDEModel, name: str, fn: Callable) -> None:
+    """Refuse a diagnostic that does not return one array of numbers (traced on the
+    model's field shape, nothing computed): a string failed inside the rollout's scan with
+    JAX's "not a valid JAX type", naming neither the diagnostic nor the model."""
+    field = jax.ShapeDtypeStruct(np.shape(model.u0), _config.float_dtype())
+    need = "it must return a number or an array of numbers, e.g. space.integral(u[0])"
+    try:
+        out = jax.eval_shape(lambda u: fn(u, model.space), field)
+    except TypeError as err:
+        if "not a valid JAX type" not in str(err):
+            raise
+        raise InputTypeError(f"diagnostic {name!r} of {model.name!r} returned a value JAX cannot hold; {need}") from None
+    leaves = jax.tree_util.tree_leaves(out)
+    if len(leaves) != 1 or not isinstance(out, jax.ShapeDtypeStruct) or out.dtype.kind not in "biufc":
+        found = type(out).__name__ if not isinstance(out, jax.ShapeDtypeStruct) else f"dtype {out.dtype}"
+        raise InputTypeError(f"diagnostic {name!r} of {model.name!r} returned {found}; {need}")
 
 
 @_config.simkit_call()
@@ -843,11 +864,25 @@ def rollout(model: PDEModel, params: Mapping[str, Any] | None = None, u0: Any = 
     return us, ts, diags
 
 
+def check_param_shapes(model: PDEModel, params: Mapping[str, Any] | None) -> None:
+    """Refuse a parameter array of another shape than its default's (the model's rhs is
+    written for that shape: a velocity of 2 components for a 1-D advection failed inside the
+    rhs with JAX's "Incompatible types for broadcasting"). A scalar default may take an array
+    (e.g. a diffusivity that varies over the grid); more dimensions than the default are
+    refused by `merge_params` (a batch)."""
+    for name, value in (params or {}).items():
+        default = np.shape(model.params[name])
+        if default and np.ndim(value) == len(default) and np.shape(value) != default:
+            raise ShapeError(f"model {model.name!r}: parameter {name!r} has shape {np.shape(value)}, its default "
+                             f"{default}; the model's rhs is written for the default's shape")
+
+
 def rollout_arguments(model: PDEModel, params: Mapping[str, Any] | None, u0: Any, dt: Any, t0: Any) -> tuple:
     """The traced arguments of a rollout, ``(u0, params, bcs, t0, dt)``, without host checks
     (they may be tracers); ``dt`` is 0 for a rule (the program carries it)."""
     dtype = _config.float_dtype()
     merged = merge_params(model.params, params, owner=f"model {model.name!r}")
+    check_param_shapes(model, params)
     u = jnp.asarray(model.u0 if u0 is None else u0, dtype)
     if u.shape != np.shape(model.u0):
         raise ShapeError(f"model {model.name!r}: u0 must have shape {np.shape(model.u0)}, got {u.shape}")
@@ -876,6 +911,7 @@ def prepare(model: PDEModel, *, dt: float | Callable, steps: int, save_every: in
     if not adaptive and not (np.isfinite(dt) and dt > 0):
         raise InputError(f"dt must be positive and finite (or a rule dt(u, params, space)), got {dt}")
     merged = merge_params(model.params, params, owner=f"model {model.name!r}")
+    check_param_shapes(model, params)
     dtype = _config.float_dtype()
     u_init = np.asarray(model.u0 if u0 is None else u0, dtype)
     if u_init.shape != np.shape(model.u0):
@@ -959,14 +995,15 @@ def failure_message(model: PDEModel, program: RolloutProgram, times: tuple[float
     name = type(program.stepper).__name__
     step = "an adaptive dt" if callable(dt) else f"dt = {dt:g}"
     if not np.isfinite(after):
-        solve = (f"the inner solve of {program.stepper!r} did not converge (raise its max_steps, loosen its "
-                 "rtol/atol, or lower dt)")
+        solve = f"the inner solve of {program.stepper!r} did not converge"
+        advice = "raise its max_steps, loosen its rtol/atol, or lower dt"
         checked = type(program.stepper).step_with_status is not AbstractStepper.step_with_status
         if not callable(dt):
-            return f"{model.name!r}: after t = {before:g} (save block {bad}) {solve}; the fields from there on are NaN"
-        rule = "the dt rule gave a step that is not positive and finite"
-        return (f"{model.name!r}: after t = {before:g} (save block {bad}) {rule}"
-                + (f", or {solve}" if checked else "") + "; the fields from there on are NaN")
+            return (f"{model.name!r}: {solve} after t = {before:g} (save block {bad}; {advice}); the fields from "
+                    "there on are NaN")
+        return (f"{model.name!r}: the dt rule gave a step that is not positive and finite after t = {before:g} "
+                f"(save block {bad})" + (f", or {solve} ({advice})" if checked else "")
+                + "; the fields from there on are NaN")
     return (f"{model.name!r}: the field became non-finite between t = {before:g} and t = {after:g} "
             f"({name}, {step}); the step may be unstable for the evolved field, or the model blew up")
 
@@ -1083,6 +1120,7 @@ def integrate(
     program, u_init, params_j, dt_arg = prepare(model, dt=dt, steps=steps, save_every=save_every,
                                                 stepper=stepper, params=params, u0=u0, t0=t0,
                                                 diagnostics=diagnostics, check_stability=check_stability)
+    warn_if_emulated(platform_of(None), u_init.dtype, "simkit.stencil.integrate")
     us, ts, diags, bad = _rollout(program, to_device(u_init), params_j, model.bcs,
                                   jnp.asarray(t0, u_init.dtype), dt_arg)
     return finish(model, program, us, ts, {k: np.asarray(v) for k, v in diags.items()}, int(bad), dt, throw,

@@ -1,0 +1,287 @@
+"""simkit on an accelerator (GPU or TPU): compile time per kernel, ensembles, stencils, a
+multi-start fit. Run on the accelerator machine, one process per precision:
+
+    python benchmarks/accelerator.py compile --out results.json            # float64
+    SIMKIT_ENABLE_X64=0 python benchmarks/accelerator.py compile --out ...  # float32
+    python benchmarks/accelerator.py ensemble|stencil|fit --out ...
+
+Every figure is the median of several repetitions after a first call; the first call (trace,
+lower, compile, run) is reported apart. Agreement is against the same call on the host's CPU
+in the same process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import simkit
+from simkit import _config, models
+from simkit.kernels import linalg
+
+HOST = jax.devices("cpu")[0]
+DEVICE = jax.devices()[0]
+
+
+def _timed(fn, *args, repeats=5):
+    out = jax.block_until_ready(fn(*args))
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        times.append(time.perf_counter() - start)
+    return out, statistics.median(times)
+
+
+def _kernel_cases():
+    lorenz, rob, hires = models.get("lorenz"), models.get("robertson"), models.get("hires")
+    cases = []
+    for solver in (simkit.Tsit5(), simkit.DOPRI5(), simkit.DOP853()):
+        cases.append(("lorenz", lorenz, (0.0, 10.0), solver))
+    for solver in (simkit.Rodas5P(), simkit.Rodas4(), simkit.RadauIIA5(), simkit.BDF(), simkit.AutoSwitch()):
+        cases.append(("robertson", rob, (0.0, 1e5), solver))
+        cases.append(("hires", hires, (0.0, 321.8122), solver))
+    return cases
+
+
+def _program(model, t_span, solver, rtol):
+    def run(y0, params):
+        sol = simkit.solve(model, t_span, y0=y0, params=params, solver=solver, saveat=11, rtol=rtol,
+                           atol=rtol * 1e-3, throw=False, max_steps=200_000)
+        return sol.ys, sol.status
+
+    return run
+
+
+def compile_times(args):
+    """Trace and lower every kernel's program for the default device (in this thread), then
+    compile them `--threads` at a time, then run each: first-call parts and run times."""
+    dtype = _config.float_dtype()
+    rtol = 1e-8 if dtype == jnp.float64 else 1e-5
+    variants = [("rolled", 0)]
+    if args.variants:
+        variants.append(("straight-line", linalg.SMALL_SYSTEM))
+    lowered = []
+    for name, model, t_span, solver in _kernel_cases():
+        for variant, straight in variants:
+            if variant != "rolled" and name == "lorenz":
+                continue
+            linalg.TPU_STRAIGHT_LINE = straight
+            fn = jax.jit(_program(model, t_span, solver, rtol))
+            y0 = jnp.asarray(model.y0, dtype)
+            params = {k: jnp.asarray(v, dtype) for k, v in model.params.items()}
+            start = time.perf_counter()
+            row = dict(case=name, solver=str(solver), variant=variant, fn=fn, y0=y0, params=params)
+            try:
+                row["low"] = fn.trace(y0, params).lower()
+            except simkit.SimkitError as error:  # refused before compiling on this platform
+                row["error"] = f"{type(error).__name__}: {str(error)[:300]}"
+            row["lower_s"] = time.perf_counter() - start
+            lowered.append(row)
+    linalg.TPU_STRAIGHT_LINE = 0
+
+    def build(row):
+        if "low" not in row:
+            return row
+        start = time.perf_counter()
+        try:
+            row["exe"] = row["low"].compile()
+            row["compile_s"] = time.perf_counter() - start
+        except Exception as error:  # noqa: BLE001  (a row per failure)
+            row["error"] = f"{type(error).__name__}: {str(error).splitlines()[0][:300]}"
+        return row
+
+    with concurrent.futures.ThreadPoolExecutor(args.threads) as pool:
+        rows = list(pool.map(build, lowered))
+    out = []
+    for row in rows:
+        record = {k: row[k] for k in ("case", "solver", "variant", "lower_s") if k in row}
+        record.update({k: row[k] for k in ("compile_s", "error") if k in row})
+        if "exe" in row:
+            start = time.perf_counter()
+            ys, status = jax.block_until_ready(row["exe"](row["y0"], row["params"]))
+            record["first_run_s"] = time.perf_counter() - start
+            _, record["run_s"] = _timed(row["exe"], row["y0"], row["params"], repeats=3)
+            with jax.default_device(HOST):
+                ref, ref_status = jax.jit(row["fn"])(jax.device_put(row["y0"], HOST), jax.device_put(row["params"], HOST))
+                _, record["host_run_s"] = _timed(jax.jit(row["fn"]), jax.device_put(row["y0"], HOST),
+                                                 jax.device_put(row["params"], HOST), repeats=3)
+            ys, ref = np.asarray(ys, np.float64), np.asarray(ref, np.float64)
+            record["status"], record["host_status"] = int(status), int(ref_status)
+            record["max_rel_diff_vs_host"] = float(np.max(np.abs(ys - ref) / np.maximum(np.abs(ref), 1e-6)))
+            record["first_call_s"] = record["lower_s"] + record["compile_s"] + record["first_run_s"]
+        out.append(record)
+        print(json.dumps(record), flush=True)
+    return out
+
+
+def lorenz_ensemble(args):
+    """Lorenz, rho ~ U[10, 50], t 0..10, rtol = atol = 1e-6, final state only: simkit.ensemble
+    against diffrax's own jax.vmap of the same problem (Tsit5, PID controller)."""
+    import diffrax
+
+    dtype = _config.float_dtype()
+    lorenz = models.get("lorenz")
+    out = []
+    for n in args.members:
+        rho = jnp.asarray(np.random.default_rng(0).uniform(10, 50, n), dtype)
+        start = time.perf_counter()
+        ens = simkit.ensemble(lorenz, (0.0, 10.0), params={"rho": rho}, saveat=jnp.asarray([10.0], dtype),
+                              rtol=1e-6, atol=1e-6)
+        first = time.perf_counter() - start
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            ens = simkit.ensemble(lorenz, (0.0, 10.0), params={"rho": rho}, saveat=jnp.asarray([10.0], dtype),
+                                  rtol=1e-6, atol=1e-6)
+            jax.block_until_ready(ens.ys)
+            times.append(time.perf_counter() - start)
+        run = statistics.median(times)
+        row = dict(workload="lorenz_ensemble", members=n, dtype=jnp.dtype(dtype).name, simkit_first_call_s=first,
+                   simkit_run_s=run, simkit_solves_per_s=n / run, failed=int(np.sum(np.asarray(ens.status) != 0)))
+
+        term = diffrax.ODETerm(lambda t, y, r: jnp.stack([10.0 * (y[1] - y[0]), y[0] * (r - y[2]) - y[1],
+                                                           y[0] * y[1] - 8.0 / 3.0 * y[2]]))
+
+        @jax.jit
+        def peer(rho):
+            def one(r):
+                sol = diffrax.diffeqsolve(term, diffrax.Tsit5(), 0.0, 10.0, None, jnp.ones(3, dtype), args=r,
+                                          stepsize_controller=diffrax.PIDController(rtol=1e-6, atol=1e-6),
+                                          saveat=diffrax.SaveAt(t1=True), max_steps=100_000)
+                return sol.ys[-1]
+            return jax.vmap(one)(rho)
+
+        if n <= args.peer_max:
+            start = time.perf_counter()
+            ref = jax.block_until_ready(peer(rho))
+            row["diffrax_first_call_s"] = time.perf_counter() - start
+            _, row["diffrax_run_s"] = _timed(peer, rho, repeats=3)
+            row["diffrax_solves_per_s"] = n / row["diffrax_run_s"]
+            ok = np.asarray(ens.status) == 0
+            row["max_abs_diff_vs_diffrax_at_t10_median"] = float(
+                np.median(np.abs(np.asarray(ens.ys)[ok, -1] - np.asarray(ref)[ok])))
+        out.append(row)
+        print(json.dumps(row), flush=True)
+    return out
+
+
+def stencils(args):
+    """Heat (forward Euler, periodic 5-point Laplacian) and Gray-Scott (RK4) steps through
+    simkit.stencil.rollout, against a plain-JAX jnp.roll loop and a large elementwise pass
+    (the bandwidth reference measured in the same run)."""
+    from simkit import stencil as sk
+
+    dtype = _config.float_dtype()
+    itemsize = jnp.dtype(dtype).itemsize
+    out = []
+
+    x = jnp.ones((8192, 8192), dtype)
+    triad = jax.jit(lambda a: a * 1.0001 + 0.5)
+    _, t = _timed(triad, x, repeats=10)
+    bandwidth = 2 * x.size * itemsize / t
+    out.append(dict(workload="elementwise_pass", n=8192, dtype=jnp.dtype(dtype).name, run_s=t, bytes_per_s=bandwidth))
+    print(json.dumps(out[-1]), flush=True)
+
+    for n in args.sizes:
+        grid = sk.Grid((n, n), 0.0, 1.0)
+        heat = simkit.PDEModel(rhs=lambda t, u, p, space: p["d"] * sk.laplacian(space.pad(u), space.spacing),
+                               grid=grid, bcs=sk.Periodic(), params={"d": 1.0},
+                               u0=np.zeros((1, n, n)) + np.sin(2 * np.pi * np.asarray(grid.coordinates()[0]))[None],
+                               name="heat")
+        dt = 0.2 / n**2
+        steps = 200
+        roll = jax.jit(lambda u: sk.rollout(heat, u0=u, dt=dt, steps=steps, stepper=sk.ForwardEuler())[0][-1])
+        u0 = jnp.asarray(heat.u0, dtype)
+        start = time.perf_counter()
+        jax.block_until_ready(roll(u0))
+        first = time.perf_counter() - start
+        _, t = _timed(roll, u0, repeats=3)
+
+        def plain(u):
+            def body(_, u):
+                lap = (jnp.roll(u, 1, 0) + jnp.roll(u, -1, 0) + jnp.roll(u, 1, 1) + jnp.roll(u, -1, 1) - 4 * u) * n**2
+                return u + dt * lap
+            return jax.lax.fori_loop(0, steps, body, u)
+
+        plain = jax.jit(plain)
+        _, tp = _timed(plain, u0[0], repeats=3)
+        per_step = t / steps
+        row = dict(workload="heat_euler", n=n, dtype=jnp.dtype(dtype).name, first_call_s=first, step_s=per_step,
+                   bytes_per_s=2 * n * n * itemsize / per_step, fraction_of_elementwise=2 * n * n * itemsize / per_step / bandwidth,
+                   plain_roll_step_s=tp / steps, plain_over_simkit=tp / t)
+        out.append(row)
+        print(json.dumps(row), flush=True)
+
+    gs = models.get("gray_scott")
+    for n in args.sizes:
+        grid = sk.Grid((n, n), gs.grid.lower if hasattr(gs.grid, "lower") else 0.0, 2.5)
+        model = gs.replace(grid=grid, u0=np.concatenate([np.ones((1, n, n)), np.zeros((1, n, n))]) + 0.01 * np.random.default_rng(0).random((2, n, n)))
+        steps = 20
+        roll = jax.jit(lambda u: sk.rollout(model, u0=u, dt=0.5, steps=steps)[0][-1])
+        u0 = jnp.asarray(model.u0, dtype)
+        start = time.perf_counter()
+        jax.block_until_ready(roll(u0))
+        first = time.perf_counter() - start
+        _, t = _timed(roll, u0, repeats=3)
+        out.append(dict(workload="gray_scott_rk4", n=n, dtype=jnp.dtype(dtype).name, first_call_s=first, step_s=t / steps))
+        print(json.dumps(out[-1]), flush=True)
+    return out
+
+
+def multistart_fit(args):
+    """Lotka-Volterra on the Hudson Bay lynx-hare pelts, `--starts` starts, on the default
+    device (batched) and on the host's CPU."""
+    data = simkit.datasets.lynx_hare() if hasattr(simkit, "datasets") else None
+    from simkit import datasets
+
+    data = datasets.lynx_hare()
+    model = models.get("lotka_volterra")
+    out = []
+    for where in ("default", "host"):
+        dev = DEVICE if where == "default" else HOST
+        with jax.default_device(dev):
+            start = time.perf_counter()
+            result = simkit.fit(model, data, loss=simkit.LogNormal(), starts=args.starts)
+            first = time.perf_counter() - start
+            start = time.perf_counter()
+            result = simkit.fit(model, data, loss=simkit.LogNormal(), starts=args.starts)
+            run = time.perf_counter() - start
+        out.append(dict(workload="lynx_hare_multistart", starts=args.starts, where=where, platform=dev.platform,
+                        first_call_s=first, run_s=run, cost=float(result.cost)))
+        print(json.dumps(out[-1]), flush=True)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("part", choices=["compile", "ensemble", "stencil", "fit"])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--threads", type=int, default=6)
+    parser.add_argument("--variants", action="store_true", help="also the straight-line small LU on a TPU")
+    parser.add_argument("--members", type=int, nargs="+", default=[100_000, 1_000_000])
+    parser.add_argument("--peer-max", type=int, default=100_000)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[2048, 8192])
+    parser.add_argument("--starts", type=int, default=1024)
+    args = parser.parse_args()
+    parts = {"compile": compile_times, "ensemble": lorenz_ensemble, "stencil": stencils, "fit": multistart_fit}
+    rows = parts[args.part](args)
+    meta = dict(device=str(DEVICE), platform=DEVICE.platform, jax=jax.__version__, python=sys.version.split()[0],
+                host=platform.processor() or platform.machine(), cpu_count=os.cpu_count(),
+                dtype=jnp.dtype(_config.float_dtype()).name, date=time.strftime("%Y-%m-%d"))
+    with open(args.out, "w") as f:
+        json.dump(dict(meta=meta, rows=rows), f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

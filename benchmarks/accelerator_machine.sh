@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Set up a bare accelerator machine (JAX, NumPy and SciPy installed; no network) from a
+# checkout, then run what is asked of it, writing under $OUT:
+#   bash benchmarks/accelerator_machine.sh lane       # the accelerator lane, float64 and float32
+#   bash benchmarks/accelerator_machine.sh compile    # compile time per kernel, both precisions
+#   bash benchmarks/accelerator_machine.sh bench      # ensembles, stencils, a multi-start fit
+# simkit's pure-Python dependencies that the machine's package index lacks travel as wheels in
+# .whl-tpu/ (pip download --no-deps ... diffrax equinox lineax optimistix jaxopt jaxtyping
+# wadler_lindig h5netcdf); the others come from the machine's own index (KINDS.md of the
+# workplace's device tool).
+set -u
+OUT=${OUT:-/tmp/simkit-accelerator}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+{
+  PIP_CONFIG_FILE=/dev/null python3 -m pip install --isolated -q --no-index --no-deps --no-compile \
+    --no-cache-dir --upgrade --target /tmp/site .whl-tpu/*.whl
+  PIP_CONFIG_FILE=/dev/null python3 -m pip install --isolated -q --only-binary=:all: \
+    --index-url file:///opt/pypi/simple --target /tmp/site2 xarray h5py matplotlib tqdm
+  python3 -c 'import platform, jax; print(platform.libc_ver(), jax.__version__, jax.devices())'
+} > "$OUT/setup.log" 2>&1
+export PYTHONPATH="${PYTHONPATH:-}:/tmp/site:/tmp/site2:$PWD"
+lane() {  # $1: f64 or f32, $2: seconds
+  local x64=1; [ "$1" = f32 ] && x64=0
+  SIMKIT_ENABLE_X64=$x64 timeout "$2" python3 -m pytest -m accelerator -p no:xdist -p no:cacheprovider \
+    -q --durations=0 -W "ignore:cloud_tpu_init failed:UserWarning" -W "ignore:Transparent hugepages:UserWarning" \
+    tests/test_accelerator.py > "$OUT/lane_$1.txt" 2>&1
+  echo "exit $?" >> "$OUT/lane_$1.txt"
+}
+compile_times() {  # $1: f64 or f32, $2: seconds, rest: options
+  local x64=1; [ "$1" = f32 ] && x64=0
+  local name=$1 seconds=$2; shift 2
+  SIMKIT_ENABLE_X64=$x64 timeout "$seconds" python3 benchmarks/accelerator.py compile --threads 8 \
+    --out "$OUT/compile_$name.json" "$@" > "$OUT/compile_$name.log" 2>&1
+  echo "exit $?" >> "$OUT/compile_$name.log"
+}
+for part in "$@"; do
+  case $part in
+    lane) lane f64 170; lane f32 100 ;;
+    compile) compile_times f64 200 --variants; compile_times f32 80 ;;
+    bench)
+      SIMKIT_ENABLE_X64=0 timeout 200 python3 benchmarks/accelerator.py ensemble --out "$OUT/ensemble_f32.json" > "$OUT/bench.log" 2>&1
+      timeout 150 python3 benchmarks/accelerator.py ensemble --members 100000 --peer-max 0 --out "$OUT/ensemble_f64.json" >> "$OUT/bench.log" 2>&1
+      SIMKIT_ENABLE_X64=0 timeout 100 python3 benchmarks/accelerator.py stencil --out "$OUT/stencil_f32.json" >> "$OUT/bench.log" 2>&1
+      SIMKIT_ENABLE_X64=0 timeout 100 python3 benchmarks/accelerator.py fit --out "$OUT/fit_f32.json" >> "$OUT/bench.log" 2>&1 ;;
+  esac
+done
