@@ -281,7 +281,7 @@ class Problem:
             loss=loss, names=space.names, lower=tuple(map(float, space.lower)), upper=tuple(map(float, space.upper)),
             n_model=self.n_model, ode_solver=ode_solver, max_steps=int(max_steps),
             kernel=_runs_kernels(model, ode_solver), scales=space.scales, y0_function=y0_function,
-            noise_index=tuple(tuple(int(i) for i in columns) for columns in noise_index))
+            noise_index=tuple(tuple(self.n_model + int(i) for i in columns) for columns in noise_index))
         self.arrays = {
             "times": [jnp.asarray(d.times, dtype) for d in self.datasets],
             "t0": [jnp.asarray(d.t0, dtype) for d in self.datasets],

@@ -97,3 +97,68 @@ def test_bad_input_is_refused_before_compiling():
         least_squares_bounded(lambda x: x, np.zeros((1, 2)), np.array([0.0, 2.0]), np.array([1.0, 1.0]))
     with pytest.raises(InputError, match="lanes"):
         minimize_bounded(rosenbrock, np.zeros((1, 4)), LOWER, UPPER, lanes=0)
+
+
+def test_the_logistic_transform_has_a_finite_derivative_far_out():
+    # 1 / (1 + exp(-z)) differentiated gave NaN past |z| ~ 709: a line search stalled for good
+    from simkit.fitting.parameters import ParameterSpace
+
+    space = ParameterSpace(("k",), np.array([1e-5]), np.array([1e5]), np.array([1.0]), ("log10",))
+    for z in (-1e4, -800.0, 0.0, 800.0, 1e4):
+        value, slope = jax.jvp(space.to_natural, (jnp.array([z]),), (jnp.ones(1),))
+        assert np.isfinite(float(value[0])) and np.isfinite(float(slope[0]))
+        assert 1e-5 <= float(value[0]) <= 1e5
+
+
+def test_fit_with_log10_scales_given_starts_a_y0_function_and_a_noise_per_observable():
+    import simkit
+    from simkit import fitting
+
+    # a -> b at rate k1, b decays at k2; the initial amount a0 is a parameter (y0 = [a0, 0])
+    rhs = lambda t, y, p: jnp.stack([-p["k1"] * y[0], p["k1"] * y[0] - p["k2"] * y[1]])
+    model = simkit.ODEModel(rhs=rhs, params={"k1": 0.5, "k2": 0.05, "a0": 1.0}, y0=[1.0, 0.0],
+                            state_names=("a", "b"), name="chain")
+    t = np.linspace(0.5, 20.0, 12)
+    truth = simkit.solve(model, (0.0, 20.0), saveat=t)
+    rng = np.random.default_rng(1)
+    values = np.stack([truth["a"] + 0.02 * rng.standard_normal(12), truth["b"] + 0.05 * rng.standard_normal(12)], 1)
+    data = simkit.Dataset(t, values, observed=("a", "b"), t0=0.0)
+    # k2's lower bound 0.1 is above the data's 0.05: held there. The first start's k1 sits 1e-7
+    # of the span above its lower bound, where a logistic transform on the natural scale is flat
+    bounds = {"k1": (1e-5, 1e5), "k2": (0.1, 1e5), "a0": (0.1, 10.0)}
+    result = simkit.fit(model, data, free=["k1", "k2", "a0"], bounds=bounds, initial={"k2": 0.5}, scales={"k1": "log10", "k2": "log10"},
+                        loss=fitting.GaussianNLL(per_observable=True), initial_state=lambda p: jnp.stack([p["a0"], 0.0]),
+                        starts=[{"k1": 1e-2, "k2": 3.0}, {"k1": 1.0, "k2": 0.2, "a0": 2.0}])
+    assert result.optimizer_name == "LBFGSB"
+    assert result.names == ("k1", "k2", "a0", "noise:a", "noise:b")
+    assert result.start_ends.shape == (2, 5) and result.start_at_bound.shape == (2, 5)
+    assert [s.name for s in result.start_status] == ["CONVERGED", "CONVERGED"]
+    np.testing.assert_allclose(result.start_costs[0], result.start_costs[1], atol=1e-6)  # the same optimum
+    # k2 ends exactly at its lower bound, and says so
+    assert result.estimates["k2"] == 0.1
+    assert result.start_at_bound.tolist() == [[0, -1, 0, 0, 0]] * 2
+    assert "k2 at its lower bound 0.1" in result.message
+    # each noise is its column's maximum-likelihood value: the root mean square residual
+    mu, _ = result.problem.predict(jnp.asarray(result.theta), 0)
+    rms = np.sqrt(np.mean((np.asarray(mu) - values) ** 2, axis=0))
+    np.testing.assert_allclose([result.estimates["noise:a"], result.estimates["noise:b"]], rms, rtol=1e-5)
+    # the initial state follows a0
+    _, y0 = result.problem.params_and_y0(result.theta, 0)
+    assert np.asarray(y0).tolist() == [result.estimates["a0"], 0.0]
+
+
+def test_fit_input_errors_for_scales_and_starts():
+    import simkit
+
+    model = simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * y, params={"k": 1.0}, y0=[1.0], state_names=("u",))
+    data = simkit.Dataset([0.5, 1.0], [0.6, 0.37], observed=("u",), t0=0.0)
+    with pytest.raises(InputError, match="log scale but may be negative"):
+        simkit.fit(model, data, scales={"k": "log10"})
+    with pytest.raises(InputError, match="scales must be one of"):
+        simkit.fit(model, data, bounds={"k": (0.0, 5.0)}, scales={"k": "ln"})
+    with pytest.raises(InputError, match=r"shape \(n_starts, 1\)"):
+        simkit.fit(model, data, starts=np.ones((2, 3)))
+    with pytest.raises(InputError, match=r"outside their bounds.*\(1, 'k'\)"):
+        simkit.fit(model, data, bounds={"k": (0.0, 5.0)}, starts=[[1.0], [7.0]])
+    with pytest.raises(InputError, match="initial_state function gives shape"):
+        simkit.fit(model, data, initial_state=lambda p: jnp.ones(2))
