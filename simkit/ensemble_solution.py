@@ -10,7 +10,7 @@ import jax
 import numpy as np
 
 from . import io
-from .errors import InputError
+from .errors import InputError, InputTypeError
 from .solution import state_column
 from .status import Status, describe
 
@@ -270,6 +270,13 @@ class EnsembleSolution(io.Saveable):
         numpy.ndarray
             Shape ``(time, state)``; NaN where fewer than ``ddof + 1`` members are valid.
 
+        Raises
+        ------
+        InputTypeError
+            ``ddof`` is not a whole number.
+        InputError
+            ``ddof`` is negative (a divisor above the member count: NumPy took it silently).
+
         Examples
         --------
         >>> import numpy as np, simkit
@@ -278,7 +285,12 @@ class EnsembleSolution(io.Saveable):
         >>> ens.std().shape, float(ens.std()[0, 0])  # every member starts at the same y0
         ((5, 3), 0.0)
         """
-        return self._valid("std()").std(axis=0, ddof=ddof).filled(np.nan)
+        if isinstance(ddof, (bool, np.bool_)) or not isinstance(ddof, (int, np.integer)):
+            raise InputTypeError(f"EnsembleSolution.std(): ddof must be a whole number (1: the sample standard "
+                                 f"deviation, 0: the population's), got {ddof!r}")
+        if ddof < 0:
+            raise InputError(f"EnsembleSolution.std(): ddof must be >= 0 (the divisor is n - ddof), got {ddof}")
+        return self._valid("std()").std(axis=0, ddof=int(ddof)).filled(np.nan)
 
     def quantile(self, q: float | Any) -> np.ndarray:
         """Quantile(s) over the valid members at each save time.
@@ -296,8 +308,11 @@ class EnsembleSolution(io.Saveable):
 
         Raises
         ------
-        ValueError
-            A quantile outside ``[0, 1]`` (NumPy's).
+        InputError
+            A quantile outside ``[0, 1]`` or NaN (a percentage such as 90 for 0.9 too);
+            the message gives the values.
+        InputTypeError
+            ``q`` is not a number or an array of numbers.
 
         Examples
         --------
@@ -307,6 +322,16 @@ class EnsembleSolution(io.Saveable):
         >>> ens.quantile(0.5).shape, ens.quantile([0.05, 0.95]).shape
         ((5, 3), (2, 5, 3))
         """
+        try:
+            levels = np.asarray(q, dtype=float)
+        except (TypeError, ValueError):
+            raise InputTypeError(f"EnsembleSolution.quantile(): q must be a number or numbers in [0, 1], "
+                                 f"got {q!r:.60}") from None
+        outside = levels[~((levels >= 0.0) & (levels <= 1.0))]  # NaN is outside too
+        if outside.size:  # NumPy's "Quantiles must be in the range [0, 1]" named neither the call nor the value
+            finite = outside[np.isfinite(outside)]
+            hint = " (a percentage? 90 % is q=0.9)" if finite.size and np.all(finite >= 2.0) else ""
+            raise InputError(f"EnsembleSolution.quantile(): q must lie in [0, 1], got {outside.tolist()}{hint}")
         data = self._valid("quantile()").filled(np.nan)
         return np.nanquantile(data, q, axis=0)
 
@@ -454,7 +479,7 @@ class EnsembleSolution(io.Saveable):
         ...                       params={"rho": np.linspace(10.0, 30.0, 4)})
         >>> ax = ens.plot(state="z")
         >>> ax.get_ylabel()
-        'z'
+        'z (dimensionless)'
         """
         from .plot import plot_fan
 

@@ -11,7 +11,7 @@ import equinox as eqx
 import numpy as np
 
 from ._traced_checks import wrong_arity
-from .errors import InputTypeError, ParameterError, ShapeError
+from .errors import InputError, InputTypeError, ParameterError, ShapeError
 from .params import check_function, check_value, merge_params
 
 Params = Mapping[str, Any]
@@ -40,7 +40,12 @@ def _as_names(names: Any) -> tuple[str, ...] | None:
     if isinstance(names, str):  # tuple("uv") is ('u', 'v'): a string was split into letters in silence
         raise InputTypeError(f"state_names must be a sequence of names, e.g. ({names!r},) or a list, not the "
                              f"string {names!r}")
-    return tuple(names)
+    names = tuple(names)
+    empty = [i for i, n in enumerate(names) if isinstance(n, str) and not n.strip()]
+    if empty:  # an empty name was taken: sol[""], a file variable "" and a plot legend without a label
+        raise InputError(f"state_names{empty} are empty in {names}: every state needs a name (it names the state "
+                         "in sol['name'], saved files and plots)")
+    return names
 
 
 def _as_state(y0: Any) -> Any:
@@ -65,6 +70,17 @@ class ODEModel(eqx.Module):
         unit), ``y`` of shape ``(n_states,)``, ``params`` a dict of scalars or arrays; returns
         an array of shape ``(n_states,)``. Written for one sample; use ``jax.vmap`` or
         `simkit.ensemble` for batches.
+
+        Pure means its result depends on its arguments only. Anything else it reads (a
+        global variable, a variable of an enclosing function, an attribute of an object, a
+        NumPy array changed in place) is read once, when simkit first compiles the function,
+        and is a constant of the compiled program from then on; simkit keeps that program for
+        the function, so later changes are not seen, even by a new model built on the same
+        function (JAX's rule for impure functions). Pass such values in ``params`` (traced:
+        new values need no recompilation). Building a model warns where this is cheap to
+        see: an rhs that is a bound method of a mutable object, or one that reads a NumPy
+        array (a global or an enclosing variable) changed in place since the first model
+        built on it.
     params : dict
         Default parameter values, ``{name: value}`` (scalars or arrays).
     y0 : array_like
@@ -107,6 +123,8 @@ class ODEModel(eqx.Module):
     ShapeError
         ``y0`` is not 1-D or does not have one component per state name, state names
         repeat, or ``t_span`` is not two finite numbers.
+    InputError
+        A state name is empty (or only spaces).
     InputTypeError
         ``params`` is not a mapping of names, a parameter is not a number or a numeric array,
         ``state_names`` is a string, ``stiff`` is not True, False or None, ``rhs``
@@ -176,6 +194,9 @@ class ODEModel(eqx.Module):
                 self.stiff, bool):
             raise InputTypeError(f"model {self.name!r}: stiff must be True, False or None (unknown: detect "
                                  f"stiffness while solving), got {self.stiff!r}")
+        from ._purity import warn_if_impure
+
+        warn_if_impure(self.rhs, "rhs", self.name)  # what it reads besides (t, y, params) is compiled in
 
     @property
     def n_states(self) -> int:

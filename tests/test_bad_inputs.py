@@ -1,4 +1,4 @@
-"""Catalogue of bad inputs across the public API (issue 11, part 4).
+"""Catalogue of bad inputs across the public API.
 
 Every case is ``(call, error, match)``: ``call()`` must raise ``error`` (the built-in a Python
 user catches: ``ValueError``, ``TypeError``, ``KeyError``), the error must also be a
@@ -57,6 +57,15 @@ RHS_MATRIX = _bad_rhs_model(lambda t, y, p: jnp.outer(y, y), "rhs_matrix")
 RHS_COMPLEX = _bad_rhs_model(lambda t, y, p: 1j * y, "rhs_complex")
 
 DATA = Dataset(times=[0.0, 1.0, 2.0], values=[1.0, 2.0, 3.0], observed=("x",))
+
+# an ensemble result of 3 members built from arrays (no solve, nothing compiled)
+ENS = simkit.EnsembleSolution(ts=np.tile([0.0, 0.5, 1.0], (3, 1)), ys=np.arange(9.0).reshape(3, 3, 1),
+                              status=np.zeros(3, np.int32), stats={}, params={}, y0=np.zeros((3, 1)),
+                              t_final=np.ones(3), y_final=np.ones((3, 1)), state_names=("x",))
+ADVECTION = models.get("advection")  # params {'velocity': (1,)}: one per grid axis
+PADDED = stencil.pad(np.arange(5.0), stencil.Neumann(0.0), 1, (1.0,))
+SMALL_HEAT = stencil.PDEModel(rhs=HEAT.rhs, grid=stencil.Grid((4,), 0.0, 1.0), bcs=stencil.Periodic(),
+                              params={"diffusivity": 0.1}, u0=np.ones((1, 4)), name="small_heat")
 
 _TMP = tempfile.TemporaryDirectory(prefix="simkit-bad-inputs-")  # removed at exit
 _CSV_DIR = _TMP.name
@@ -403,7 +412,7 @@ CASES = [
     pytest.param(fit(data=Dataset(times=[0.0, 1.0], values=[1.0, 2.0], observed=("q",))), ValueError,
                  r"observes \['q'\], not states of 'lorenz'", id="fit-data-unknown-state"),
     pytest.param(fit(starts=0), ValueError, r"starts must be at least 1, got 0", id="fit-starts-0"),
-    pytest.param(fit(initial_state="guess"), ValueError, r"initial_state must be 'fixed' or 'fit', got 'guess'",
+    pytest.param(fit(initial_state="guess"), ValueError, r"initial_state must be 'fixed',? (or )?'fit'.*, got 'guess'",
                  id="fit-initial-state"),
     pytest.param(fit(optimizer="lm"), (TypeError, ValueError), r"optimizer must be a simkit fitting optimiser.*'lm'",
                  id="fit-optimizer-string"),
@@ -473,6 +482,46 @@ CASES = [
     pytest.param(lambda: LORENZ.replace(diffusion=_Unhashable()), TypeError, r"diffusion must be hashable",
                  id="model-diffusion-unhashable"),
     pytest.param(solve(events=_Unhashable()), TypeError, r"Event: fn must be hashable", id="solve-event-unhashable"),
+    # -- results, stencils and meshes: NumPy's, JAX's or Python's own errors before, or no error ----------
+    pytest.param(lambda: ENS.quantile(1.5), ValueError, r"EnsembleSolution.quantile\(\): q must lie in \[0, 1\], got "
+                 r"\[1.5\]$", id="ensemble-quantile-above-one"),
+    pytest.param(lambda: ENS.quantile([5, 95]), ValueError, r"got \[5.0, 95.0\] \(a percentage\? 90 % is q=0.9\)",
+                 id="ensemble-quantile-percent"),
+    pytest.param(lambda: ENS.quantile(NAN), ValueError, r"q must lie in \[0, 1\], got \[nan\]", id="ensemble-quantile-nan"),
+    pytest.param(lambda: ENS.quantile("median"), TypeError, r"q must be a number or numbers in \[0, 1\], got 'median'",
+                 id="ensemble-quantile-string"),
+    pytest.param(lambda: ENS.std(ddof=-1), ValueError, r"std\(\): ddof must be >= 0 \(the divisor is n - ddof\), "
+                 r"got -1", id="ensemble-std-ddof-negative"),  # (a divisor of n + 1, silently)
+    pytest.param(lambda: ENS.std(ddof=0.5), TypeError, r"std\(\): ddof must be a whole number", id="ensemble-std-ddof-float"),
+    pytest.param(integrate(diagnostics={"label": lambda u, s: "hot"}), TypeError, r"diagnostic 'label' of 'heat_1d' "
+                 r"returned a value JAX cannot hold; it must return a number or an array", id="integrate-diagnostic-string"),
+    pytest.param(rollout(diagnostics={"none": lambda u, s: None}), TypeError, r"diagnostic 'none' of 'heat_1d' "
+                 r"returned NoneType", id="rollout-diagnostic-none"),
+    pytest.param(lambda: parallel.mesh_for(stencil.Grid((4,), 0.0, 1.0), jax.devices()[:4], shape=(4,)), ValueError,
+                 r"grid of shape \(4,\) is too small for mesh \(4,\) \(4 devices\): axis 0 \(4 points over 4 devices: "
+                 r"1 each, fewer than 2\); device counts that work for this grid: \[1, 2\]", id="parallel-mesh-too-small"),
+    pytest.param(lambda: parallel.integrate(SMALL_HEAT, mesh=parallel.mesh_for(stencil.Grid((8,), 0.0, 1.0),
+                                                                               jax.devices()[:4]), dt=1e-5, steps=2),
+                 ValueError, r"grid of shape \(4,\) is too small for "
+                 r"mesh \(4,\) \(4 devices\)", id="parallel-integrate-grid-too-small"),  # named a 1-point Grid
+    pytest.param(lambda: stencil.Rusanov("fast"), TypeError, r"Rusanov\(wave_speed\): wave_speed is f'\(u\), a function "
+                 r"of the state .* or a constant speed \(e.g. Rusanov\(1.0\)\); got 'fast'", id="rusanov-string"),
+    pytest.param(lambda: stencil.Rusanov(INF), ValueError, r"a constant speed must be finite, got inf", id="rusanov-inf"),
+    pytest.param(lambda: stencil.advection(PADDED, 1.0, 1.0), TypeError, r"advection: velocity must be a sequence of "
+                 r"one entry per grid axis, e.g. \[1.0\]", id="advection-velocity-number"),
+    pytest.param(lambda: stencil.advection(PADDED, [np.ones(3)], 1.0), ValueError, r"advection: velocity\[0\] has "
+                 r"shape \(3,\); each entry is a number or an array of the field's shape \(5,\)",
+                 id="advection-velocity-shape"),
+    pytest.param(integrate(model=ADVECTION, params={"velocity": np.array([1.0, 2.0])}), ValueError,
+                 r"model 'advection': parameter 'velocity' has shape \(2,\), its default \(1,\)",
+                 id="integrate-velocity-shape"),  # JAX's "Incompatible types for broadcasting" from inside the rhs
+    pytest.param(lambda: stencil.rollout(ADVECTION, {"velocity": np.ones(200)}, dt=1e-4, steps=2), ValueError,
+                 r"parameter 'velocity' has shape \(200,\), its default \(1,\)", id="rollout-velocity-shape"),
+    pytest.param(lambda: simkit.ODEModel(rhs=_osc, params={"k": 1.0}, y0=[1.0, 0.0], state_names=("x", "")),
+                 ValueError, r"state_names\[1\] are empty in \('x', ''\): every state needs a name",
+                 id="model-state-name-empty"),
+    pytest.param(lambda: simkit.ODEModel(rhs=_osc, params={"k": 1.0}, y0=[1.0, 0.0], state_names=(" ", "v")),
+                 ValueError, r"state_names\[0\] are empty", id="model-state-name-blank"),
 ]
 
 
@@ -691,3 +740,61 @@ def test_fit_warns_where_the_models_initial_state_moves_to_the_first_observation
         warnings.simplefilter("error")
         _warn_y0_moved(decay, [Dataset(**late, t0=2.0), Dataset(**late, y0={"x": 0.3}),
                                Dataset(times=[0.0, 3.0], values=[1.0, 0.1], observed=("x",))])
+
+
+def test_a_chunk_size_above_the_members_is_bounded_by_them():
+    """37 members with chunk_size=10**9 were padded to 2e9 lanes (the process died at 22 GB)."""
+    from simkit._ensemble import lanes_per_device
+
+    fits = 10**12
+    for queue in (True, False):
+        # 10 members on a device: 32 lanes (four vectors of float64), as with no chunk_size
+        assert lanes_per_device(10, "cpu", queue, fits, chunk_size=10**9) == lanes_per_device(10, "cpu", queue, fits)
+        assert lanes_per_device(37, "cpu", queue, fits, chunk_size=10**9) == 40  # 37 rounded up to the vector width
+        assert lanes_per_device(37, "cpu", queue, fits, chunk_size=64) == 40
+        assert lanes_per_device(500, "cpu", queue, fits, chunk_size=64) == 64  # below the members: as given
+
+
+def test_impure_right_hand_sides_warn_where_it_is_cheap_to_see():
+    """An rhs reading mutable Python state got the answer compiled the first time, even for a
+    new model built on the same function, without a word. The documented rule (ODEModel's
+    rhs), checked here as stated; and the two cases a model warns about when it is built."""
+    import dataclasses
+    import warnings
+
+    class Decay:
+        def __init__(self):
+            self.rate = 1.0
+
+        def rhs(self, t, y, p):
+            return -self.rate * y
+
+    @dataclasses.dataclass(frozen=True)
+    class FrozenDecay:
+        rate: float = 1.0
+
+        def rhs(self, t, y, p):
+            return -self.rate * y
+
+    build = dict(params={}, y0=[1.0], state_names=("x",))
+    with pytest.warns(UserWarning, match=r"its rhs reads the attributes of a Decay object \(the rhs is one of its "
+                                         r"methods.*Pass such values in params"):
+        simkit.ODEModel(rhs=Decay().rhs, **build)
+    rates = np.array([1.0])
+
+    def rhs(t, y, p):
+        return -rates * y
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # pure, or constant: nothing to say
+        simkit.ODEModel(rhs=FrozenDecay().rhs, **build)
+        simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * y, **{**build, "params": {"k": 1.0}})
+        first = simkit.solve(simkit.ODEModel(rhs=rhs, **build), (0.0, 1.0), saveat=2).ys[-1, 0]
+        simkit.ODEModel(rhs=rhs, **build)  # unchanged
+    rates[0] = 3.0
+    with pytest.warns(UserWarning, match=r"its rhs reads the NumPy array 'rates', changed in place since the first "
+                                         r"model was built on this rhs; a program simkit compiled"):
+        again = simkit.ODEModel(rhs=rhs, **build)
+    # the rule as documented: the program compiled for rhs still holds rates = 1
+    assert simkit.solve(again, (0.0, 1.0), saveat=2).ys[-1, 0] == first
+    np.testing.assert_allclose(first, np.exp(-1.0), rtol=1e-5)

@@ -51,7 +51,8 @@ def local_grid(grid: Grid, mesh_shape: tuple[int, ...]) -> Grid:
     Raises
     ------
     ShapeError
-        An axis that does not split evenly (the message lists the device counts that work).
+        An axis that does not split evenly, or into blocks under 2 points (`check_split`:
+        the message names the grid, the device count and the device counts that work).
 
     Examples
     --------
@@ -60,12 +61,9 @@ def local_grid(grid: Grid, mesh_shape: tuple[int, ...]) -> Grid:
     >>> local_grid(Grid((8, 8)), (2, 1))
     Grid(4x8 on [0, 0.5] x [0, 1], cell)
     """
-    bad = [a for a, (s, d) in enumerate(zip(grid.shape, mesh_shape)) if s % d]
-    if bad:
-        from .mesh import working_counts
+    from .mesh import check_split
 
-        raise ShapeError(f"grid of shape {grid.shape} does not split evenly into mesh {mesh_shape} "
-                         f"(axes {bad}); device counts that work for this grid: {working_counts(grid.shape)}")
+    check_split(grid.shape, mesh_shape)  # (a block of 1 point failed as a Grid the user never made)
     shape = tuple(s // d for s, d in zip(grid.shape, mesh_shape))
     upper = tuple(lo + n * h for lo, n, h in zip(grid.lower, shape, grid.spacing))  # type: ignore[arg-type]
     return Grid(shape, grid.lower, upper, grid.centering, _spacing=grid.spacing)

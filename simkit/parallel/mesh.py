@@ -27,6 +27,70 @@ def _factorisations(n: int, ndim: int) -> list[tuple[int, ...]]:
     return [f for f in itertools.product(divisors, repeat=ndim) if int(np.prod(f)) == n]
 
 
+MIN_BLOCK_POINTS = 2
+"""Points per axis a device's block needs at least (a `Grid` has at least 2 per axis)."""
+
+
+def splits(size: int, devices: int) -> bool:
+    """Whether an axis of ``size`` points splits over ``devices`` devices: evenly, into blocks
+    of at least `MIN_BLOCK_POINTS` points.
+
+    Parameters
+    ----------
+    size : int
+        Points along the axis.
+    devices : int
+        Devices along the axis.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> from simkit.parallel.mesh import splits
+    >>> splits(8, 4), splits(4, 4), splits(9, 2)
+    (True, False, False)
+    """
+    return size % devices == 0 and (devices == 1 or size // devices >= MIN_BLOCK_POINTS)
+
+
+def check_split(grid_shape: Sequence[int], mesh_shape: Sequence[int]) -> None:
+    """Refuse a decomposition of a grid of ``grid_shape`` over a mesh of ``mesh_shape``
+    that does not split every axis (`splits`), with a message in the user's terms: their
+    grid, the device count, and the device counts that work.
+
+    Parameters
+    ----------
+    grid_shape, mesh_shape : sequence of int
+        Points per grid axis, and devices along each.
+
+    Raises
+    ------
+    ShapeError
+        An axis that does not split evenly, or that leaves fewer than `MIN_BLOCK_POINTS`
+        points per device.
+
+    Examples
+    --------
+    >>> from simkit.parallel.mesh import check_split
+    >>> check_split((8,), (4,))  # 2 points per device: fine
+    >>> check_split((4,), (4,))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    simkit.errors.ShapeError: grid of shape (4,) is too small for mesh (4,) (4 devices): axis 0 ...
+    """
+    grid_shape, mesh_shape = tuple(int(s) for s in grid_shape), tuple(int(d) for d in mesh_shape)
+    why = [f"axis {a} ({s} points over {d} devices: " + (f"{s / d:g} each, not a whole number" if s % d else
+                                                          f"{s // d} each, fewer than {MIN_BLOCK_POINTS}") + ")"
+           for a, (s, d) in enumerate(zip(grid_shape, mesh_shape)) if not splits(s, d)]
+    if why:
+        uneven = any(s % d for s, d in zip(grid_shape, mesh_shape))
+        raise ShapeError(f"grid of shape {grid_shape} " + ("does not split evenly into" if uneven else "is too small for")
+                         + f" mesh {mesh_shape} ({int(np.prod(mesh_shape))} devices): {'; '.join(why)}; device "
+                         f"counts that work for this grid: {working_counts(grid_shape)}")
+
+
 def working_counts(shape: Sequence[int], limit: int = 64) -> list[int]:
     """Device counts up to ``limit`` that can decompose a grid of ``shape``.
 
@@ -40,7 +104,8 @@ def working_counts(shape: Sequence[int], limit: int = 64) -> list[int]:
     Returns
     -------
     list of int
-        Every ``n <= limit`` with a factorisation over the axes that divides each axis.
+        Every ``n <= limit`` with a factorisation over the axes that splits each axis
+        (`splits`: evenly, at least `MIN_BLOCK_POINTS` points per device).
 
     Examples
     --------
@@ -49,7 +114,7 @@ def working_counts(shape: Sequence[int], limit: int = 64) -> list[int]:
     [1, 2, 4, 8]
     """
     return [n for n in range(1, limit + 1)
-            if any(all(s % d == 0 for s, d in zip(shape, f)) for f in _factorisations(n, len(shape)))]
+            if any(all(splits(s, d) for s, d in zip(shape, f)) for f in _factorisations(n, len(shape)))]
 
 
 def mesh_shape_for(shape: Sequence[int], n_devices: int, *, split: Sequence[bool] | None = None) -> tuple[int, ...]:
@@ -88,7 +153,7 @@ def mesh_shape_for(shape: Sequence[int], n_devices: int, *, split: Sequence[bool
     for f in _factorisations(n_devices, len(shape)):
         if any(d > 1 and not ok for d, ok in zip(f, allowed)):
             continue
-        if any(s % d for s, d in zip(shape, f)):
+        if not all(splits(s, d) for s, d in zip(shape, f)):
             continue
         surface = sum(int(np.prod(shape)) // s * (d - 1) for s, d in zip(shape, f) if d > 1)
         key = (surface, sum(d > 1 for d in f), tuple(-d for d in f))
@@ -96,7 +161,8 @@ def mesh_shape_for(shape: Sequence[int], n_devices: int, *, split: Sequence[bool
             best = (key, f)
     if best is None:
         raise ShapeError(f"a grid of shape {shape} cannot be split over {n_devices} devices "
-                         f"(each split axis must divide evenly); device counts that work: "
+                         f"(each split axis must divide evenly, into at least {MIN_BLOCK_POINTS} points per device); "
+                         "device counts that work: "
                          f"{working_counts(shape)}")
     return best[1]
 
@@ -123,8 +189,9 @@ def mesh_for(grid: Any, devices: Sequence[Any] | None = None, *, shape: Sequence
     Raises
     ------
     ShapeError
-        A `shape` with the wrong number of axes, or a decomposition that does not divide the
-        grid evenly (the message lists the device counts that work).
+        A `shape` with the wrong number of axes, or a decomposition that does not split the
+        grid (`check_split`: unevenly, or under 2 points per device; the message names the
+        grid, the device count and the device counts that work).
     InputError
         A `shape` whose product is not the number of devices.
 
@@ -146,10 +213,7 @@ def mesh_for(grid: Any, devices: Sequence[Any] | None = None, *, shape: Sequence
         raise ShapeError(f"mesh shape {shape} has {len(shape)} axes for a {ndim}-D grid")
     if int(np.prod(shape)) != len(devices):
         raise InputError(f"mesh shape {shape} needs {int(np.prod(shape))} devices, {len(devices)} given")
-    bad = [a for a, (s, d) in enumerate(zip(grid.shape, shape)) if s % d]
-    if bad:
-        raise ShapeError(f"grid of shape {grid.shape} does not split evenly into mesh {shape} "
-                         f"(axes {bad}); device counts that work for this grid: {working_counts(grid.shape)}")
+    check_split(grid.shape, shape)
     return Mesh(np.asarray(devices).reshape(shape), GRID_AXES[:ndim], axis_types=(AxisType.Auto,) * ndim)
 
 

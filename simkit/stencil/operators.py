@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ..errors import InputError, ShapeError
+from ..errors import InputError, InputTypeError, ShapeError
 from .boundary import Padded
 
 
@@ -425,8 +425,11 @@ def advection(p: Padded, velocity: Sequence[Any], spacing: Sequence[float] | flo
     ------
     InputError
         Another order, or ``p`` is not a `Padded` field.
+    InputTypeError
+        ``velocity`` is a single number, not a sequence.
     ShapeError
-        Not one velocity per grid axis, or too few ghost layers.
+        Not one velocity per grid axis, an entry of another shape than a number's or the
+        field's, or too few ghost layers.
 
     Examples
     --------
@@ -439,8 +442,18 @@ def advection(p: Padded, velocity: Sequence[Any], spacing: Sequence[float] | flo
     """
     if order not in UPWIND:
         raise InputError(f"advection: order must be one of {sorted(UPWIND)}, got {order}")
+    # len() of a number was Python's bare TypeError
+    if isinstance(velocity, str) or not (isinstance(velocity, Sequence) or getattr(velocity, "ndim", 0) >= 1):
+        raise InputTypeError(f"advection: velocity must be a sequence of one entry per grid axis, e.g. [1.0] for a "
+                             f"1-D field, got {velocity!r:.60}")
     if len(velocity) != p.ndim:
         raise ShapeError(f"advection: {len(velocity)} velocity components for a {p.ndim}-D field")
+    interior = tuple(p.interior.shape)
+    for axis, v in enumerate(velocity):  # a wrong shape failed in a multiply, naming neither
+        shape = np.shape(v)
+        if shape and (len(shape) > len(interior) or shape != interior[len(interior) - len(shape):]):
+            raise ShapeError(f"advection: velocity[{axis}] has shape {shape}; each entry is a number or an "
+                             f"array of the field's shape {interior}")
     forward, backward = UPWIND[order], mirror(UPWIND[order])
     total = 0.0
     for axis, v in enumerate(velocity):
@@ -528,8 +541,16 @@ class Rusanov(AbstractNumericalFlux):
 
     Parameters
     ----------
-    wave_speed : callable
-        ``f'(u)``, elementwise (static: a new function recompiles).
+    wave_speed : callable or float
+        ``f'(u)``, elementwise (static: a new function recompiles), or a constant speed (a
+        number: ``a = |wave_speed|`` everywhere, as for linear advection ``f(u) = c u``).
+
+    Raises
+    ------
+    InputTypeError
+        ``wave_speed`` is neither a function nor a real number.
+    InputError
+        A speed that is not finite.
 
     Examples
     --------
@@ -538,9 +559,26 @@ class Rusanov(AbstractNumericalFlux):
     >>> burgers = Rusanov(wave_speed=lambda u: u)  # f(u) = u**2 / 2
     >>> burgers(lambda u: 0.5 * u**2, jnp.array(1.0), jnp.array(3.0)).item()  # 2.5 - 3 * 2 / 2
     -0.5
+    >>> Rusanov(2.0)(lambda u: 2.0 * u, jnp.array(1.0), jnp.array(3.0)).item()  # 4 - 2 * 2 / 2
+    2.0
     """
 
-    wave_speed: Callable = eqx.field(static=True)
+    wave_speed: Callable | float = eqx.field(static=True)
+
+    def __init__(self, wave_speed: Callable | float) -> None:
+        if not callable(wave_speed):  # a number was taken and failed when called, deep in the rollout
+            if isinstance(wave_speed, (bool, np.bool_)) or not isinstance(wave_speed, (int, float, np.integer,
+                                                                                        np.floating)):
+                raise InputTypeError(f"Rusanov(wave_speed): wave_speed is f'(u), a function of the state (e.g. "
+                                     f"Rusanov(lambda u: u) for Burgers), or a constant speed (e.g. Rusanov(1.0)); "
+                                     f"got {wave_speed!r:.60}")
+            if not np.isfinite(wave_speed):
+                raise InputError(f"Rusanov(wave_speed): a constant speed must be finite, got {wave_speed}")
+            wave_speed = float(wave_speed)
+        self.wave_speed = wave_speed
+
+    def _speed(self, u: Any) -> Any:
+        return jnp.abs(self.wave_speed(u) if callable(self.wave_speed) else jnp.asarray(self.wave_speed))
 
     def __call__(self, flux: Callable, left: Any, right: Any) -> Any:
         """The central flux minus ``a / 2 (right - left)`` (see `AbstractNumericalFlux.__call__`).
@@ -557,7 +595,7 @@ class Rusanov(AbstractNumericalFlux):
         jax.Array
             The face fluxes.
         """
-        a = jnp.maximum(jnp.abs(self.wave_speed(left)), jnp.abs(self.wave_speed(right)))
+        a = jnp.maximum(self._speed(left), self._speed(right))
         return 0.5 * (flux(left) + flux(right)) - 0.5 * a * (right - left)
 
 

@@ -309,6 +309,9 @@ class PDEModel(eqx.Module):
     rhs : callable
         ``rhs(t, u, params, space) -> du/dt``, ``u`` of shape ``(components,) + grid.shape``,
         ``space`` a `Space`: pad with ``space.pad(u, width)``, then apply the operators.
+        Pure, as `simkit.ODEModel`'s rhs: what it reads besides its arguments is compiled in
+        at the first call, and later changes are not seen (building the model warns where
+        that is cheap to see).
     grid : Grid
         The grid.
     bcs : AbstractBoundaryCondition or sequence
@@ -385,6 +388,11 @@ class PDEModel(eqx.Module):
         if self.grid.centering == "node" and not all(lo.periodic for lo, _ in pairs):
             raise ShapeError(f"PDE model {self.name!r}: node-centred grids take Periodic boundaries "
                              f"only; use centering='cell' for walls")
+        from .._purity import warn_if_impure
+
+        for role in ("rhs", "linear"):  # what they read besides their arguments is compiled in
+            if getattr(self, role) is not None:
+                warn_if_impure(getattr(self, role), role, self.name)
 
     @property
     def space(self) -> Space:

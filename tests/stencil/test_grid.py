@@ -1,4 +1,4 @@
-"""`Grid` and `PDEModel` construction: refused inputs name the argument (issue 11)."""
+"""`Grid` and `PDEModel` construction: refused inputs name the argument."""
 
 import numpy as np
 import pytest

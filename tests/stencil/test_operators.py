@@ -137,3 +137,15 @@ def test_operator_errors_name_the_problem():
         sk.laplacian(p1, grid.spacing, order=3)
     with pytest.raises(InputError, match="expects a Padded"):
         sk.laplacian(jnp.ones(8), grid.spacing)
+
+
+def test_rusanov_takes_a_constant_speed_as_the_readme_writes_it():
+    """``Rusanov(speed)``: a number was accepted and failed when called ("'float' object is not
+    callable", deep in the rollout)."""
+    p = sk.pad(jnp.array([1.0, 2.0, 4.0, 3.0, 0.5]), sk.Periodic(), 1, (0.5,))
+    constant = sk.flux_divergence(p, lambda u: -2.0 * u, 0.5, sk.Rusanov(-2.0))
+    as_function = sk.flux_divergence(p, lambda u: -2.0 * u, 0.5, sk.Rusanov(lambda u: jnp.full_like(u, 2.0)))
+    assert np.array_equal(np.asarray(constant), np.asarray(as_function))
+    # for a linear flux the Rusanov flux with |c| is upwind: -c du/dx by one-sided differences
+    u = np.array([1.0, 2.0, 4.0, 3.0, 0.5])
+    np.testing.assert_allclose(np.asarray(constant), -2.0 * (np.roll(u, -1) - u) / 0.5, rtol=1e-14)

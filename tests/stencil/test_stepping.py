@@ -439,7 +439,7 @@ def test_an_imex_solve_that_does_not_converge_fails_the_run():
     sol = sk.integrate(heat, dt=5e-3, steps=4, save_every=2, stepper=stepper, throw=False)
     assert sol.status == simkit.Status.NONFINITE
     assert np.isnan(sol.ts[1]) and np.isnan(sol.us[1:]).all() and np.array_equal(sol.us[0], heat.u0)
-    with pytest.raises(simkit.SolveError, match=r"after t = 0 \(save block 0\) the inner solve of "
-                                                r"IMEXEuler\(max_steps=3\) did not converge \(raise its max_steps"):
+    with pytest.raises(simkit.SolveError, match=r"'heat_1d': the inner solve of IMEXEuler\(max_steps=3\) did not "
+                                                r"converge after t = 0 \(save block 0; raise its max_steps"):
         sk.integrate(heat, dt=5e-3, steps=4, save_every=2, stepper=stepper)
     assert sk.integrate(heat, dt=5e-3, steps=4, save_every=2, stepper=sk.IMEXEuler()).status == 0
