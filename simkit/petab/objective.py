@@ -16,7 +16,6 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from .._solve import solve
 from ..errors import InputError
@@ -41,7 +40,7 @@ class SolverOptions:
         Step budget per solve.
     steady_state_time : float
         Pre-equilibration integrates from 0 to this time (model time units); the state there
-        is taken as the steady state (`PetabProblem.steady_state_residual` measures it).
+        is taken as the steady state (it is not checked to be one).
     """
 
     rtol: float = 1e-8
@@ -86,8 +85,9 @@ def unscale(x: Any, scales: tuple[str, ...]) -> Any:
 def build_objective(model: ODEModel, sbml: SbmlModel, layout: Layout, theta_ids: list[str],
                     options: SolverOptions) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
     """``(objective, simulate)``: ``objective(x) -> scalar`` negative log-likelihood and
-    ``simulate(x) -> (ys, ok)`` the states at the save times of every condition pair,
-    ``(n_pairs, n_times, n_states)``, and whether every solve succeeded."""
+    ``simulate(x) -> (ys, P, theta, ok)``: the states at the save times of every condition
+    pair ``(n_pairs, n_times, n_states)``, each pair's model parameters ``(n_pairs, n_params)``,
+    all PEtab parameters on the linear scale ``(n_theta,)``, and whether every solve succeeded."""
     _, initial = sbml.to_jax()
     names = sbml.parameter_ids
     save_times = jnp.asarray(layout.save_times)
@@ -152,11 +152,3 @@ def build_objective(model: ODEModel, sbml: SbmlModel, layout: Layout, theta_ids:
         return jnp.where(ok, total, jnp.inf)
 
     return objective, simulate
-
-
-def steady_state_rhs(model: ODEModel, sbml: SbmlModel) -> Callable[[Any, Any], Any]:
-    """``f(y, p) -> rhs`` at time 0 (for checking a pre-equilibrated state)."""
-    names = sbml.parameter_ids
-    return lambda y, p: model.rhs(0.0, y, {n: p[k] for k, n in enumerate(names)})
-
-

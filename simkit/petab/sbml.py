@@ -172,8 +172,6 @@ def read_sbml(path_or_document: Any) -> SbmlModel:
     if model.getNumEvents():
         raise UnsupportedFeatureError(
             f"SBML events ({model.getNumEvents()} in model {model.getId()!r}) are not supported")
-    if model.getNumConstraints():
-        pass  # constraints do not change the solution
     time = sympy.Symbol("time")
 
     def math(obj: Any) -> Any:
@@ -193,9 +191,7 @@ def read_sbml(path_or_document: Any) -> SbmlModel:
     initial_assignments = {ia.getSymbol(): math(ia) for ia in model.getListOfInitialAssignments()}
 
     compartments = {c.getId(): c for c in model.getListOfCompartments()}
-    for cid, c in compartments.items():
-        if not c.getConstant() and cid not in rate_rules and cid not in assignments:
-            pass  # a non-constant compartment without rules keeps its size
+    for cid in compartments:
         if cid in assignments:
             raise UnsupportedFeatureError(f"SBML compartment {cid!r} set by an assignment rule is not supported")
 
