@@ -457,8 +457,10 @@ def log_gamma_ratio(y: Any, k: Any) -> Any:
     Returns
     -------
     jax.Array
-        The broadcast shape; relative error about 1e-15 against mpmath over ``k`` in
-        1e-3 .. 1e20 and ``y`` in 0 .. 1e4.
+        The broadcast shape. Against mpmath over ``k`` in 1e-3 .. 1e20 and ``y`` in
+        0 .. 1e4: relative error below 4e-15 where the value exceeds 0.5 in size, absolute
+        error below 3e-15 where it does not (``gammaln``'s difference: relative errors up to
+        1.3 for ``k >= 1e10``).
 
     Examples
     --------
