@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _file_integrity as file_integrity
 from . import io
 from .errors import InputError, SolveError
 
@@ -289,7 +290,7 @@ class FrameFile:
             self._remove(self.path)
             self._remove(restart_path(self.path))
         # what a run killed while writing left under temporary names (never read back)
-        self._remove(io.partial_path(self.path))
+        self._remove(file_integrity.partial_path(self.path))
         self._remove(restart_path(self.path) + PARTIAL_RESTART)
 
     # -- resuming ----------------------------------------------------------------------------
@@ -348,7 +349,7 @@ class FrameFile:
         where = f"frames {start}..{self.frames - 1} of {self.path!r}"
         try:
             if self.kind == "zarr":
-                io.check_zarr_chunks(self.path, "resuming a streamed run")
+                file_integrity.check_zarr_chunks(self.path, "resuming a streamed run")
                 opened = xr.open_zarr(self.path, consolidated=False, decode_times=False)
             else:
                 opened = xr.open_dataset(self.path, engine="h5netcdf", decode_times=False)
@@ -459,7 +460,7 @@ class FrameFile:
             io.check_variable_names([*dataset.variables, *dataset.dims], self.path)  # zarr dropped "N/P"
             # under a temporary name, renamed when whole: a run killed while writing its first chunk
             # left a half-written file that the next call refused
-            io.write_new(dataset, self.path, self.kind, "a streamed run", unlimited_dims=["t"])
+            file_integrity.write_new(dataset, self.path, self.kind, "a streamed run", unlimited_dims=["t"])
         elif self.kind == "zarr":
             dataset[[v for v in dataset.data_vars if "t" in dataset[v].dims]].drop_vars(
                 [c for c in dataset.coords if c != "t"]).to_zarr(

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import simkit
+from simkit import _file_integrity as file_integrity
 from simkit import checkpoint
 from simkit.errors import InputError, SolveError
 
@@ -116,6 +117,7 @@ small_run = namespace["small_run"]
 KILLER = KILL_RUNS + r"""
 import io, os, signal, sys, traceback
 
+from simkit import _file_integrity as file_integrity
 from simkit import checkpoint
 
 
@@ -157,7 +159,7 @@ def arm(instant):
             if os.path.isdir(src):
                 names = sorted(os.listdir(src))
                 for name in names[: len(names) // 2]:
-                    simkit.io.remove_path(os.path.join(src, name))
+                    file_integrity.remove_path(os.path.join(src, name))
             else:
                 os.truncate(src, os.path.getsize(src) // 2)
             die()
@@ -216,7 +218,7 @@ def test_a_run_killed_at_any_instant_resumes_or_starts_afresh_to_the_same_file(t
         kind, suffix, instant, chunks = case
         path = killed[case]
         # the state the kill left
-        assert os.path.exists(simkit.io.partial_path(path)) == (instant == "during-first"), case
+        assert os.path.exists(file_integrity.partial_path(path)) == (instant == "during-first"), case
         assert os.path.exists(path) == (instant not in ("before-first", "during-first")), case
         assert os.path.exists(checkpoint.restart_path(path)) == (chunks < 3), case
         if instant == "during-restart":
@@ -224,7 +226,7 @@ def test_a_run_killed_at_any_instant_resumes_or_starts_afresh_to_the_same_file(t
         appended.clear()
         assert small_run(kind, path) == path
         assert len(appended) == chunks, case
-        assert not os.path.exists(simkit.io.partial_path(path)), case
+        assert not os.path.exists(file_integrity.partial_path(path)), case
         assert not os.path.exists(checkpoint.restart_path(path) + checkpoint.PARTIAL_RESTART), case
         assert not os.path.exists(checkpoint.restart_path(path)), case
         _same_file(path, whole[kind])
