@@ -17,6 +17,7 @@ from ..params import check_key, merge_params, refuse_traced
 from ..model import ODEModel
 from ..sample import latin_hypercube
 from ..stencil.pde import PDEModel
+from .bounded import default_lanes
 from .data import Dataset, check_observation
 from .drivers import BFGS, LBFGSB, AbstractDriver, BoundedLevenbergMarquardt, LevenbergMarquardt
 from .objective import AbstractLoss, as_loss
@@ -108,13 +109,12 @@ def _default_optimizer(loss: AbstractLoss, space: ParameterSpace, n_nuisance: in
 
 
 def _default_lanes(lanes: int | None, n_starts: int) -> int:
-    """Starts side by side: all on an accelerator; one on a CPU (a loop pass costs every
-    lane's solve there, and lanes wait for the slowest)."""
+    """Starts side by side: `simkit.fitting.bounded.default_lanes` unless given."""
     if lanes is not None:
         if isinstance(lanes, bool) or not isinstance(lanes, (int, np.integer)) or lanes < 1:
             raise InputError(f"lanes must be a positive whole number or None, got {lanes!r}")
         return min(int(lanes), n_starts)
-    return n_starts if jax.default_backend() != "cpu" else 1
+    return default_lanes(n_starts)
 
 
 def _check_y0_function(model: ODEModel, y0_function: Any) -> None:
@@ -230,8 +230,9 @@ def fit(
         scale needs a lower bound ``>= 0``.
     lanes : int, optional
         For `LBFGSB` and `BoundedLevenbergMarquardt`: how many starts run side by side
-        under ``jax.vmap`` (default: all of them on an accelerator, one on a CPU, where side
-        by side is no faster than one after another). Results do not depend on it.
+        under ``jax.vmap`` (default: all of them on an accelerator, one on a CPU, where a
+        pass waits for the lane whose solve takes the most steps). A start ends where it
+        ends alone (to the rounding of a vmapped solve).
     confidence : float
         Confidence level of the intervals (default 0.95).
     max_iterations : int, optional
@@ -244,8 +245,8 @@ def fit(
         ODE solver steps per solve, default 20,000: a solve that needs more (parameters that
         make the model stiff, say) counts as failed, and a failed solve gives an infinite
         cost, so the optimiser backs off. A fit's run time is at most about
-        ``max_evaluations`` solves of ``max_steps`` steps with their sensitivities (for
-        every start at once with ``starts > 1``: the starts run in lock step).
+        ``max_evaluations`` solves of ``max_steps`` steps with their sensitivities (per
+        start; starts side by side, ``lanes > 1``, wait for each other's slowest solve).
     rtol, atol : float
         Tolerances of the solves (``atol`` a scalar or one per state, as in `simkit.solve`).
     ode_solver : optional

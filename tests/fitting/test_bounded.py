@@ -29,7 +29,7 @@ def scipy_lbfgsb(x0):
 
 @pytest.fixture(scope="module")
 def batch():
-    return minimize_bounded(rosenbrock, STARTS, LOWER, UPPER, gtol=1e-9, ftol=0.0)
+    return minimize_bounded(rosenbrock, STARTS, LOWER, UPPER, gtol=1e-9, ftol=0.0, lanes=len(STARTS))
 
 
 def test_rosenbrock_with_bounds_matches_scipy_lbfgsb(batch):
