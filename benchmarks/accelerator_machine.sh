@@ -22,10 +22,13 @@ export PYTHONUNBUFFERED=1
 export PYTHONPATH="${PYTHONPATH:-}:/tmp/site:/tmp/site2:$PWD"
 lane() {  # $1: f64 or f32, $2: seconds
   local x64=1; [ "$1" = f32 ] && x64=0
+  # each line stamped with the seconds since the start (a run cut short still shows each test's time)
+  local t0; t0=$(date +%s)
   SIMKIT_ENABLE_X64=$x64 timeout "$2" python3 -m pytest -m accelerator -p no:xdist -p no:cacheprovider \
-    -q --durations=0 -W "ignore:cloud_tpu_init failed:UserWarning" -W "ignore:Transparent hugepages:UserWarning" \
-    tests/test_accelerator.py > "$OUT/lane_$1.txt" 2>&1
-  echo "exit $?" >> "$OUT/lane_$1.txt"
+    -v --durations=0 -W "ignore:cloud_tpu_init failed:UserWarning" -W "ignore:Transparent hugepages:UserWarning" \
+    tests/test_accelerator.py 2>&1 | while IFS= read -r line; do echo "$(( $(date +%s) - t0 )) $line"; done \
+    > "$OUT/lane_$1.txt"
+  echo "exit ${PIPESTATUS[0]}" >> "$OUT/lane_$1.txt"
 }
 compile_times() {  # $1: f64 or f32, $2: seconds, rest: options
   local x64=1; [ "$1" = f32 ] && x64=0
@@ -37,11 +40,14 @@ compile_times() {  # $1: f64 or f32, $2: seconds, rest: options
 for part in "$@"; do
   case $part in
     lane) lane f64 170; lane f32 100 ;;
+    lane64) lane f64 "${LANE_SECONDS:-250}" ;;
+    lane32) lane f32 "${LANE_SECONDS:-250}" ;;
     compile) compile_times f64 200 --variants; compile_times f32 80 ;;
+    compile64) compile_times f64 "${COMPILE_SECONDS:-100}" --threads 10 ;;
     bench)
-      SIMKIT_ENABLE_X64=0 timeout 200 python3 benchmarks/accelerator.py ensemble --out "$OUT/ensemble_f32.json" > "$OUT/bench.log" 2>&1
-      timeout 150 python3 benchmarks/accelerator.py ensemble --members 100000 --peer-max 0 --out "$OUT/ensemble_f64.json" >> "$OUT/bench.log" 2>&1
-      SIMKIT_ENABLE_X64=0 timeout 100 python3 benchmarks/accelerator.py stencil --out "$OUT/stencil_f32.json" >> "$OUT/bench.log" 2>&1
-      SIMKIT_ENABLE_X64=0 timeout 100 python3 benchmarks/accelerator.py fit --out "$OUT/fit_f32.json" >> "$OUT/bench.log" 2>&1 ;;
+      SIMKIT_ENABLE_X64=0 timeout 90 python3 benchmarks/accelerator.py ensemble --out "$OUT/ensemble_f32.json" > "$OUT/bench.log" 2>&1
+      SIMKIT_ENABLE_X64=0 timeout 50 python3 benchmarks/accelerator.py stencil --out "$OUT/stencil_f32.json" >> "$OUT/bench.log" 2>&1
+      timeout 50 python3 benchmarks/accelerator.py ensemble --members 100000 --peer-max 0 --out "$OUT/ensemble_f64.json" >> "$OUT/bench.log" 2>&1 ;;
+    fit) SIMKIT_ENABLE_X64=0 timeout "${FIT_SECONDS:-100}" python3 benchmarks/accelerator.py fit --out "$OUT/fit_f32.json" >> "$OUT/bench.log" 2>&1 ;;
   esac
 done

@@ -23,7 +23,8 @@ import simkit
 from simkit import _config, models
 from simkit import stencil as sk
 
-pytestmark = pytest.mark.accelerator
+# (the once-per-process float64-on-a-TPU advice is expected there)
+pytestmark = [pytest.mark.accelerator, pytest.mark.filterwarnings("ignore:.*float64 is emulated on a TPU")]
 
 DEVICE = jax.devices()[0]  # JAX's default device: the accelerator where there is one
 HOST = jax.devices("cpu")[0]

@@ -192,7 +192,7 @@ def lapack_lu_solve(lu, piv, b):
     def matvec(x):  # a x = P^T L U x (only its linearity is used)
         y = jnp.triu(lu) @ x
         y = (jnp.tril(lu, -1) + jnp.eye(lu.shape[-1], dtype=lu.dtype)) @ y
-        return y[jnp.argsort(perm)]
+        return y[jnp.zeros_like(perm).at[perm].set(jnp.arange(perm.shape[0], dtype=perm.dtype))]  # P^T y, no sort
 
     return lax.custom_linear_solve(matvec, b, lambda _, r: _lapack_lu_solve(lu, piv, r),
                                    lambda _, r: _lapack_lu_solve_t(lu, piv, r))

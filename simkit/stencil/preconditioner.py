@@ -103,12 +103,13 @@ class SpectralPreconditioner:
         for j in range(ncomp):  # the response to a unit impulse in component j, at the origin
             response = self.linear(t, zero.at[(j,) + mid].set(1.0), params, space) - base
             columns.append(jnp.roll(response, tuple(-m for m in mid), axis=axes))
-        symbol = _rfftn(jnp.stack(columns, axis=1), tuple(a + 1 for a in axes))  # (C, C) + k
-        eye = jnp.eye(ncomp, dtype=symbol.dtype).reshape((ncomp, ncomp) + (1,) * len(shape))
-        a = eye - c * symbol
+        kernel = jnp.stack(columns, axis=1)  # (C, C) + grid.shape, real
+        symbol_re, symbol_im = _symbol_parts(kernel, tuple(a + 1 for a in axes))  # (C, C) + k, real
 
-        def apply(v: Any) -> Any:
-            vhat = _rfftn(v.reshape((ncomp,) + shape), axes)
+        def solve_spectral(re: Any, im: Any, c: Any, v: Any) -> Any:
+            """``(I - c L)^{-1} v`` from the symbol's parts, in the dtype of the arguments."""
+            a = jnp.eye(ncomp, dtype=re.dtype).reshape((ncomp, ncomp) + (1,) * len(shape)) - c * (re + 1j * im)
+            vhat = jnp.fft.rfftn(v.reshape((ncomp,) + shape), axes=axes)
             if ncomp == 1:
                 uhat = vhat / a[0]
             elif ncomp == 2:  # Cramer's rule, per wavenumber
@@ -120,34 +121,36 @@ class SpectralPreconditioner:
                 rhs = jnp.moveaxis(vhat, 0, -1).reshape((-1, ncomp))
                 uhat = jax.vmap(lambda m_, r_: lu_solve(lu_factor(m_), r_))(mat, rhs)
                 uhat = jnp.moveaxis(uhat.reshape(vhat.shape[1:] + (ncomp,)), -1, 0)
-            return _irfftn(uhat, shape, axes).astype(v.dtype).reshape(-1)
+            return jnp.fft.irfftn(uhat, s=shape, axes=axes).reshape(-1)
+
+        def apply(v: Any) -> Any:
+            c_v = jnp.asarray(c, v.dtype)
+            if v.dtype != jnp.float64:
+                return solve_spectral(symbol_re, symbol_im, c_v, v).astype(v.dtype)
+            return jax.lax.platform_dependent(
+                symbol_re, symbol_im, c_v, v, default=solve_spectral,
+                tpu=lambda *xs: solve_spectral(*(x.astype(jnp.float32) for x in xs)).astype(jnp.float64))
 
         return apply
 
 
-# XLA's TPU backend has no float64 FFT (float64 is emulated there): in a program compiled for a
-# TPU, a float64 preconditioner transforms in float32. A preconditioner only has to be close
-# to the inverse (the Krylov iteration converges to its own tolerance either way), and float32's
-# 1e-7 is far closer than that needs. Chosen when lowering (`jax.lax.platform_dependent`): a CPU
-# or GPU program transforms in float64.
+# XLA's TPU backend has no float64 FFT and no complex128 (float64 is emulated there): in a
+# program compiled for a TPU, a float64 preconditioner transforms and solves in float32 (its
+# complex values complex64), and only real float64 arrays cross between its parts. A
+# preconditioner only has to be close to the inverse (the Krylov iteration converges to its own
+# tolerance either way), and float32's 1e-7 is far closer than that needs. Chosen when lowering
+# (`jax.lax.platform_dependent`): a CPU or GPU program computes in float64 and complex128.
 
 
-def _rfftn(x: Any, axes: tuple) -> Any:
-    def native(v: Any) -> Any:
-        return jnp.fft.rfftn(v, axes=axes)
+def _symbol_parts(kernel: Any, axes: tuple) -> tuple:
+    """The real and imaginary parts of ``rfftn(kernel)`` over ``axes``, as real arrays of the
+    kernel's dtype."""
+    def native(k: Any) -> tuple:
+        symbol = jnp.fft.rfftn(k, axes=axes)
+        return symbol.real, symbol.imag
 
-    if x.dtype != jnp.float64:
-        return native(x)
+    if kernel.dtype != jnp.float64:
+        return native(kernel)
     return jax.lax.platform_dependent(
-        x, tpu=lambda v: native(v.astype(jnp.float32)).astype(jnp.complex128), default=native)
-
-
-def _irfftn(x: Any, shape: tuple, axes: tuple) -> Any:
-    def native(v: Any) -> Any:
-        return jnp.fft.irfftn(v, s=shape, axes=axes)
-
-    if x.dtype != jnp.complex128:
-        return native(x)
-    return jax.lax.platform_dependent(
-        x, tpu=lambda v: native(v.astype(jnp.complex64)).astype(jnp.float64), default=native)
-
+        kernel, default=native,
+        tpu=lambda k: tuple(part.astype(jnp.float64) for part in native(k.astype(jnp.float32))))
