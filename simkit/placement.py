@@ -145,11 +145,20 @@ def platform_of(device: Any) -> str:
 
 
 def check_supported(solver: Any, dtype: Any, platform: str, owner: str) -> None:
-    """Refuse, before compiling, what a platform's compiler cannot build: Radau IIA's complex
-    eigenvalue pair in complex128 on a TPU (XLA's TPU backend has no complex128)."""
+    """Refuse, before compiling, what a platform's compiler cannot build in float64 on a TPU:
+    Radau IIA's complex eigenvalue pair (no complex128 there) and diffrax's implicit solvers
+    (no float64 LU there)."""
     from .kernels import RadauIIA5
+    from .solvers import is_diffrax_solver, is_implicit
 
-    if platform == "tpu" and isinstance(solver, RadauIIA5) and jnp.finfo(dtype).dtype == jnp.float64:
+    if platform != "tpu" or jnp.finfo(dtype).dtype != jnp.float64:
+        return
+    if is_diffrax_solver(solver) and is_implicit(solver):
+        raise InputError(f"{owner}: the implicit diffrax solver {type(solver).__name__} in float64 cannot run on a "
+                         f"TPU (its Newton iteration factors with XLA's LU, which has no float64 form there). Use "
+                         f"simkit.BDF() or simkit.Rodas5P() (their factorisations run on a TPU), run it on the host "
+                         f"(device='host'), or compute in float32 (`with simkit.precision('float32'):`)")
+    if isinstance(solver, RadauIIA5):
         raise InputError(f"{owner}: simkit.RadauIIA5() in float64 cannot run on a TPU (its Newton iteration "
                          f"solves a complex128 system, which XLA's TPU backend lacks). Use simkit.BDF() or "
                          f"simkit.Rodas5P() there, run it on the host (device='host'), or compute in float32 "
