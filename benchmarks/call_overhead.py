@@ -35,6 +35,8 @@ import simkit
 from simkit import engines, models
 from simkit._prepare import prepare
 from simkit._solve import finish
+from simkit._config import configure_own_process
+configure_own_process()  # simkit's fast CPU settings, each unless the environment sets it
 from stencil import machine  # benchmarks/stencil.py
 from own_process import time_in_fresh_process  # benchmarks/own_process.py
 

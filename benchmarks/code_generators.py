@@ -47,6 +47,8 @@ def child(repeats: int, members: int) -> dict:
 
     import simkit
     from simkit import models
+    from simkit._config import configure_own_process
+    configure_own_process()  # simkit's fast CPU settings, each unless the environment sets it
     from timing import interleaved, timed  # benchmarks/timing.py
 
     lz, rob = models.get("lorenz"), models.get("robertson")

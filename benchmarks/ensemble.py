@@ -41,6 +41,8 @@ import scipy.integrate
 import simkit
 from simkit import models
 from simkit.engines.kernel_queue import BLOCK
+from simkit._config import configure_own_process
+configure_own_process()  # simkit's fast CPU settings, each unless the environment sets it
 from stencil import machine  # benchmarks/stencil.py
 from stiff import numpy_rhs  # benchmarks/stiff.py: the model's rhs source run with NumPy
 from timing import interleaved, timed  # benchmarks/timing.py

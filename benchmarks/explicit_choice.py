@@ -32,6 +32,8 @@ import scipy.integrate
 
 import simkit
 from simkit import models
+from simkit._config import configure_own_process
+configure_own_process()  # simkit's fast CPU settings, each unless the environment sets it
 from stiff import machine, numpy_rhs, write_result  # benchmarks/stiff.py (run as scripts)
 
 MODELS = ("arenstorf", "brusselator", "damped_driven_pendulum", "double_pendulum", "fitzhugh_nagumo",

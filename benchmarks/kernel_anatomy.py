@@ -27,6 +27,8 @@ import dataclasses
 import json
 
 import simkit
+from simkit._config import configure_own_process
+configure_own_process()  # simkit's fast CPU settings, each unless the environment sets it
 from stencil import machine  # benchmarks/stencil.py (run as scripts)
 from timing import interleaved  # benchmarks/timing.py
 

@@ -102,6 +102,8 @@ def simkit_call(job: dict):
     import numpy as np
 
     import simkit
+    from simkit._config import configure_own_process
+    configure_own_process()  # simkit's fast CPU settings, each unless the environment sets it
 
     model = simkit.models.get(job["model"])
     ts = np.asarray(job["t_eval"], float)

@@ -27,6 +27,8 @@ import numpy as np
 
 from simkit import parallel
 from simkit import stencil as sk
+from simkit._config import configure_own_process
+configure_own_process()  # simkit's fast CPU settings, each unless the environment sets it
 from stencil import machine  # benchmarks/stencil.py
 from timing import interleaved, timed  # benchmarks/timing.py (run as scripts)
 

@@ -8,7 +8,7 @@ Each is measured in fresh processes, off and on, through its environment variabl
 settings interleaved in every round; each row the median over the rounds of each process's
 median of ``--repeats`` calls after the compiling call):
 
-* ``SIMKIT_CPU_DEVICES`` 1 against one per core: a Lorenz ensemble (rho ~ U[10, 50], t 0..10,
+* ``SIMKIT_CPU_DEVICES`` 1 against 2 and one per core: a Lorenz ensemble (rho ~ U[10, 50], t 0..10,
   rtol = atol = 1e-6, saving at the ends, ``--members`` members), solves per second.
 * ``SIMKIT_CPU_ASYNC_DISPATCH`` 1 (JAX's default) against 0: a Robertson solve (Rodas5P,
   t 0..1e3, 11 saves), back to back and after a 2 ms pause.
@@ -35,8 +35,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CORES = min(os.cpu_count() or 1, 32)
 # name -> (environment of each setting, rows)
 SETTINGS = {
-    "cpu_devices": ({"1": dict(SIMKIT_CPU_DEVICES="1"), str(CORES): dict(SIMKIT_CPU_DEVICES=str(CORES))},
-                    ("ensemble_lorenz",)),
+    "cpu_devices": ({str(n): dict(SIMKIT_CPU_DEVICES=str(n)) for n in sorted({1, 2, CORES})}, ("ensemble_lorenz",)),
     "async_dispatch": ({"on (JAX's default)": dict(SIMKIT_CPU_ASYNC_DISPATCH="1"),
                         "off": dict(SIMKIT_CPU_ASYNC_DISPATCH="0")}, ("robertson", "robertson_after_pause")),
     "small_loops": ({"per program (default)": {}, "XLA threshold 131072": dict(SIMKIT_SMALL_LOOPS="131072"),
@@ -99,13 +98,16 @@ def child(names: list[str], repeats: int, members: int) -> dict:
         start = time.perf_counter()
         jax.block_until_ready(fn() if name != "robertson_after_pause" else fn()())
         out[name + ":first_s"] = time.perf_counter() - start
-        samples = []
+        samples, cpu = [], []
         for _ in range(repeats):
             call = fn() if name == "robertson_after_pause" else fn  # the pause, then the timed call
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             jax.block_until_ready(call() if name == "robertson_after_pause" else call())
             samples.append(time.perf_counter() - start)
+            cpu.append(time.process_time() - start_cpu)
         out[name] = statistics.median(samples)
+        # cores kept busy: CPU time over wall time (on a shared machine, what the process got)
+        out[name + ":cores"] = statistics.median(c / w for c, w in zip(cpu, samples))
     return out
 
 
@@ -147,8 +149,8 @@ def main() -> None:
         for value, runs in samples[name].items():
             keys = [k for k in runs[0] if k.split(":")[0] in names]
             report[name][value] = {k: statistics.median(r[k] for r in runs) for k in keys}
-            print(f"{name:18s} {value:24s} " + "  ".join(f"{k} {v * 1e3:.3f} ms" for k, v in
-                                                         report[name][value].items()))
+            print(f"{name:18s} {value:24s} " + "  ".join(
+                f"{k} {v:.2f}" if k.endswith(":cores") else f"{k} {v * 1e3:.3f} ms" for k, v in report[name][value].items()))
     record = dict(command="python benchmarks/process_settings.py " + " ".join(sys.argv[1:]),
                   date=time.strftime("%Y-%m-%d"), cpu_count=os.cpu_count(), rounds=args.rounds,
                   repeats=args.repeats, members=args.members, medians=report, samples=samples)

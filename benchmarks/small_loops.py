@@ -62,6 +62,8 @@ def workloads() -> dict:
 
     import simkit
     from simkit import models, stencil
+    from simkit._config import configure_own_process
+    configure_own_process()  # simkit's fast CPU settings, each unless the environment sets it
 
     lz, rb = models.get("lorenz"), models.get("robertson")
     lz_ts = np.linspace(0.0, 100.0, 1000)

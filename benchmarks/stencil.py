@@ -44,6 +44,8 @@ import numpy as np
 
 from simkit import models
 from simkit import stencil as sk
+from simkit._config import configure_own_process
+configure_own_process()  # simkit's fast CPU settings, each unless the environment sets it
 
 try:
     import numba

@@ -45,6 +45,8 @@ import simkit
 from simkit import models
 from simkit.models.chemistry import HIRES_REFERENCE_T321, POLLU_REFERENCE_T60, ROBERTSON_REFERENCE_T1E11
 from simkit.models.oscillators import VAN_DER_POL_STIFF_REFERENCE
+from simkit._config import configure_own_process
+configure_own_process()  # simkit's fast CPU settings, each unless the environment sets it
 from stencil import machine as stencil_machine  # benchmarks/stencil.py (run as scripts)
 from own_process import time_in_fresh_process  # benchmarks/own_process.py
 from timing import settled_rounds, timed  # benchmarks/timing.py

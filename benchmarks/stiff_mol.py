@@ -58,6 +58,8 @@ import scipy.integrate
 import scipy.sparse
 
 import simkit
+from simkit._config import configure_own_process
+configure_own_process()  # simkit's fast CPU settings, each unless the environment sets it
 from stiff import machine  # benchmarks/stiff.py
 
 T1 = 11.5

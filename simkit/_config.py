@@ -34,7 +34,8 @@ process). What simkit can choose for its own programs, it chooses per compiled p
   loop together. Measured against XLA's defaults in fresh processes (one run each, a shared
   2-core machine): Lorenz with Tsit5 and 1,000 saves 22.7 -> 1.29 ms, Robertson with Rodas5P
   0.55 -> 0.25 ms, HIRES with Rodas5P 4.3 -> 1.4 ms, the same as XLA's process-wide threshold
-  below (1.48, 0.27, 1.59 ms in the same runs) and the same results bit for bit.
+  below (1.48, 0.27, 1.59 ms in the same runs) and the same results bit for bit; Lorenz again
+  as medians of 3 processes (benchmarks/process_settings.py): 28 -> 4.0 ms.
   ``SIMKIT_SMALL_LOOPS=0`` (or ``configure(small_loops=False)``) turns it off.
 
 The rest would change the whole process, so it is opt-in, through `configure` (one call,
@@ -43,7 +44,10 @@ before JAX starts where that matters) or an environment variable read at import:
 * ``cpu_devices`` (``SIMKIT_CPU_DEVICES=N``): N XLA CPU devices (``True``: one per core, at
   most 32; ``jax_num_cpu_devices``). `simkit.ensemble` shards members over the local devices,
   and one XLA CPU device runs a solver loop on about one core; single solves use device 0.
-  JAX's default is one CPU device.
+  JAX's default is one CPU device. The gain needs idle cores: on the shared 2-core machine of
+  the measurements here (the process got half a core) a 10,000-member Lorenz ensemble took
+  326 ms on one device and 533 ms on two (medians of 5 processes,
+  benchmarks/results/process_settings_devices.json).
 * ``async_dispatch=False`` (``SIMKIT_CPU_ASYNC_DISPATCH=0``): single-device CPU programs run
   on the calling thread (``jax_cpu_enable_async_dispatch`` off). By default XLA:CPU hands each
   program to a worker thread and the caller waits for it; every simkit call waits anyway (it
@@ -51,7 +55,9 @@ before JAX starts where that matters) or an environment variable read at import:
   back to back and 0.1-0.3 ms after a pause (benchmarks/experiments/cpu_dispatch_ab.py).
   Programs over several devices still run on a thread per device. Process-wide: the user's
   own single-device CPU programs run synchronously too, so a Python loop no longer overlaps
-  its next dispatch with the running program.
+  its next dispatch with the running program. Left off (medians of 3 fresh processes, a
+  shared 2-core machine, benchmarks/process_settings.py): a Robertson solve back to back
+  0.66 ms against 0.36 ms; after a 2 ms pause 0.61 ms either way.
 * ``small_loops=True`` or a number of bytes (``SIMKIT_SMALL_LOOPS=N``): XLA:CPU's small-loop
   threshold for every program (``--xla_backend_extra_options=
   xla_cpu_small_while_loop_byte_threshold=N`` added to ``XLA_FLAGS``; ``True``: 128 KiB;
@@ -64,13 +70,16 @@ before JAX starts where that matters) or an environment variable read at import:
   jaxlib 0.10.2). Loops over larger data (ensemble chunks, stencil fields of 128^2 and more)
   stay above 128 KiB; with no threshold at all (1e8 bytes) a 256^2 Gray-Scott rollout ran
   2.7x slower. A threshold already in ``XLA_FLAGS`` (the user's, or one inherited from a
-  parent process that opted in) is the one in effect.
+  parent process that opted in) is the one in effect. Left off (as above): the gradient of
+  a Lorenz loss under ``jax.jit`` 0.93 ms against 0.20 ms; a Robertson solve by diffrax's
+  Kvaerno5 58 against 54 ms (within the machine's noise).
 * ``compilation_cache=True`` or a folder (``SIMKIT_COMPILATION_CACHE=1``, in
   ``$SIMKIT_CACHE_DIR`` or ``~/.cache/simkit/jax``): JAX's persistent compilation cache, so a
   fresh process loads simkit's programs instead of compiling them. JAX has one cache per
   process: the user's own programs that pass JAX's thresholds are stored there too. Not
   applied where the user configured a cache (``jax_compilation_cache_dir``) or switched it
-  off (``jax_enable_compilation_cache``).
+  off (``jax_enable_compilation_cache``). Left off (as above): a fresh process's first Lorenz
+  solve, tracing and compiling, 3.4 s against 1.9 s from a filled cache.
 * ``x64``: float64 on or off (``jax_enable_x64``), as above.
 
 simkit's own processes opt in to all of these (`configure_own_process`): the ``simkit``

@@ -1,7 +1,9 @@
 """A fresh process can load a solve from JAX's persistent compilation cache.
 
-This holds only if the compiled program has no host callbacks (equinox's runtime checks
-are callbacks; simkit keeps them out with EQX_ON_ERROR=nan and result codes).
+The cache is opt-in (``SIMKIT_COMPILATION_CACHE=1`` here, or ``simkit.configure(
+compilation_cache=True)``; simkit/_config.py). A fresh process loads a program only if it
+has no host callbacks (equinox's runtime checks are callbacks; inside simkit's calls they
+substitute NaN, and failures travel as result codes).
 """
 
 import os
@@ -21,8 +23,7 @@ print("CACHE_HITS", sum("cache_hits" in e for e in events))
 
 def _run(cache_dir):
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "EQX_ON_ERROR")}
-    env.update(SIMKIT_CACHE_DIR=str(cache_dir), SIMKIT_COMPILATION_CACHE="1",
-)
+    env.update(SIMKIT_CACHE_DIR=str(cache_dir), SIMKIT_COMPILATION_CACHE="1")
     out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]

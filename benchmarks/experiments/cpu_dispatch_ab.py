@@ -51,7 +51,7 @@ def main() -> None:
     a = ap.parse_args()
     rows: dict = {}
     for rnd in range(a.rounds):
-        for setting, label in (("1", "async (JAX's default)"), ("0", "sync (simkit's default)")):
+        for setting, label in (("1", "async (JAX's default)"), ("0", "sync (SIMKIT_CPU_ASYNC_DISPATCH=0)")):
             os.environ["SIMKIT_CPU_ASYNC_DISPATCH"] = setting  # read by the fresh process
             for name, job in jobs().items():
                 out = time_in_fresh_process(job, repeats=9, loop=200)
