@@ -154,25 +154,49 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--version", action="version", version=f"simkit {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("models", help="list the model library")
-    p.add_argument("-v", "--verbose", action="store_true", help="show parameters and sources")
+    p = sub.add_parser("models", help="list the model library",
+                       description="List the model library: each model's name, size, stiffness and "
+                                   "description (ODE models, then PDE models).")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="also show each model's default parameters and its source")
     p.set_defaults(func=_cmd_models)
 
-    p = sub.add_parser("run", help="solve one library model")
-    p.add_argument("model")
-    p.add_argument("--set", action="append", metavar="NAME=VALUE", help="parameter override")
-    p.add_argument("--t0", type=float)
-    p.add_argument("--t1", type=float)
-    p.add_argument("--saveat", type=int, default=1001)
-    p.add_argument("--rtol", type=float, default=1e-8)
-    p.add_argument("--atol", type=float, default=1e-10)
-    p.add_argument("--seed", type=int, default=0, help="random seed (stochastic models)")
-    p.add_argument("--plot", metavar="PNG")
-    p.add_argument("--csv", metavar="CSV")
+    p = sub.add_parser("run", help="solve one library model",
+                       description="Solve one ODE model of the library with simkit.solve and print the "
+                                   "solution, its step statistics and the final state.",
+                       epilog="example: simkit run lorenz --set rho=35 --t1 20 --plot lorenz.png")
+    p.add_argument("model", help="a model name, as listed by `simkit models` (ODE models only)")
+    p.add_argument("--set", action="append", metavar="NAME=VALUE",
+                   help="override one model parameter (a number); repeat for several, "
+                        "e.g. --set rho=35 --set beta=2.5")
+    p.add_argument("--t0", type=float, metavar="T",
+                   help="start time, in the model's time unit (default: the start of the model's t_span)")
+    p.add_argument("--t1", type=float, metavar="T",
+                   help="end time, in the model's time unit (default: the end of the model's t_span)")
+    p.add_argument("--saveat", type=int, default=1001, metavar="N",
+                   help="number of equally spaced save times from t0 to t1, both included "
+                        "(default: %(default)s)")
+    p.add_argument("--rtol", type=float, default=1e-8,
+                   help="relative tolerance of the adaptive step (default: %(default)g)")
+    p.add_argument("--atol", type=float, default=1e-10,
+                   help="absolute tolerance of the adaptive step, in the state's units "
+                        "(default: %(default)g)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="random seed of the Brownian motion (stochastic models only; default: %(default)s)")
+    p.add_argument("--plot", metavar="FILE",
+                   help="write a figure of every state against time; the suffix chooses the format "
+                        "(.png, .pdf, .svg, ...; .png is added when there is none)")
+    p.add_argument("--csv", metavar="FILE",
+                   help="write the saved solution as CSV: a header line, then one row per save time "
+                        "(t, then one column per state)")
     p.set_defaults(func=_cmd_run)
 
-    p = sub.add_parser("validate", help="reproduce the validation report")
-    p.add_argument("--quick", action="store_true", help="fewer tolerances in work-precision")
+    p = sub.add_parser("validate", help="reproduce the validation report",
+                       description="Run every validation case (simkit against SciPy, exact solutions and "
+                                   "published values), write the report (markdown and figures) and exit "
+                                   "with 1 when a case is outside its bound.")
+    p.add_argument("--quick", action="store_true",
+                   help="a faster run: fewer tolerances in the work-precision cases")
     p.add_argument("--out", help="output folder (default: validation/report; with --quick, "
                    "a new folder simkit-validation-quick-<date>-<time> here)")
     p.set_defaults(func=_cmd_validate)

@@ -181,3 +181,31 @@ def test_run_prints_significant_digits_and_the_plot_file_written(tmp_path, capsy
     assert rc == 0 and (tmp_path / "figure.png").exists() and f"wrote {tmp_path / 'figure.png'}" in out
     final = eval(out.split("final state:")[1].splitlines()[0])  # a dict of floats
     assert 1e-12 < final["y2"] < 1e-10
+
+
+def test_every_option_of_every_command_has_a_help_string():
+    """`simkit <command> --help` documents every argument (argparse prints no line for one
+    without help)."""
+    import argparse
+
+    import pytest
+
+    parsers = {}
+
+    class Capture(Exception):
+        pass
+
+    def capture(self, *args, **kwargs):  # the parser main() builds, before it parses
+        parsers["main"] = self
+        raise Capture
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(argparse.ArgumentParser, "parse_args", capture)
+        with pytest.raises(Capture):
+            main(["models"])
+    commands = next(a for a in parsers["main"]._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(commands.choices) >= {"models", "run", "validate"}
+    for name, parser in commands.choices.items():
+        assert parser.description, name
+        for action in parser._actions:
+            assert action.help and action.help != argparse.SUPPRESS, (name, action.dest)
