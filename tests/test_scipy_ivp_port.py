@@ -84,8 +84,10 @@ DELIBERATE_DIFFERENCES = {
         "(a TypeError); SciPy accepts an array_like rtol (checked in test_array_rtol). atol may be one per state "
         "in both (tests/test_atol_per_state.py)."),
     "test_args_single_value[args=-1]": (
-        "simkit has no args=: the extra arguments are named parameters, params={'a': -1.0}. A params value that "
-        "is not a dict raises InputTypeError (a TypeError, as SciPy's 'cannot be unpacked'), checked there."),
+        "simkit.solve has no args=: the extra arguments are named parameters, params={'a': -1.0}, and a params "
+        "value that is not a dict raises InputTypeError (a TypeError, as SciPy's 'cannot be unpacked'), checked "
+        "there. simkit.solve_ivp takes SciPy's args=(a,) (traced, so new values do not recompile) and refuses "
+        "args=-1 with the same InputTypeError, saying that a single extra argument is passed as a 1-tuple (args=(-1,))."),
     "test_integration[njev, nlu]": (
         "Rodas5P's Solution.stats has no Jacobian or LU counters (it forms one Jacobian by jax.jacfwd and one "
         "LU per step attempt; BDF reports num_jacobians and its LU or linear-iteration count); only SciPy's "
