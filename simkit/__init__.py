@@ -1,7 +1,8 @@
 """simkit: scientific simulation on JAX function transforms.
 
 Public API (re-exports only). Importing simkit applies the precision policy of
-`simkit._config` (float64 unless ``SIMKIT_ENABLE_X64=0``).
+`simkit._config` (float64 unless ``SIMKIT_ENABLE_X64=0``) and changes nothing else in the
+process; `configure` opts in to simkit's process-wide CPU settings.
 """
 
 from . import _config  # noqa: F401  (precision policy first, before jax/equinox load)

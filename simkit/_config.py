@@ -236,8 +236,10 @@ def _small_loops_from_environment() -> int | None:
 def _set_xla_small_loops(value: int) -> None:
     flags = os.environ.get("XLA_FLAGS", "")
     if "xla_backend_extra_options" in flags:
-        raise ValueError(f"XLA_FLAGS sets xla_backend_extra_options already ({flags!r}): add "
-                         f"xla_cpu_small_while_loop_byte_threshold={value} to it, comma-separated")
+        from .errors import InputError
+
+        raise InputError(f"simkit.configure(small_loops=...): XLA_FLAGS sets xla_backend_extra_options already "
+                         f"({flags!r}); add xla_cpu_small_while_loop_byte_threshold={value} to it, comma-separated")
     _add_xla_flag("xla_backend_extra_options", f"xla_cpu_small_while_loop_byte_threshold={value}")
 
 
