@@ -439,6 +439,33 @@ def minimize_bounded(fun: Callable, x0: Any, lower: Any, upper: Any, *, method: 
 
 
 # projected Levenberg-Marquardt --------------------------------------------------------------------
+def _spd_solve(a, b):
+    """``a^-1 b`` for a symmetric positive definite ``a`` (``(n, n)``, small): Cholesky by
+    columns and two triangular sweeps in ``fori_loop``s of matrix-vector products. No LAPACK
+    call, so it runs in float64 on every backend (a TPU has no float64 LU), with the same
+    operations everywhere."""
+    n = a.shape[0]
+    index = jnp.arange(n)
+    tiny = jnp.finfo(a.dtype).tiny
+
+    def column(j, lower):
+        s = a[:, j] - lower @ lower[j, :]  # lower[j, k] is 0 for k >= j so far
+        d = jnp.sqrt(jnp.maximum(s[j], tiny))
+        return lower.at[:, j].set(jnp.where(index > j, s / d, jnp.where(index == j, d, 0.0)))
+
+    lower = jax.lax.fori_loop(0, n, column, jnp.zeros_like(a))
+
+    def forward(i, y):
+        return y.at[i].set((b[i] - lower[i, :] @ y) / lower[i, i])
+
+    def backward(k, x):
+        i = n - 1 - k
+        return x.at[i].set((y[i] - lower[:, i] @ x) / lower[i, i])
+
+    y = jax.lax.fori_loop(0, n, forward, jnp.zeros_like(b))
+    return jax.lax.fori_loop(0, n, backward, jnp.zeros_like(b))
+
+
 def _lm_lane(n: int, lower, upper, max_iter, max_eval, gtol, ftol, xtol, dtype):
     """``fresh`` and ``advance`` of one lane of projected Levenberg-Marquardt."""
     tiny = jnp.finfo(dtype).tiny
@@ -460,7 +487,7 @@ def _lm_lane(n: int, lower, upper, max_iter, max_eval, gtol, ftol, xtol, dtype):
         both = free[:, None] & free[None, :]
         scale = jnp.maximum(jnp.diag(jtj), 1e-12 * jnp.max(jnp.diag(jtj), initial=0.0) + tiny)
         a = jnp.where(both, jtj, 0.0) + jnp.diag(jnp.where(free, damping * scale, 1.0))
-        delta = jnp.linalg.solve(a, -jnp.where(free, g, 0.0))
+        delta = _spd_solve(a, -jnp.where(free, g, 0.0))
         point = _project(x + delta, lower, upper)
         s = point - x
         return point, -(jnp.dot(g, s) + 0.5 * jnp.dot(s, jtj @ s)), delta
