@@ -22,7 +22,34 @@ METHODS = ("RK23", "RK45", "DOP853") + IMPLICIT
 
 @dataclasses.dataclass(frozen=True)
 class ReferenceSolution:
-    """SciPy's answer: ``ts`` (n_save,), ``ys`` (n_save, n_states), SciPy's counters."""
+    """SciPy's answer to `solve_ivp`, laid out as a simkit `Solution` (time first).
+
+    ``ref["x"]`` is the column of state ``x``, as ``sol["x"]`` of a `Solution`.
+
+    Attributes
+    ----------
+    ts : np.ndarray, shape (n_save,)
+        Save times, in the model's time unit.
+    ys : np.ndarray, shape (n_save, n_states)
+        The state at ``ts``, one column per state (the transpose of SciPy's ``y``).
+    state_names : tuple of str
+        The model's state names, in column order.
+    method : str
+        The SciPy method that ran (``"DOP853"``, ``"Radau"``, ...).
+    nfev, njev : int
+        SciPy's counts of rhs and Jacobian evaluations.
+    status : int
+        SciPy's status: 0 (reached the end of ``t_span``); a failure raises instead.
+    message : str
+        SciPy's message.
+
+    Examples
+    --------
+    >>> from simkit import models, reference
+    >>> ref = reference.solve_ivp(models.get("lotka_volterra"), (0.0, 1.0), saveat=5)
+    >>> ref.ys.shape, ref.state_names, ref["prey"].shape
+    ((5, 2), ('prey', 'predator'), (5,))
+    """
 
     ts: np.ndarray
     ys: np.ndarray
@@ -67,9 +94,34 @@ def _zeroed_bdf() -> type:
 
 
 def scipy_method(method: str) -> Any:
-    """What to pass as ``scipy.integrate.solve_ivp``'s ``method`` for SciPy's ``method``: the
-    name itself, except ``"BDF"``: SciPy's BDF with its difference table initialised (see
-    ``ZeroedBDF``'s docstring; the same steps and results, without a spurious warning)."""
+    """What to pass as ``scipy.integrate.solve_ivp``'s ``method`` for SciPy's ``method``.
+
+    The name itself, except ``"BDF"``: SciPy's BDF class with the unwritten rows of its
+    difference table zeroed (SciPy leaves them uninitialised, which can make NumPy warn
+    "invalid value encountered in subtract"; the steps and results are the same).
+
+    Parameters
+    ----------
+    method : str
+        One of SciPy's method names: ``"RK23"``, ``"RK45"``, ``"DOP853"``, ``"Radau"``,
+        ``"BDF"``, ``"LSODA"``.
+
+    Returns
+    -------
+    str or type
+        ``method``, or a subclass of ``scipy.integrate.BDF`` for ``"BDF"``.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.integrate
+    >>> from simkit.reference import scipy_method
+    >>> scipy_method("Radau")
+    'Radau'
+    >>> out = scipy.integrate.solve_ivp(lambda t, y: -y, (0.0, 1.0), [1.0], method=scipy_method("BDF"),
+    ...                                 rtol=1e-8, atol=1e-10)
+    >>> bool(abs(out.y[0, -1] - np.exp(-1.0)) < 1e-6)
+    True
+    """
     return _zeroed_bdf() if method == "BDF" else method
 
 
@@ -86,16 +138,65 @@ def solve_ivp(
     use_jacobian: bool = True,
     **options: Any,
 ) -> ReferenceSolution:
-    """Solve ``model`` with ``scipy.integrate.solve_ivp``.
+    """Solve ``model`` with ``scipy.integrate.solve_ivp``: the reference simkit is checked against.
 
-    **Main arguments:** as `simkit.solve`: ``t_span`` (default ``model.t_span``), ``y0``,
-    ``params`` overrides, ``saveat`` (a count of evenly spaced times, default 101, or an
-    array of times).
+    The model's rhs is jitted and called with NumPy arrays; the implicit methods get its
+    ``jax.jacfwd`` Jacobian. A `PDEModel` is solved by the method of lines, as `simkit.solve`
+    takes it.
 
-    **Other arguments:** ``method`` (one of RK23, RK45, DOP853, Radau, BDF, LSODA);
-    ``rtol``/``atol``; ``use_jacobian`` passes the ``jax.jacfwd`` Jacobian to the implicit
-    methods; further ``options`` go to SciPy (e.g. ``max_step``, ``first_step``).
-    Raises `SolveError` if SciPy fails.
+    Main arguments
+    --------------
+    model : ODEModel or PDEModel
+        The model (deterministic: a stochastic model is refused).
+    t_span : (float, float), optional
+        ``(t0, t1)`` in the model's time unit, finite; default ``model.t_span``.
+    y0 : array_like, shape (n_states,), optional
+        Initial state; default ``model.y0``.
+    params : dict, optional
+        Parameter overrides by name, merged with ``model.params`` (unknown names are refused).
+    saveat : int or array_like, optional
+        A count of evenly spaced times from ``t0`` to ``t1`` (default 101) or an array of
+        times inside the span, as `simkit.solve`'s ``saveat`` (not ``"steps"``).
+
+    Other arguments
+    ---------------
+    method : str
+        SciPy's method: ``"RK23"``, ``"RK45"``, ``"DOP853"`` (default), ``"Radau"``,
+        ``"BDF"`` or ``"LSODA"``.
+    rtol, atol : float
+        SciPy's tolerances; default 1e-12 both (a reference much tighter than the solve it
+        checks).
+    use_jacobian : bool
+        Pass the ``jax.jacfwd`` Jacobian to ``"Radau"``, ``"BDF"`` and ``"LSODA"`` (default
+        True; False lets SciPy difference it).
+    **options
+        Passed to SciPy (e.g. ``max_step``, ``first_step``).
+
+    Returns
+    -------
+    ReferenceSolution
+        ``ts`` ``(n_save,)``, ``ys`` ``(n_save, n_states)`` and SciPy's counters.
+
+    Raises
+    ------
+    InputError
+        An unknown method, a non-finite ``t_span``, ``y0`` or parameter (a `ParameterError`),
+        ``y0`` of the wrong shape (a `ShapeError`), a stochastic model, save times outside
+        the span.
+    SolveError
+        SciPy failed (its message is included).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from simkit import models, reference
+    >>> ref = reference.solve_ivp(models.get("lotka_volterra"), (0.0, 10.0), saveat=11, method="DOP853")
+    >>> ref.ts.shape, ref.ys.shape, ref.status
+    ((11,), (11, 2), 0)
+    >>> stiff = reference.solve_ivp(models.get("robertson"), (0.0, 40.0), saveat=[40.0], method="Radau",
+    ...                             rtol=1e-10, atol=1e-14)
+    >>> float(np.round(stiff["y1"][-1], 4))
+    0.7158
     """
     from scipy.integrate import solve_ivp as scipy_solve_ivp
 
@@ -162,6 +263,36 @@ def compare(solution: Any, reference: Any, rtol: float, atol: float) -> dict[str
     (SciPy's own test suite uses this). Both must be saved at the same times. A state that
     is NaN anywhere scores ``inf`` (a NaN score would be dropped by Python's ``max`` over
     the states: a check read a NaN state as passing).
+
+    Parameters
+    ----------
+    solution : Solution or ReferenceSolution
+        The result to check: anything with ``ts`` ``(n_save,)``, ``ys`` ``(n_save, n_states)``
+        and ``state_names``.
+    reference : Solution or ReferenceSolution
+        The reference, saved at the same times (``ts`` equal to 1e-12).
+    rtol, atol : float
+        The tolerances ``solution`` was computed at (``atol`` in the state's units).
+
+    Returns
+    -------
+    dict
+        ``{state name: e}``, each a float (``inf`` for a state that is NaN somewhere).
+
+    Raises
+    ------
+    InputError
+        The two are not saved at the same times.
+
+    Examples
+    --------
+    >>> import simkit
+    >>> from simkit import models, reference
+    >>> lv = models.get("lotka_volterra")
+    >>> sol = simkit.solve(lv, (0.0, 10.0), saveat=11, rtol=1e-6, atol=1e-9)
+    >>> errors = reference.compare(sol, reference.solve_ivp(lv, (0.0, 10.0), saveat=11), rtol=1e-6, atol=1e-9)
+    >>> sorted(errors), max(errors.values()) < 5
+    (['predator', 'prey'], True)
     """
     ts, ts_ref = np.asarray(solution.ts), np.asarray(reference.ts)
     if ts.shape != ts_ref.shape or not np.allclose(ts, ts_ref, rtol=1e-12, atol=1e-12):
