@@ -15,9 +15,10 @@ quasi-constant step size, as in MATLAB's ``ode15s`` and SciPy's ``BDF``.
   -0.0823, -0.0415, 0)`` (the paper's Table 1: about 26 % larger steps than the BDFs at
   orders 1-4 at the same accuracy, with little loss of stability; order 5 is the BDF).
 * **Simplified Newton** on that system with ``(I - c J)``: at most four iterations,
-  stopped as SciPy does on the estimated contraction rate. ``J`` (``jax.jacfwd`` of the rhs)
-  is kept across steps and recomputed only when Newton fails with a stale ``J``. The
-  iteration matrix's factors are kept while ``c`` stays within ``refactor_ratio`` (30 %)
+  stopped as SciPy does on the estimated contraction rate (and, as Radau IIA's, taken as
+  converged where it stalls at the rhs's rounding: `simkit.kernels.radau.NEWTON_NOISE_NORM`).
+  ``J`` (``jax.jacfwd`` of the rhs) is kept across steps and recomputed only when Newton
+  fails with a stale ``J``. The iteration matrix's factors are kept while ``c`` stays within ``refactor_ratio`` (30 %)
   of the ``c`` they were made for, the Newton correction scaled by ``2 / (1 + c / c_f)``
   (CVODE, Hindmarsh et al. 2005: its ``dgmax`` and ``gamrat`` rules); a Newton failure with
   stale factors refactors first, then with a stale ``J`` recomputes it. Up to 128 states
@@ -59,6 +60,7 @@ from .banded import BandStructure, banded_factor, banded_jacobian, banded_solve
 from .gmres import gmres
 from .linalg import factor, factor_zeros, solve
 from .methods import _rms, _scale
+from .radau import NEWTON_NOISE_NORM, NEWTON_STALL_RATE
 
 MAX_ORDER = 5
 NEWTON_MAXITER = 4  # SciPy's BDF (ode15s: 4)
@@ -329,8 +331,11 @@ class BDFMethod:
                 hopeless = (s["k"] > 0) & ((rate >= 1) | (rate ** (NEWTON_MAXITER - s["k"]) / (1 - rate) * norm
                                                           > newton_tol))
                 lin_failed = ~(lin_ok | ((s["k"] == 0) & lin_reduced))
-                bad = ~jnp.isfinite(norm) | hopeless | lin_failed
-                converged = ~bad & ((norm == 0) | ((s["k"] > 0) & (rate / (1 - rate) * norm < newton_tol)))
+                # stalled at the rhs's rounding, far below the error test's unit: converged
+                # (`simkit.kernels.radau.NEWTON_NOISE_NORM`)
+                at_floor = (s["k"] > 0) & (rate >= NEWTON_STALL_RATE) & (norm <= NEWTON_NOISE_NORM) & ~lin_failed
+                bad = ~jnp.isfinite(norm) | (hopeless & ~at_floor) | lin_failed
+                converged = ~bad & ((norm == 0) | at_floor | ((s["k"] > 0) & (rate / (1 - rate) * norm < newton_tol)))
                 return dict(y=jnp.where(bad, s["y"], s["y"] + dy), d=jnp.where(bad, s["d"], s["d"] + dy),
                             k=s["k"] + 1, norm_old=norm, converged=converged, bad=bad, lin=s["lin"] + lin_k,
                             lin_failed=lin_failed)
