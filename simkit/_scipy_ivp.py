@@ -141,12 +141,28 @@ class DenseOutput:
 
     @property
     def t_min(self) -> Any:
-        """The earliest time of the solved span."""
+        """The earliest time of the solved span (SciPy's ``OdeSolution.t_min``).
+
+        Examples
+        --------
+        >>> import simkit
+        >>> res = simkit.solve_ivp(lambda t, y: -y, (2.0, 0.0), [1.0], dense_output=True)  # backwards
+        >>> float(res.sol.t_min), float(res.sol.t_max)
+        (0.0, 2.0)
+        """
         return jnp.minimum(self.solution.interpolation.t0, self.solution.t_final)
 
     @property
     def t_max(self) -> Any:
-        """The latest time of the solved span."""
+        """The latest time of the solved span (SciPy's ``OdeSolution.t_max``).
+
+        Examples
+        --------
+        >>> import simkit
+        >>> res = simkit.solve_ivp(lambda t, y: -y, (0.0, 3.0), [1.0], dense_output=True)
+        >>> float(res.sol.t_max)
+        3.0
+        """
         return jnp.maximum(self.solution.interpolation.t0, self.solution.t_final)
 
     def __call__(self, t: Any) -> Any:
@@ -228,7 +244,15 @@ class ODEResult:
         return getattr(self, name)
 
     def keys(self) -> list[str]:
-        """The field names (SciPy's result is a dict)."""
+        """The field names (SciPy's result is a dict).
+
+        Examples
+        --------
+        >>> import simkit
+        >>> res = simkit.solve_ivp(lambda t, y: -y, (0.0, 1.0), [1.0])
+        >>> res.keys()[:5], res["status"]
+        (['message', 'success', 'status', 't', 'y'], 0)
+        """
         return list(_FIELDS)
 
     def __repr__(self) -> str:

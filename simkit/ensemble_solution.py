@@ -110,7 +110,18 @@ class EnsembleSolution(io.Saveable):
     @property
     def y_events(self) -> list:
         """States at every recorded event crossing, per member: a list (member) of lists
-        (event) of ``(crossings, state)`` arrays; an empty list without events."""
+        (event) of ``(crossings, state)`` arrays; an empty list without events.
+
+        Examples
+        --------
+        >>> import jax.numpy as jnp, numpy as np, simkit
+        >>> spring = simkit.ODEModel(rhs=lambda t, y, p: jnp.stack([y[1], -p["w"] ** 2 * y[0]]),
+        ...                          params={"w": 1.0}, y0=[1.0, 0.0], state_names=("x", "v"))
+        >>> ens = simkit.ensemble(spring, (0.0, 2.0), params={"w": np.array([1.0, 2.0])},
+        ...                       events=simkit.Event(lambda t, y, p: y[0], terminal=0))
+        >>> [round(float(member[0][0, 1]), 3) for member in ens.y_events]  # v = -w at the first x = 0
+        [-1.0, -2.0]
+        """
         return self._events(self.event_ys)
 
     def _events(self, records: Any) -> list:

@@ -50,6 +50,16 @@ def precision(dtype: str | Any) -> Iterator[None]:
     (on unless ``SIMKIT_ENABLE_X64=0``). Nested blocks: the innermost wins. Thread- and
     task-local (a context variable).
 
+    Parameters
+    ----------
+    dtype : str or dtype
+        ``"float32"`` or ``"float64"`` (or ``jnp.float32``/``jnp.float64``).
+
+    Raises
+    ------
+    InputError
+        Another dtype, or ``"float64"`` where JAX's float64 is off.
+
     Examples
     --------
     >>> import simkit

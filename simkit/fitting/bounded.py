@@ -86,6 +86,15 @@ class BoundedResult(NamedTuple):
     at_bound : jax.Array
         ``(n_starts, n)`` int8: -1 where ``x`` is at its lower bound, +1 at its upper bound,
         0 inside.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from simkit.fitting import least_squares_bounded
+    >>> residuals = lambda x: x - jnp.array([3.0, -1.0])  # minimum at (3, -1), outside the box
+    >>> out = least_squares_bounded(residuals, jnp.array([[0.5, 0.5]]), jnp.zeros(2), jnp.full(2, 2.0))
+    >>> out.x.round(6).tolist(), out.at_bound.tolist(), round(float(out.cost[0]), 6)
+    ([[2.0, 0.0]], [[1, -1]], 1.0)
     """
 
     x: Any

@@ -271,6 +271,11 @@ class GaussianNLL(AbstractLoss):
     ``extra`` argument of `nll`); a likelihood: use `BFGS` (the default for it), `LBFGS` or
     `LBFGSB`.
 
+    Parameters
+    ----------
+    per_observable : bool
+        One noise scale per observable (default False: one for all the data).
+
     Examples
     --------
     >>> import jax.numpy as jnp
