@@ -34,6 +34,18 @@ class PetabFit(NamedTuple):
         ``(n_starts, n_est)`` the start points (same order).
     parameter_ids : tuple of str
         The estimated parameters.
+
+    Examples
+    --------
+    Two short starts of the 9-parameter problem read by `load` (minutes on a CPU):
+
+    >>> import simkit.petab
+    >>> problem = simkit.petab.load("Boehm_JProteomeRes2014/Boehm_JProteomeRes2014.yaml")
+    >>> fit = problem.fit(problem.x_nominal[None, :] + [[0.0], [0.1]], max_iter=3)
+    >>> fit.x.shape, fit.cost.shape, bool(fit.cost[0] <= fit.cost[1])
+    ((2, 9), (2,), True)
+    >>> len(fit.best), fit.parameter_ids[0]
+    (9, 'Epo_degradation_BaF3')
     """
 
     x: np.ndarray
@@ -46,7 +58,18 @@ class PetabFit(NamedTuple):
 
     @property
     def best(self) -> dict[str, float]:
-        """The best start's parameters on their PEtab scales, by id."""
+        """The best start's parameters on their PEtab scales, by id.
+
+        Returns
+        -------
+        dict
+            ``{parameter id: value}`` of ``x[0]`` (the lowest cost), on the parameters'
+            scales (``10 ** value`` for a ``log10`` parameter).
+
+        Examples
+        --------
+        See `PetabFit`: ``fit.best["Epo_degradation_BaF3"]``.
+        """
         return dict(zip(self.parameter_ids, (float(v) for v in self.x[0])))
 
 
@@ -70,6 +93,20 @@ class PetabProblem:
         The problem as index arrays (`simkit.petab.layout.Layout`).
     options : SolverOptions
         Tolerances and solver of each condition's solve.
+
+    Examples
+    --------
+    These examples read ``Boehm_JProteomeRes2014`` of the Benchmark-Models-PEtab collection
+    (in simkit's repository under ``tests/data/petab``; run them from that folder).
+
+    >>> import simkit.petab
+    >>> problem = simkit.petab.load("Boehm_JProteomeRes2014/Boehm_JProteomeRes2014.yaml")
+    >>> problem.parameter_ids[:2], problem.scales[0], float(problem.lower[0]), float(problem.upper[0])
+    (('Epo_degradation_BaF3', 'k_exp_hetero'), 'log10', -5.0, 5.0)
+    >>> round(float(problem.objective(problem.x_nominal)), 4)  # AMICI's reference: 138.2220
+    138.222
+    >>> problem.simulate(problem.x_nominal).shape  # 1 condition, 16 times, 8 states
+    (1, 16, 8)
     """
 
     def __init__(self, model: ODEModel, layout: Layout, parameter_ids: tuple[str, ...], objective: Any,
@@ -102,20 +139,85 @@ class PetabProblem:
         -------
         jax.Array
             Scalar; ``inf`` where a solve failed.
+
+        Examples
+        --------
+        See `PetabProblem`: ``problem.objective(problem.x_nominal)``, and ``jax.grad``:
+
+        >>> import jax, simkit.petab
+        >>> problem = simkit.petab.load("Boehm_JProteomeRes2014/Boehm_JProteomeRes2014.yaml")
+        >>> jax.grad(problem.objective)(problem.x_nominal).shape
+        (9,)
         """
         return self._objective(x)
 
     def value_and_grad(self, x: Any) -> tuple[Any, Any]:
-        """``(objective(x), gradient)``, compiled once per problem."""
+        """``(objective(x), gradient)``, compiled once per problem.
+
+        Parameters
+        ----------
+        x : array_like
+            ``(n_est,)`` estimated parameters on their PEtab scales (order: ``parameter_ids``).
+
+        Returns
+        -------
+        tuple of jax.Array
+            The objective (a scalar) and its gradient ``(n_est,)``.
+
+        Examples
+        --------
+        >>> import simkit.petab
+        >>> problem = simkit.petab.load("Boehm_JProteomeRes2014/Boehm_JProteomeRes2014.yaml")
+        >>> value, grad = problem.value_and_grad(problem.x_nominal)
+        >>> round(float(value), 4), grad.shape
+        (138.222, (9,))
+        """
         return self._value_and_grad(jnp.asarray(x, dtype=float))
 
     def simulate(self, x: Any) -> Any:
         """States at the measurement times of every condition pair, ``(n_pairs, n_times, n_states)``
-        (times: ``layout.save_times``)."""
+        (times: ``layout.save_times``).
+
+        Parameters
+        ----------
+        x : array_like
+            ``(n_est,)`` estimated parameters on their PEtab scales (order: ``parameter_ids``).
+
+        Returns
+        -------
+        jax.Array
+            ``(n_pairs, n_times, n_states)``: states in ``model.state_names`` order, one row
+            per time of ``layout.save_times`` of each condition pair.
+
+        Examples
+        --------
+        See `PetabProblem`: ``problem.simulate(problem.x_nominal).shape`` is ``(1, 16, 8)``.
+        """
         return self._simulate(jnp.asarray(x, dtype=float))[0]
 
     def sample_starts(self, n: int, seed: int = 0) -> np.ndarray:
-        """``(n, n_est)`` starts uniform within the bounds on the parameters' scales."""
+        """``(n, n_est)`` starts uniform within the bounds on the parameters' scales.
+
+        Parameters
+        ----------
+        n : int
+            Number of starts.
+        seed : int
+            Seed of NumPy's generator (``numpy.random.default_rng``).
+
+        Returns
+        -------
+        np.ndarray
+            ``(n, n_est)`` points inside ``[lower, upper]``.
+
+        Examples
+        --------
+        >>> import simkit.petab
+        >>> problem = simkit.petab.load("Boehm_JProteomeRes2014/Boehm_JProteomeRes2014.yaml")
+        >>> starts = problem.sample_starts(4, seed=1)
+        >>> starts.shape, bool(((starts >= problem.lower) & (starts <= problem.upper)).all())
+        ((4, 9), True)
+        """
         rng = np.random.default_rng(seed)
         return self.lower + rng.random((n, len(self.parameter_ids))) * (self.upper - self.lower)
 
@@ -139,6 +241,10 @@ class PetabProblem:
         -------
         PetabFit
             Every start's end point, cost and status, best first.
+
+        Examples
+        --------
+        See `PetabFit`.
         """
         from ..fitting.bounded import minimize_bounded
 
@@ -196,6 +302,18 @@ def load(yaml_path: str | Path, *, rtol: float = 1e-8, atol: float = 1e-10, solv
         Missing files, undefined symbols, inconsistent tables.
     DependencyError
         petab, python-libsbml, sbmlmath or sympy is not installed.
+
+    Examples
+    --------
+    The examples read ``Boehm_JProteomeRes2014`` of the Benchmark-Models-PEtab collection
+    (in simkit's repository under ``tests/data/petab``; run them from that folder).
+
+    >>> import simkit.petab
+    >>> problem = simkit.petab.load("Boehm_JProteomeRes2014/Boehm_JProteomeRes2014.yaml")
+    >>> problem
+    PetabProblem('Boehm_JProteomeRes2014', states=8, estimated=9, conditions=1, measurements=48)
+    >>> problem.model.state_names[:2]
+    ('STAT5A', 'STAT5B')
     """
     problem, sbml = read_problem(yaml_path)
     layout = build_layout(problem, sbml)

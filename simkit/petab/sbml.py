@@ -28,6 +28,12 @@ class UnsupportedFeatureError(InputError):
     """A PEtab or SBML feature that `simkit.petab` does not implement (the message names it).
 
     Also a ``ValueError``.
+
+    Examples
+    --------
+    >>> from simkit.petab import UnsupportedFeatureError
+    >>> issubclass(UnsupportedFeatureError, ValueError)
+    True
     """
 
 
