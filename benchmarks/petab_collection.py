@@ -4,11 +4,14 @@ For each problem: whether simkit reads it (or the PEtab/SBML feature it refuses)
 log-likelihood at the nominal parameters against two references, compile times, and the time
 of one objective and of one objective with its gradient (CPU seconds and wall seconds, medians
 of ``--repeats`` interleaved calls), and the gradient against central finite differences
-along one random direction.
+along one random direction (differences of the objective solved at rtol 1e-12, atol 1e-14).
 
 References:
 - ``amici``: the log-likelihoods AMICI's test suite keeps for the collection
   (tests/benchmark_models/benchmark_models.yaml in AMICI), for the problems it lists;
+- ``amici_tight``: AMICI 1.0 at rtol 1e-12, atol 1e-16 (benchmarks/petab_amici_nominal.py, run
+  in its own environment), where measured; AMICI's stored values above were computed at about
+  rtol 1e-8 and differ from it by up to 7e-6 relative (Crauste_CellSystems2017);
 - ``simulated_table``: the log-likelihood of the collection's own simulation table
   (simulatedData_*.tsv, simulated by the problem's authors at the nominal parameters, printed
   to about 10 digits) computed with ``petab.calculate_llh``.
@@ -94,6 +97,17 @@ def simulated_table_llh(yaml: Path) -> float | None:
             return None
 
 
+def amici_tight_llh(name: str) -> float | None:
+    """AMICI's log-likelihood at rtol 1e-12, atol 1e-16 (benchmarks/petab_amici_nominal.py), if measured."""
+    path = Path(__file__).parent / "results" / "petab_amici_nominal.json"
+    if not path.exists():
+        return None
+    for row in json.loads(path.read_text())["problems"]:
+        if row["problem"] == name:
+            return row.get("llh_rtol1e-12_atol1e-16")
+    return None
+
+
 def run_problem(folder: Path, repeats: int, gradient: bool) -> dict:
     name = folder.name
     yaml = folder / f"{name}.yaml"
@@ -118,7 +132,8 @@ def run_problem(folder: Path, repeats: int, gradient: bool) -> dict:
     objective = jax.jit(problem.objective)
     value, cpu, wall = _clock(lambda: objective(x))
     row.update(objective_compile_cpu_s=cpu, objective_compile_wall_s=wall, nll=float(value))
-    for label, ref in (("amici", AMICI_LLH.get(name)), ("simulated_table", simulated_table_llh(yaml))):
+    for label, ref in (("amici", AMICI_LLH.get(name)), ("simulated_table", simulated_table_llh(yaml)),
+                       ("amici_tight", amici_tight_llh(name))):
         if ref is not None:
             row[f"reference_llh_{label}"] = ref
             row[f"rel_error_{label}"] = abs(float(value) + ref) / abs(ref)
@@ -127,11 +142,15 @@ def run_problem(folder: Path, repeats: int, gradient: bool) -> dict:
         (v2, grad), cpu, wall = _clock(lambda: problem.value_and_grad(x))
         row.update(gradient_compile_cpu_s=cpu, gradient_compile_wall_s=wall)
         calls["objective_and_gradient"] = lambda: problem.value_and_grad(x)
+        # central differences of the objective solved at tight tolerances (at the default ones
+        # the solver's error, ~1e-8 of the objective, swamps a difference quotient)
+        tight = jax.jit(sp.load(yaml, rtol=1e-12, atol=1e-14).objective)
         d = np.random.default_rng(0).standard_normal(x.size)
         d /= np.linalg.norm(d)
-        h = 1e-5
-        fd = (float(objective(x + h * d)) - float(objective(x - h * d))) / (2 * h)
+        h = 1e-4
+        fd = (float(tight(x + h * d)) - float(tight(x - h * d))) / (2 * h)
         row.update(directional_derivative=float(np.asarray(grad) @ d), finite_difference=fd,
+                   finite_difference_step=h,
                    gradient_rel_error=abs(float(np.asarray(grad) @ d) - fd) / max(abs(fd), 1e-12))
     times = {k: ([], []) for k in calls}
     for _ in range(repeats):  # interleaved

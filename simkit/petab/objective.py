@@ -50,8 +50,11 @@ class SolverOptions:
     steady_state_time: float = 1e6
 
 
-def observable_function(obs: Observable, sbml: SbmlModel, theta_ids: list[str]) -> Callable[..., Any]:
-    """``f(t, y, p, theta, op, np) -> (h, sigma)`` for one observable (all arrays 1-D)."""
+def observable_function(obs: Observable, sbml: SbmlModel, theta_ids: list[str],
+                        observables: tuple[Observable, ...] = ()) -> Callable[..., Any]:
+    """``f(t, y, p, theta, op, np) -> (h, sigma)`` for one observable (all arrays 1-D).
+
+    A noise formula may name an observable (``observables``): its formula is used."""
     import sympy
 
     states = [sympy.Symbol(s) for s in sbml.state_ids]
@@ -60,7 +63,8 @@ def observable_function(obs: Observable, sbml: SbmlModel, theta_ids: list[str]) 
     thetas = [sympy.Symbol(t) if t not in model_ids else sympy.Dummy(t) for t in theta_ids]
     ops = [sympy.Symbol(f"observableParameter{k + 1}_{obs.id}") for k in range(obs.n_observable_parameters)]
     nps = [sympy.Symbol(f"noiseParameter{k + 1}_{obs.id}") for k in range(obs.n_noise_parameters)]
-    exprs = [sbml.substitute(obs.formula), sbml.substitute(obs.noise_formula)]
+    others = {sympy.Symbol(o.id): o.formula for o in observables if o.id not in model_ids}
+    exprs = [sbml.substitute(obs.formula), sbml.substitute(obs.noise_formula.xreplace(others))]
     known = {s.name for s in (*states, *params, *thetas, *ops, *nps)} | {"time"}
     for expr in exprs:
         unknown = {s.name for s in expr.free_symbols} - known
@@ -93,7 +97,7 @@ def build_objective(model: ODEModel, sbml: SbmlModel, layout: Layout, theta_ids:
     save_times = jnp.asarray(layout.save_times)
     t_end = float(layout.save_times[-1])
     has_pre = bool(layout.preequilibrated.any())
-    functions = [observable_function(o, sbml, theta_ids) for o in layout.observables]
+    functions = [observable_function(o, sbml, theta_ids, layout.observables) for o in layout.observables]
 
     def run(p: Any, y0: Any, t1: float, ts: Any) -> tuple[Any, Any]:
         params = {n: p[k] for k, n in enumerate(names)}
