@@ -102,9 +102,13 @@ def test_many_devices_page_on_two_devices(tmp_path):
 def _entry_points():
     import simkit
 
+    from simkit import datasets, reference
+
     return [simkit.solve, simkit.ensemble, simkit.fit, simkit.Solution.evaluate, simkit.Solution.to_xarray,
             simkit.Solution.save, simkit.SaveAt, simkit.Event, simkit.models.get, simkit.load,
-            simkit.EnsembleSolution.t_events.fget, simkit.stencil.ritz_values]
+            simkit.EnsembleSolution.t_events.fget, simkit.stencil.ritz_values,
+            simkit.solve_ivp, simkit.precision, simkit.configure, datasets.influenza_1978,
+            reference.solve_ivp, reference.compare, reference.least_squares]
 
 
 def test_docstring_examples_run(tmp_path, monkeypatch):
@@ -119,3 +123,55 @@ def test_docstring_examples_run(tmp_path, monkeypatch):
             assert test.examples, obj
             runner.run(test)
     assert runner.failures == 0, f"{runner.failures} docstring example(s) failed (see the output above)"
+
+
+API_PAGES = sorted((ROOT / "docs" / "api").glob("*.md"))
+DIRECTIVE = re.compile(r"^:::\s+(\S+)\s*$")
+SECTION = re.compile(r"^(Examples?|Parameters|Main arguments|Attributes)\n-+$", re.M)
+
+
+def _documented_objects():
+    """(page, dotted name, object) of each ``::: name`` of the API reference."""
+    import importlib
+
+    out = []
+    for page in API_PAGES:
+        for line in page.read_text().splitlines():
+            match = DIRECTIVE.match(line.strip())
+            if not match:
+                continue
+            name = match.group(1)
+            parts = name.split(".")
+            for k in range(len(parts), 0, -1):  # the longest importable module, then attributes
+                try:
+                    obj = importlib.import_module(".".join(parts[:k]))
+                except ImportError:
+                    continue
+                for part in parts[k:]:
+                    obj = getattr(obj, part)
+                break
+            out.append((page.name, name, obj))
+    return out
+
+
+def test_every_documented_name_has_an_example_and_a_table():
+    """Each name of the API reference has an Examples section and, where it takes
+    arguments, a table of them (a Parameters, Main arguments or Attributes section)."""
+    import inspect
+
+    missing = []
+    for page, name, obj in _documented_objects():
+        if inspect.ismodule(obj):
+            continue  # a module's page section is prose
+        doc = inspect.getdoc(obj) or ""
+        sections = set(m.group(1) for m in SECTION.finditer(doc))
+        try:
+            takes = any(p not in ("self", "cls") for p in inspect.signature(obj).parameters)
+        except (TypeError, ValueError):
+            takes = False
+        if not sections & {"Example", "Examples"}:
+            missing.append(f"{page}: {name} has no Examples section")
+        error_class = inspect.isclass(obj) and issubclass(obj, Exception)  # takes a message only
+        if takes and not error_class and not sections & {"Parameters", "Main arguments", "Attributes"}:
+            missing.append(f"{page}: {name} has no table of its arguments")
+    assert not missing, "\n".join(missing)
