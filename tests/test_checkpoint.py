@@ -87,7 +87,6 @@ KILL_CASES = [
     ("stencil", ".nc", "first-unrestarted", 3),  # the first chunk's file in place, no restart state yet
     ("stencil", ".nc", "between-chunks", 2),  # after a restart state, before the next chunk
     ("stencil", ".nc", "during-append", 2),  # a later chunk's frames on disk, its restart state not
-    ("stencil", ".zarr", "during-append", 2),
     ("ode", ".nc", "during-append", 2),
     ("stencil", ".nc", "during-restart", 2),  # the restart state torn while being written
     ("stencil", ".nc", "during-last", 1),  # the last frames and the complete flag written, restart not removed
@@ -105,7 +104,8 @@ DECAY = simkit.ODEModel(rhs=lambda t, y, p: -p["k"] * y, params={"k": 1.0}, y0=[
 
 def small_run(kind, path):
     if kind == "stencil":
-        return simkit.stencil.integrate_to_file(path, HEAT_1D, dt=1e-5, steps=30, save_every=5, chunk=2)
+        return simkit.stencil.integrate_to_file(path, HEAT_1D, dt=1e-5, steps=30, save_every=5, chunk=2,
+                                                check_stability=False)  # (dt is 1/40 of RK4's bound)
     return simkit.solve_to_file(path, DECAY, saveat=7, chunk=3, solver=simkit.Tsit5())
 """
 exec(KILL_RUNS, namespace)
