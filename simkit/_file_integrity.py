@@ -117,7 +117,9 @@ def write_new(dataset: Any, path: str | os.PathLike, kind: str, owner: str, *,
     contents of ``path`` (or nothing) or the whole new file, never a part of it: written
     under `partial_path` and renamed when complete, with a checksum per chunk
     (`with_checksums`; zarr chunks are all written, even those holding only NaN, so that a
-    missing one is an error, `check_zarr_chunks`).
+    missing one is an error, `check_zarr_chunks`). A folder cannot be renamed over a full
+    one, so an existing zarr store is removed just before the rename: a crash between the two
+    leaves nothing at ``path`` and the whole new store at `partial_path`.
 
     Parameters
     ----------

@@ -541,7 +541,9 @@ def save(dataset: Any, path: str | os.PathLike) -> str:
     h5netcdf) or zarr (``.zarr``, when zarr is installed). An existing file is replaced.
 
     The file is written under a temporary name (``<path>.partial``) and renamed when complete,
-    so a crash leaves the old file or the new one, never half of one, and a file open from
+    so a crash leaves the old file or the new one, never half of one (a zarr store replacing
+    another: the new one, whole, at ``<path>.partial`` in a crash between removing the old
+    one and the rename), and a file open from
     ``load(path, lazy=True)`` keeps reading its old contents. Every chunk carries a checksum,
     so damage is found when the file is read (`simkit._file_integrity`).
 
