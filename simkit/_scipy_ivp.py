@@ -373,8 +373,8 @@ def solve_ivp(
     else changes. For new code, `simkit.solve` with an `ODEModel` gives named states and
     parameters; `docs/coming-from-scipy.md` maps one onto the other.
 
-    Main arguments
-    --------------
+    Parameters
+    ----------
     fun : callable
         ``fun(t, y, *args) -> dy/dt``: ``t`` a scalar (any time unit), ``y`` the state of
         shape ``(n,)``; returns an array of shape ``(n,)`` or a list/tuple of ``n`` scalars.
@@ -403,8 +403,8 @@ def solve_ivp(
         values do not recompile, and ``jax.grad`` reaches them); bools and other hashable
         objects are fixed in the compiled program.
 
-    Other arguments
-    ---------------
+    Other Parameters
+    ----------------
     vectorized : bool
         ``fun`` takes ``y`` of shape ``(n, k)`` and returns ``(n, k)``: it is called with
         ``k = 1``.

@@ -376,8 +376,8 @@ def minimize_bounded(fun: Callable, x0: Any, lower: Any, upper: Any, *, method: 
     ``s.y <= eps |y|^2`` are skipped. The method of Byrd, Lu, Nocedal and Zhu (1995) without
     its generalised Cauchy point: projection instead.
 
-    Main arguments
-    --------------
+    Parameters
+    ----------
     fun : callable
         ``fun(x) -> scalar``, ``x`` of shape ``(n,)``: pure JAX (differentiated by forward
         mode for ``n <= 16``, reverse mode above).
@@ -387,8 +387,8 @@ def minimize_bounded(fun: Callable, x0: Any, lower: Any, upper: Any, *, method: 
         ``(n,)`` (or scalars): the bounds; ``-inf``/``inf`` where open; ``lower == upper``
         fixes a variable.
 
-    Other arguments
-    ---------------
+    Other Parameters
+    ----------------
     method : {"lbfgsb"}
         The method (one for now).
     max_iter : int
@@ -573,8 +573,8 @@ def least_squares_bounded(residuals: Callable, x0: Any, lower: Any, upper: Any, 
     model predicts for the projected step; the damping follows Nielsen (1999). The
     Jacobian comes by forward mode (``n`` tangents in one pass) at every trial point.
 
-    Main arguments
-    --------------
+    Parameters
+    ----------
     residuals : callable
         ``residuals(x) -> (m,)``, ``x`` of shape ``(n,)``: pure JAX, e.g. weighted residuals
         ``(model - data) / sigma``.
@@ -583,8 +583,8 @@ def least_squares_bounded(residuals: Callable, x0: Any, lower: Any, upper: Any, 
     lower, upper : array_like
         ``(n,)`` (or scalars): the bounds; ``-inf``/``inf`` where open.
 
-    Other arguments
-    ---------------
+    Other Parameters
+    ----------------
     max_iter : int
         Accepted steps per start (default 200).
     gtol : float

@@ -269,13 +269,13 @@ def load(yaml_path: str | Path, *, rtol: float = 1e-8, atol: float = 1e-10, solv
          max_steps: int = 100_000, steady_state_time: float = 1e6) -> PetabProblem:
     """Read a PEtab problem (its YAML file) into a `PetabProblem`.
 
-    Main arguments
-    --------------
+    Parameters
+    ----------
     yaml_path : str or Path
         The problem's PEtab YAML file (PEtab 1.0; one SBML model).
 
-    Other arguments
-    ---------------
+    Other Parameters
+    ----------------
     rtol, atol : float
         Tolerances of each condition's solve.
     solver : optional

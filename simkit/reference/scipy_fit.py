@@ -24,8 +24,8 @@ def least_squares(model: Any, data: Any, *, free: Sequence[str], initial: Mappin
     ``scipy.optimize.least_squares`` (trust-region reflective, ``x_scale="jac"``) minimises
     them from the same start and with the same checks as `simkit.fit`.
 
-    Main arguments
-    --------------
+    Parameters
+    ----------
     model : ODEModel
         The model.
     data : Dataset
@@ -34,8 +34,8 @@ def least_squares(model: Any, data: Any, *, free: Sequence[str], initial: Mappin
     free : sequence of str
         The parameters to fit, by name.
 
-    Other arguments
-    ---------------
+    Other Parameters
+    ----------------
     initial : dict, optional
         Starting values by name (default: the model's parameters, as `simkit.fit`).
     initial_state : {"fixed", "fit"}

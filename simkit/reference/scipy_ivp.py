@@ -144,8 +144,8 @@ def solve_ivp(
     ``jax.jacfwd`` Jacobian. A `PDEModel` is solved by the method of lines, as `simkit.solve`
     takes it.
 
-    Main arguments
-    --------------
+    Parameters
+    ----------
     model : ODEModel or PDEModel
         The model (deterministic: a stochastic model is refused).
     t_span : (float, float), optional
@@ -158,8 +158,8 @@ def solve_ivp(
         A count of evenly spaced times from ``t0`` to ``t1`` (default 101) or an array of
         times inside the span, as `simkit.solve`'s ``saveat`` (not ``"steps"``).
 
-    Other arguments
-    ---------------
+    Other Parameters
+    ----------------
     method : str
         SciPy's method: ``"RK23"``, ``"RK45"``, ``"DOP853"`` (default), ``"Radau"``,
         ``"BDF"`` or ``"LSODA"``.
