@@ -131,6 +131,8 @@ def on_files(files: Files, config) -> Files:
             pictures = _run(path.name, blocks)
             with contextlib.suppress(OSError):
                 cache.mkdir(parents=True, exist_ok=True)
+                for old in cache.glob(f"{path.stem}-*.png"):  # this page's pictures from older code
+                    old.unlink()
                 for p, png in zip(cached, pictures):
                     p.write_bytes(png)
         entries = []

@@ -67,7 +67,8 @@ def notebook(script: str) -> dict:
     title, _, rest = doc.partition("\n")
     text = f"# {title}\n\n{rest.strip()}" if rest.strip() else f"# {title}"
     return {
-        "cells": [_cell("markdown", text)] + [_cell("code", c) for c in cells],
+        "cells": [dict(cell, id=f"cell-{k}")  # nbformat 4.5: every cell has an id
+                  for k, cell in enumerate([_cell("markdown", text)] + [_cell("code", c) for c in cells])],
         "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
                      "language_info": {"name": "python"}},
         "nbformat": 4,
