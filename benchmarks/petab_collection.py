@@ -108,6 +108,12 @@ def amici_tight_llh(name: str) -> float | None:
     return None
 
 
+def problem_yaml(folder: Path) -> Path:
+    """The problem's YAML file: ``<name>.yaml``, else the folder's only (first) one."""
+    yaml = folder / f"{folder.name}.yaml"
+    return yaml if yaml.exists() else sorted(folder.glob("*.yaml"))[0]
+
+
 def compare(row: dict, yaml: Path) -> None:
     """Add each reference log-likelihood and the relative difference of ``-row["nll"]`` from it."""
     for label, ref in (("amici", AMICI_LLH.get(row["problem"])), ("simulated_table", simulated_table_llh(yaml)),
@@ -119,9 +125,7 @@ def compare(row: dict, yaml: Path) -> None:
 
 def run_problem(folder: Path, repeats: int, gradient: bool) -> dict:
     name = folder.name
-    yaml = folder / f"{name}.yaml"
-    if not yaml.exists():
-        yaml = sorted(folder.glob("*.yaml"))[0]
+    yaml = problem_yaml(folder)
     row: dict = {"problem": name}
     c, w = time.process_time(), time.perf_counter()
     try:
@@ -183,7 +187,7 @@ def main() -> None:
         document = json.loads(args.out.read_text())
         for row in document["problems"]:
             if "nll" in row:
-                compare(row, args.collection / row["problem"] / f"{row['problem']}.yaml")
+                compare(row, problem_yaml(args.collection / row["problem"]))
         args.out.write_text(json.dumps(document, indent=1) + "\n")
         return
     rows = []
