@@ -176,3 +176,21 @@ def test_every_documented_name_has_an_example_and_a_table():
         if takes and not error_class and not sections & {"Parameters", "Attributes"}:
             missing.append(f"{page}: {name} has no table of its arguments")
     assert not missing, "\n".join(missing)
+
+
+def test_the_public_api_is_in_the_reference():
+    """Every name in the ``__all__`` of simkit and of its public subpackages is documented
+    (under any of its paths: ``simkit.Dataset`` is ``simkit.fitting.Dataset``)."""
+    import importlib
+    import inspect
+
+    documented = {id(obj) for _, _, obj in _documented_objects()}
+    missing = []
+    for module_name in ("simkit", "simkit.fitting", "simkit.stencil", "simkit.parallel", "simkit.reference",
+                        "simkit.sample", "simkit.models", "simkit.kernels", "simkit.inspection", "simkit.petab"):
+        module = importlib.import_module(module_name)
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if not inspect.ismodule(obj) and id(obj) not in documented:
+                missing.append(f"{module_name}.{name}")
+    assert not missing, f"not in docs/api: {missing}"
