@@ -35,7 +35,7 @@ import jax.numpy as jnp
 
 from .errors import InputError, InputTypeError
 
-__all__ = ["precision", "resolve_device", "placed"]
+__all__ = ["precision"]
 
 _PRECISION: contextvars.ContextVar[Any] = contextvars.ContextVar("simkit_precision", default=None)
 _NAMES = {"float32": jnp.float32, "float64": jnp.float64}
