@@ -41,6 +41,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -221,6 +222,17 @@ def restart_path(path: str | os.PathLike) -> str:
     return os.fspath(path).rstrip("/\\") + RESTART_SUFFIX
 
 
+def _remove_interrupted_writes(store: str) -> None:
+    """Remove what a killed run's zarr writes left inside ``store``: zarr writes each file
+    under ``<name>.<32 hex digits>.partial`` and renames it when whole, so a kill leaves such
+    a file behind, and opening the store warned about it ever after ("not recognized as a
+    component of a Zarr hierarchy"; found by killing runs at random instants)."""
+    for folder, _, names in os.walk(store):
+        for name in names:
+            if re.fullmatch(r".+\.[0-9a-f]{32}\.partial", name):
+                os.remove(os.path.join(folder, name))
+
+
 class FrameFile:
     """A file that frames are appended to along ``t``, with a run's restart state.
 
@@ -313,6 +325,8 @@ class FrameFile:
             if not os.path.exists(self.path):
                 raise InputError(f"{state_file!r} is the restart state of frames that are missing: "
                                  f"{self.path!r} does not exist (remove the restart state to start afresh)")
+            if self.kind == "zarr":
+                _remove_interrupted_writes(self.path)
             try:
                 held = self._truncate(self.frames)
             except Exception as err:  # noqa: BLE001 - h5py's bare OSError ("truncated file: eof = ...")
