@@ -15,6 +15,7 @@ from .. import progress as _progress
 from . import ensembles, stencils
 from . import fitting as fitting_cases
 from . import parallel as parallel_cases
+from . import stiff_steps
 from .cases import MODEL_CASES, run_model_case, solvers_for
 from .work_precision import ERROR_AXIS_LABEL, ERROR_DEFINITION, PROBLEMS, work_precision
 
@@ -124,7 +125,7 @@ def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True,
     os.makedirs(out_dir, exist_ok=True)
     start = time.perf_counter()
     total = (sum(len(solvers_for(name)) for name in MODEL_CASES) + len(PROBLEMS) + len(ensembles.CASES)
-             + 3)  # stencils, decomposition, fitting
+             + 4)  # stencils, decomposition, fitting, stiff step counts
     bar = _progress.bar(total, "validate", progress=progress, unit="cases")
 
     def say(msg: str) -> None:
@@ -184,7 +185,14 @@ def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True,
         say(f"  fitting: {r['name']:56s} {r['metric']:9.3g} (bound {r['bound']:g})  {'ok' if r['passed'] else 'FAIL'}")
     fitting_cases.figure(fit_results[0]["result"], os.path.join(out_dir, "fit_lynx_hare.png"))
 
-    passed = all(r["passed"] for r in results + ens_results + stencil_results + parallel_results + fit_results)
+    stiff = stiff_steps.step_counts(stiff_steps.RTOLS[:2] if quick else stiff_steps.RTOLS)
+    bar.update(1)
+    say(f"  stiff steps: {stiff['name']:52s} {stiff['metric']:9.3g} (bound {stiff['bound']:g})  "
+        f"{'ok' if stiff['passed'] else 'FAIL'}")
+    stiff_steps.figure(stiff, os.path.join(out_dir, "stiff_step_counts.png"))
+
+    passed = all(r["passed"] for r in results + ens_results + stencil_results + parallel_results + fit_results
+                 + [stiff])
     command = "simkit validate --quick" if quick else "simkit validate"
 
     def figure(alt: str, filename: str, caption: str) -> list[str]:
@@ -301,6 +309,19 @@ def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True,
         "loss below, the parameter correlation matrix, and profile likelihoods of alpha and gamma "
         "(dashed: the chi-square threshold of the confidence level; shaded: the Wald interval; "
         "red: the estimate).")
+    lines += ["", "## Stiff step counts against SciPy", "",
+              f"simkit's RadauIIA5 and BDF against SciPy's Radau and BDF (the same exact Jacobian) on "
+              f"{', '.join(stiff_steps.PROBLEMS)}: accepted steps and the error at the end against the "
+              f"published Test Set values. Metric: {stiff['note']}; bound {stiff['bound']:g}: "
+              f"{stiff['metric']:.3g}, {'pass' if stiff['passed'] else '**FAIL**'}.", "",
+              "| problem | rtol | method | steps | SciPy's steps | error | SciPy's error |",
+              "|---|---|---|---|---|---|---|"]
+    for r in stiff["rows"]:
+        lines.append(f"| {r['problem']} | {r['rtol']:g} | {r['method']} | {r['steps']} | {r['scipy_steps']} | "
+                     f"{r['error']:.1e} | {r['scipy_error']:.1e} |")
+    lines += [""] + figure("stiff step counts", "stiff_step_counts.png",
+                           "Left: simkit's accepted steps over SciPy's per problem and method (dotted: the "
+                           "bound). Right: the error at the end of simkit (circles) and SciPy (crosses).")
     lines += ["", "## Work-precision", ""]
     lines.append(
         f"Error: {ERROR_DEFINITION}, against run time; tolerances "
@@ -322,5 +343,5 @@ def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True,
         fh.write("\n".join(lines) + "\n")
     say(f"wrote {os.path.join(out_dir, 'report.md')}: {'PASS' if passed else 'FAIL'}")
     return {"passed": passed, "models": results, "ensembles": ens_results, "stencils": stencil_results,
-            "parallel": parallel_results, "scaling": scaling, "fitting": fit_results,
+            "parallel": parallel_results, "scaling": scaling, "fitting": fit_results, "stiff_steps": stiff,
             "work_precision": wp}
