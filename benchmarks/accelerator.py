@@ -136,6 +136,9 @@ def lorenz_ensemble(args):
     lorenz = models.get("lorenz")
     out = []
     rtol = 1e-6 if dtype == jnp.float64 else 2e-5  # float32: at least 100 machine epsilons
+    # saveat=2 (t0 and t1): refilled lanes step in blocks with no save pass between (the fast
+    # path); `--save-times` gives the time as an array, which runs a save pass after every step
+    saveat = jnp.asarray([10.0], dtype) if args.save_times else 2
     for n in args.members:
         rho = jnp.asarray(np.random.default_rng(0).uniform(10, 50, n), dtype)
         row = dict(workload="lorenz_ensemble", members=n, dtype=jnp.dtype(dtype).name, rtol=rtol)
@@ -143,11 +146,11 @@ def lorenz_ensemble(args):
             def call():
                 if mode == "naive":
                     return naive(rho)
-                return simkit.ensemble(lorenz, (0.0, 10.0), params={"rho": rho}, saveat=jnp.asarray([10.0], dtype),
+                return simkit.ensemble(lorenz, (0.0, 10.0), params={"rho": rho}, saveat=saveat,
                                        rtol=rtol, atol=1e-6, refill=mode == "refilled")
 
             naive = jax.jit(jax.vmap(lambda r: simkit.solve(lorenz, (0.0, 10.0), params={"rho": r},
-                                                            saveat=jnp.asarray([10.0], dtype), rtol=rtol, atol=1e-6,
+                                                            saveat=saveat, rtol=rtol, atol=1e-6,
                                                             throw=False).ys[-1]))
             start = time.perf_counter()
             ens = jax.block_until_ready(call())
@@ -155,8 +158,8 @@ def lorenz_ensemble(args):
             times = []
             for _ in range(3):
                 start = time.perf_counter()
-                out = call()
-                jax.block_until_ready(getattr(out, "ys", out))
+                result = call()
+                jax.block_until_ready(getattr(result, "ys", result))
                 times.append(time.perf_counter() - start)
             row[f"simkit_{mode}_run_s"] = statistics.median(times)
             row[f"simkit_{mode}_solves_per_s"] = n / statistics.median(times)
@@ -286,6 +289,7 @@ def main() -> None:
     parser.add_argument("--variants", action="store_true", help="also the straight-line small LU on a TPU")
     parser.add_argument("--members", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--peer-max", type=int, default=100_000)
+    parser.add_argument("--save-times", action="store_true", help="save at t1 given as an array of times")
     parser.add_argument("--modes", nargs="+", default=["refilled"], choices=["refilled", "lockstep", "naive"])
     parser.add_argument("--sizes", type=int, nargs="+", default=[2048, 8192])
     parser.add_argument("--starts", type=int, default=1024)
