@@ -3,7 +3,7 @@
 JAX takes a C-contiguous NumPy array aligned to `ALIGNMENT` bytes into a CPU buffer as it is
 (an immutable zero-copy buffer: simkit's programs only read their inputs, and nothing is
 donated, so the caller's array is never written), and copies any other, more slowly than
-NumPy does: a 2048^2 float64 field 17-26 ms against NumPy's 5.8 ms (session 30). `aligned`
+NumPy does: a 2048^2 float64 field 17-26 ms against NumPy's 5.8 ms. `aligned`
 makes that one NumPy copy where it is needed.
 """
 

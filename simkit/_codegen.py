@@ -2,7 +2,7 @@
 
 XLA:CPU has two: its MLIR fusion emitters (the default) and the classic fusion code
 generator (``xla_cpu_use_fusion_emitters=False``). Measured with jax 0.10.2 on 2 cores
-(benchmarks/code_generators.py, benchmarks/README.md):
+(benchmarks/code_generators.py, benchmarks/measurements.md):
 
 * simkit's kernels (one adaptive loop of many small operations per solve): the classic
   generator compiles in 0.4-0.8x the time and runs as fast or faster, from 3 states

@@ -92,7 +92,7 @@ Two compile settings for the whole process stay environment variables (developer
   is added to ``XLA_FLAGS``). XLA contracts ``a*b + c*d`` into an FMA one way or the other
   depending on how the operands were produced, so one program and its domain-decomposed twin
   can differ by an ulp per operation (measured: 1e-16 after a Burgers step); without FMAs
-  they agree bit for bit. Costs the AVX2/AVX-512 vector width (see benchmarks/README.md).
+  they agree bit for bit. Costs the AVX2/AVX-512 vector width (benchmarks/measurements.md).
 * ``SIMKIT_FAST_COMPILE=1``: the classic generator for every program in the process, the
   user's own included (``--xla_cpu_use_fusion_emitters=false`` is added to ``XLA_FLAGS``,
   unless ``XLA_FLAGS`` already names that flag); ``SIMKIT_FAST_COMPILE=0``: XLA's default

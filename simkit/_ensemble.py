@@ -54,8 +54,8 @@ MEMBERS_PER_LANE = 16  # on a CPU, fewer refilled lanes than DEFAULT_CHUNK where
 MIN_QUEUE_LANES = 64  # fewer than 16 members per lane (but at least 64 lanes, and only where
 MIN_NARROWED = 3  # those get 3 members each or more): once the queue is empty, its last
 # members run on a few lanes while the others idle at the loop's full width, a drain of about
-# one slow member's steps. Measured (session 30, 2 cores, 15 interleaved rounds, against the
-# lanes of the rule before): van der Pol, mu log-uniform in [0.1, 100]: 500 members 1.27x,
+# one slow member's steps. Measured (2 cores, 15 interleaved rounds, against
+# 256 lanes): van der Pol, mu log-uniform in [0.1, 100]: 500 members 1.27x,
 # 2,500 1.07-1.09x; Lorenz, rho in [10, 50]: 500 1.15x, 2,000 1.09-1.11x; 10,000 of either
 # 1.00x (256 kept). Below 3 members per lane a second round for a few members cost more:
 # van der Pol with 130 members on 64 lanes 0.72x, Lorenz with 300 on 64 0.92x.
@@ -69,12 +69,12 @@ VECTOR_BYTES = 64  # chunks are a multiple of the CPU's vector width (64 bytes, 
 # differently (measured: 1e-11 apart after t = 5 on Lorenz, 1e-7 after t = 10). One, two and
 # three vectors' worth are avoided too, each measured to round apart from 4, 5, 6, ... 16
 # vectors: XLA:CPU's code for 16 doubles rounded lanes 8-11 of every 16 differently (2e-8
-# apart after t = 10 on Lorenz, refilled and lockstep); after the kernels' step became t_new -
-# t (session 26) its code for 24 rounded lanes 12-15 of every 24 apart (1e-14 after t = 3);
+# apart after t = 10 on Lorenz, refilled and lockstep); with the kernels' step as t_new -
+# t, its code for 24 rounded lanes 12-15 of every 24 apart (1e-14 after t = 3);
 # one vector (8 doubles) gave other bits with diffrax's Tsit5 (224 of 256 Lorenz members,
 # 1e-9 apart at t = 5; RadauIIA5 and ImplicitEuler as well); and in float32, lockstep chunks
 # of 16 floats and of 2, 2.5 and 3 vectors (32, 40, 48 lanes) differed from 64 ... 256 (up to
-# 0.23 after t = 5 on Lorenz, with other step counts; session 31, found by probing). So a
+# 0.23 after t = 5 on Lorenz, with other step counts). So a
 # chunk is at least four vectors: 32 lanes in float64, 64 in float32.
 
 
@@ -192,7 +192,7 @@ def host_batches(chunks: int, batched: bool, queue: bool) -> tuple[int, int]:
     when a progress bar is wanted (``batched``; else one batch). Lockstep chunks: at most
     `MAX_BATCHES`, padding under one batch. A refilled queue runs each batch as a queue of its
     own, and a batch of one member per lane runs in lockstep (10,000 Lorenz members 1.65x
-    slower, 2,500 van der Pol members 1.9x, with a bar: session 30), so each batch takes
+    slower, 2,500 van der Pol members 1.9x, with a bar), so each batch takes
     `MEMBERS_PER_LANE` chunks or more (no batches under twice that), the count between half
     that allowed and all of it that pads least."""
     if not batched:
@@ -242,7 +242,8 @@ def _run(program: EnsembleProgram, args, params, y0, keys):
 def _shard_map_fails(engine: Any) -> bool:
     """Whether the members' engine cannot run under ``jax.shard_map``: a diffrax solver with a
     Newton iteration (Kvaerno, implicit Euler...) stops there in lineax with "pytree does not
-    match out_structure" (lineax issue 185, open; diffrax 0.7.2, lineax 0.1.1, JAX 0.10)."""
+    match out_structure" (https://github.com/patrick-kidger/lineax/issues/185, open; diffrax
+    0.7.2, lineax 0.1.1, JAX 0.10)."""
     return isinstance(engine, engines.DiffraxProgram) and _implicit(engine)
 
 

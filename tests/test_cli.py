@@ -99,7 +99,7 @@ def test_validation_does_not_import_the_command():
             assert not any(n == "cli" or n.endswith(".cli") for n in names), (path.name, names)
 
 
-# -- where the report goes; the distribution's name, licence and citation (issue 15) ---------
+# -- where the report goes; the distribution's name, licence and citation -------------------
 
 def _fake_run(calls):
     def run(out_dir=None, quick=False, verbose=True):

@@ -57,7 +57,7 @@ def test_to_xarray_names_the_extra_when_missing(monkeypatch):
         sol.to_xarray()
 
 
-# -- importing simkit leaves the user's JAX/equinox configuration alone (issue 11) -----------
+# -- importing simkit leaves the user's JAX/equinox configuration alone ----------------------
 
 POLICY_SCRIPT = """
 import json, os, sys

@@ -1,6 +1,6 @@
-"""Every ```python block of README.md and docs/ runs as written (issue 15).
+"""Every ```python block of README.md and docs/ runs as written.
 
-Each page's blocks run in order in one namespace (a page reads as one session), in a fresh
+Each page's blocks run in order in one namespace (a page is read top to bottom), in a fresh
 working directory, with progress bars off. A block may be skipped only when it cannot run in
 one test process (e.g. several `jax.distributed` processes); it is then marked in the page by
 an HTML comment right before its fence, ``<!-- skip: the reason -->``, which the site does not

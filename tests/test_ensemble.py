@@ -356,7 +356,7 @@ def test_event_records_of_every_member():
 
 @pytest.mark.parametrize("solver, saveat", [(simkit.Rodas5P(), 2), (simkit.AutoSwitch(), 4)], ids=["Rodas5P", "AutoSwitch"])
 def test_stiff_members_do_not_depend_on_chunks_or_devices(solver, saveat):
-    # found by probing (session 27), fixed in session 29: the Rosenbrock step divided vectors
+    # found by probing: the Rosenbrock step divided vectors
     # by the lane's step, which XLA compiled as a division on one device and as a product
     # with the reciprocal under shard_map; members differed by up to 5e-14 between one
     # device and several. Blocks of attempts (saveat=2) and the per-attempt loop (saveat=4)
@@ -371,7 +371,8 @@ def test_stiff_members_do_not_depend_on_chunks_or_devices(solver, saveat):
 
 
 def test_implicit_diffrax_members_run_on_every_device():
-    """diffrax's implicit solvers stop under jax.shard_map (lineax issue 185): the ensemble
+    """diffrax's implicit solvers stop under jax.shard_map (lineax bug
+    https://github.com/patrick-kidger/lineax/issues/185): the ensemble
     runs them with one program per device instead, with the one-device bits."""
     import diffrax
 

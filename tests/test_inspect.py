@@ -1,4 +1,4 @@
-"""`simkit.inspect`: the compiled program of a solve, looked at from inside (issue 13).
+"""`simkit.inspect`: the compiled program of a solve, looked at from inside.
 
 Small and fast: Lorenz with Tsit5 on a short span, Robertson with Rodas4. The inspected
 program must be the one `solve` runs: a solve of the same structure afterwards compiles
@@ -124,7 +124,7 @@ def test_stiff_rodas4():
     # runs inside the stepping loop (it was a loop of 3 per factorisation and per sweep)
     inner = info.loops[info.loops.index(step) + 1:]
     assert not any(lp.depth > step.depth for lp in inner)
-    assert step.thunks < 120  # 75 measured; 340 with the LU's loops (benchmarks/README.md)
+    assert step.thunks < 120  # 75 measured; 340 with the LU's loops (benchmarks/measurements.md)
 
 
 def test_cost_analysis_dict_list_or_none():

@@ -1,4 +1,4 @@
-"""Samplers refuse ranges that would silently give a constant (issue 11)."""
+"""Samplers refuse ranges that would silently give a constant."""
 
 import numpy as np
 import pytest

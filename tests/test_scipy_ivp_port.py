@@ -1,4 +1,4 @@
-"""SciPy's own ``solve_ivp`` tests, ported to simkit (issue 11, part 4).
+"""SciPy's own ``solve_ivp`` tests, ported to simkit.
 
 Sources: ``scipy/integrate/_ivp/tests/test_ivp.py`` and ``test_rk.py`` (SciPy 1.17). Each
 test keeps SciPy's name, problem, tolerances and pass criterion (`compute_error` below is

@@ -235,7 +235,7 @@ def test_far_from_t0_zero_time_and_state_advance_together(solver):
 def test_a_pure_relative_tolerance_follows_a_state_down_to_the_smallest_normal_numbers(solver):
     # found by probing: XLA:CPU flushes subnormals to zero, so with atol = 0 the error scale of a
     # state near 1e-300 became 0 and the solve stopped at t = 690 as "non-finite"; SciPy finishes
-    # (at e^-700 = 1e-304, below tiny / rtol = 2.2e-300, rtol 1e-8 cannot hold: it warns, session 34)
+    # (at e^-700 = 1e-304, below tiny / rtol = 2.2e-300, rtol 1e-8 cannot hold: it warns)
     with pytest.warns(UserWarning, match=r"state 'y' is .* at t = 700, below 2.23e-300 .*flushes subnormal"):
         sol = simkit.solve(DECAY, (0.0, 700.0), saveat=[600.0, 700.0], solver=solver, rtol=1e-8, atol=0.0)
     assert int(sol.status) == 0

@@ -1,5 +1,5 @@
 """The validation report's figures say what they show: axis labels with the model's units
-(never guessed), the work-precision error axis as computed, every state drawn (issue 15).
+(never guessed), the work-precision error axis as computed, every state drawn.
 Cheap: made-up results, no solves."""
 
 from types import SimpleNamespace

@@ -36,7 +36,7 @@ A block's loop is compiled as one kernel (`block_in_one_kernel`, `simkit._codege
 one_kernel`) instead of XLA:CPU's sequence of about 30 thunks per attempt
 (`benchmarks/experiments/queue_one_kernel_ab.py`, two runs: Lorenz with Tsit5 1.15x both
 times, DOPRI5 1.00-1.26x, DOP853 1.06-1.09x, AutoSwitch 1.08-1.12x; van der Pol with Tsit5
-1.22-1.23x, AutoSwitch 1.18-1.27x; the stiff kernels up to 8 states since session 24,
+1.22-1.23x, AutoSwitch 1.18-1.27x; the stiff kernels up to 8 states,
 `queue_stiff_one_kernel_ab.py`: van der Pol 1.05-1.23x, Robertson 0.96x in the committed
 run). The same bits as the thunks with Tsit5 and DOPRI5; DOP853's and the stiff kernels'
 values differ from them in the last bits (the same steps and counters): their blocks and
@@ -83,7 +83,7 @@ def block_in_one_kernel(method: Any, rhs, t, y, params: dict) -> bool:
     (a stiff method above calls LAPACK, which such a kernel cannot hold). Measured as one
     kernel (the module's docstring): explicit methods and AutoSwitch 1.0-1.27x; the stiff
     kernels on van der Pol, with the LU's columns written by selects inside the kernel
-    (`simkit.kernels.linalg.lu_columns_by_select`), in the committed A/B Rodas4 1.05x,
+    (`simkit.kernels.linalg.lu_columns_by_select`), in the committed run Rodas4 1.05x,
     Rodas5P 1.13x, Radau IIA 1.17x, BDF 1.23x (three runs: 0.92-1.32x, BDF 1.11x and more
     in each), Robertson with Rodas5P 0.96x (0.96-1.04x), and a faster first call in all
     but the last (compiling and running: 3.2-4.5 s against 3.4-5.3 s)."""

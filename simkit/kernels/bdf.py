@@ -80,8 +80,8 @@ KRYLOV_DIM = 30  # the largest Krylov space of one linear solve (SPGMR's maxl is
 # what the extra Newton iterations of stale factors do (and their step sizes: SciPy's safety
 # factor shrinks with the iterations, +4 % steps at rtol 1e-9), and the factors follow every
 # change of c, as SciPy's BDF. Measured (refactor_ratio 0 against 0.3, one process,
-# interleaved, two runs; benchmarks/experiments/refactor_ratio_ab.py, benchmarks/README.md,
-# session 29): the 1-D Brusselator dense at 20-100 states 0.88-1.08x, at 150-256 states
+# interleaved, two runs; benchmarks/experiments/refactor_ratio_ab.py, benchmarks/measurements.md):
+# the 1-D Brusselator dense at 20-100 states 0.88-1.08x, at 150-256 states
 # 0.96-1.35x, banded at 3,200 / 6,400 states 1.19-1.32x; the 2-D Brusselator banded at 1,152 /
 # 2,048 states 1.13-1.26x; POLLU (20 states) 0.90-1.03x; Robertson, HIRES, van der Pol 0.80-1.11x.
 REFACTOR_RATIO = 0.3

@@ -29,7 +29,7 @@ under ``jax.vmap`` LAPACK now runs one member at a time, `one_at_a_time` below.)
 Straight-line code wins for single systems up to 4 states and for batches up to about 10;
 it compiles slower as n grows. Robertson (3 states) with Rodas5P went from 0.82 to 0.57 ms
 per solve with it, Radau IIA from 1.32 to 1.01, a 2,500-member van der Pol ensemble (Rodas4)
-from 75 to 55 ms. `SMALL_SYSTEM` is 8 (6 until session 18): LAPACK's LU is a custom call,
+from 75 to 55 ms. `SMALL_SYSTEM` is 8 (HIRES's size): LAPACK's LU is a custom call,
 which keeps XLA:CPU from compiling the stepping loop into one kernel (the small-loop
 threshold, `simkit._config`); with straight-line code HIRES (8 states, rtol 1e-8) ran
 Rodas5P 9.9 -> 2.0 ms, Radau IIA 11.3 -> 1.9, BDF 5.1 -> 1.5, and a 256-member HIRES
@@ -206,8 +206,8 @@ def lu_columns_by_select():
     """While tracing in this context, `lu_factor` writes each column of L with a select over
     the whole matrix instead of a column update (a scatter): the same values, bit for bit.
     Inside one XLA:CPU kernel (`simkit._codegen.one_kernel`: an ensemble's block of stiff
-    steps) the select is faster (a van der Pol ensemble with Rodas4: 1.27x in session 23's
-    A/B, select against scatter); in XLA's thunks (a single solve) the scatter is (Robertson
+    steps) the select is faster (a van der Pol ensemble with Rodas4: 1.27x, select against
+    scatter, in one process); in XLA's thunks (a single solve) the scatter is (Robertson
     with Rodas5P 1.35x slower with selects). A solve's event records are written the same way
     in this context (`writing_by_select`): a scatter cannot be in such a kernel."""
     token = _COLUMNS_BY_SELECT.set(True)
@@ -248,7 +248,7 @@ def lu_factor(a):
     by the pivot's reciprocal (as LAPACK's ``dgetf2``), the pivot's row found by
     `_first_max`.
 
-    (Tried and not kept, session 36: the reciprocals kept on the diagonal for `lu_solve` to
+    (Tried and not kept: the reciprocals kept on the diagonal for `lu_solve` to
     multiply by. Single small solves inside ``jax.jit`` ran 10-15 % faster, Robertson with
     Rodas5P 63 -> 55 us, but under ``jax.vmap`` the multiplications ran slower than the
     divisions they replaced: a 2,500-member van der Pol ensemble with Rodas4 fell from 47-50k

@@ -237,7 +237,8 @@ def event_state(method: Any, rhs, full: dict[str, Any], params, theta) -> Any:
     by 1.1e-2 relative with Rodas4 at rtol 1e-6 (finite differences of solves at that rtol:
     1.5e-4; now 5.7e-4), by 7.7e-5 with RadauIIA5 at 1e-8 (5.5e-7; now 1.5e-6). The event
     time's derivative (the Newton steps of `simkit.events.locate_root`) sees the same slope,
-    so ``g(t_e, y_e) = 0`` holds to first order (CHANGELOG, session 35, for every kernel)."""
+    so ``g(t_e, y_e) = 0`` holds to first order, for every kernel
+    (benchmarks/experiments/event_derivative.py)."""
     return method.interpolate(rhs, params, full, theta)
 
 

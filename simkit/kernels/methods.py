@@ -90,7 +90,7 @@ def _rms(x):
 # last bit, were a tenth of a vmapped Lorenz step. Measured (alternating fresh processes,
 # 2 runs each): 10,000 Lorenz members 96-101k -> 107-109k solves/s with the same steps to 4
 # in 3.6 million; one Lorenz solve inside jax.jit (1,000 saves, 1e-8) Tsit5 1.16 -> 1.08 ms,
-# DOP853 0.62 -> 0.57. Session 37: shorter polynomials (log2 to 8e-3, exp2 to 1.5e-4: the
+# DOP853 0.62 -> 0.57. Shorter polynomials (log2 to 8e-3, exp2 to 1.5e-4: the
 # factor to about 0.1 %, against the safety factor's 10 %): Lorenz inside jax.jit 107 -> 95
 # ns a Tsit5 step, 196 -> 185 DOP853, the ensemble 1.02x; over the 13 non-stiff library
 # models at rtol 1e-4 ... 1e-12 the same steps in all (68,211 -> 68,261 Tsit5, 16,213 ->

@@ -4,8 +4,8 @@ makes: `simkit.BDF` above 256 states without a preconditioner runs banded where 
 
 The pattern comes from `simkit.kernels.structure` (abstract interpretation of the rhs's
 jaxpr): it holds every entry that may be nonzero for any state, time and parameters, so a
-branch of ``jnp.where`` that the current state does not take is in it. An earlier version
-(session 27) probed the Jacobian numerically at three states; a ``jnp.where`` coupling that
+branch of ``jnp.where`` that the current state does not take is in it. Probing the
+Jacobian numerically at three states has a blind spot: a ``jnp.where`` coupling that
 switched on once a state passed 1 was missed, and the banded BDF then ran 100,000 steps
 where the matrix-free one took 33. That is why probing was opt-in; reading the program has
 no such blind spot, and is the default.
@@ -24,7 +24,7 @@ from .banded import band_structure
 from .structure import abstract, jacobian_structure
 
 NARROW = 8  # banded when the band's block is at most n / NARROW ...
-# ... and at most MAX_BLOCK: a banded LU costs O(n m^2). Measured (session 28, one LU): 1.7 ms
+# ... and at most MAX_BLOCK: a banded LU costs O(n m^2). Measured (one LU): 1.7 ms
 # at 512 states and m = 62, 21 ms at 2,048 and m = 126, 470 ms at 10,368 and m = 290 (a 72 x 72
 # grid: about 100 LUs per solve, where unpreconditioned GMRES took 15-32 s in all)
 MAX_BLOCK = 128

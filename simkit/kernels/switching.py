@@ -142,8 +142,8 @@ class AutoSwitchMethod:
     def cost_ratio(n: int) -> float:
         """About what a stiff step of ``n`` states costs over an explicit one: 3 up to six
         states, 10 above (measured, benchmarks/results/autoswitch_ab.json: Robertson, 3
-        states, 2.3; HIRES, 8 states, 7.9 when its LU was LAPACK's. Again on HIRES in session
-        18, both steps one XLA:CPU kernel and the LU straight-line code, rtol 1e-12: Rodas5P
+        states, 2.3; HIRES, 8 states, 7.9 when its LU was LAPACK's. Again on HIRES with
+        both steps one XLA:CPU kernel and the LU straight-line code, rtol 1e-12: Rodas5P
         1.84 µs per step, Tsit5 0.18, so 10 still; with 3 or 10 HIRES ran alike, 1.7 / 4.2 /
         11.8 ms at rtol 1e-8 / 1e-10 / 1e-12)."""
         return 3.0 if n <= CHEAP_STIFF_STATES else 10.0

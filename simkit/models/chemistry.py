@@ -23,8 +23,8 @@ def robertson_rhs(t, y, p):
     damp: it is a zero eigenvalue of ``J``) are not rate-sized rounding noise scaled by the
     step. Measured to t = 1e11 at rtol 1e-10 (benchmarks/experiments/conserving_rhs.py): with
     Rodas5P a 400-570x smaller error than ``f2 = r1 - r2 - r3``, and with Rodas5P, RadauIIA5
-    and BDF 16-1,800x fewer rejected steps (benchmarks/README.md, "Robertson: rounding in
-    the conserved direction").
+    and BDF 16-1,800x fewer rejected steps (benchmarks/measurements.md, "Robertson: rounding
+    in the conserved direction").
     """
     y1, y2, y3 = y[0], y[1], y[2]
     r1 = p["k1"] * y1

@@ -4,7 +4,7 @@ A model's rhs returns its components stacked (``jnp.stack([du, dv])``). XLA:CPU 
 stack into the update loop as a branch on the component at every point, which LLVM does not
 vectorise: a Gray-Scott Euler step at 1024^2 took 7.0 ms where the same arithmetic written
 per component, on components carried apart, took 3.2 (one-component heat: 1.1;
-benchmarks/README.md). `split_rhs` gets the per-component form from the user's own rhs
+benchmarks/measurements.md). `split_rhs` gets the per-component form from the user's own rhs
 without asking them to write it: it traces the rhs once to a jaxpr and evaluates it with the
 component axis taken apart wherever an operation allows (elementwise arithmetic, slices and
 pads of the grid axes, the stack itself, nested ``jit``s, a halo exchange's ``ppermute``),

@@ -11,8 +11,8 @@ shifted view is a window of the interior's size); each window is built from slic
 ``core`` with the ghost layers selected in at its edges (``lax.pad`` of slices and a
 ``select`` on an ``iota`` mask), elementwise operations that XLA fuses into the operator's
 loop. So filling ghosts, the operator and the update of a time step are one pass over memory
-(materialising the padded copy made every stage two passes; benchmarks/README.md, "Stencil
-step anatomy").
+(materialising the padded copy made every stage two passes; benchmarks/measurements.md,
+"Stencil step anatomy").
 
 Slab shapes (``w`` the width, ``n_b`` the core's length along grid axis ``b``): the slabs
 of grid axis ``a`` have ``w`` layers along ``a``, the padded length ``n_b + 2 w`` along the

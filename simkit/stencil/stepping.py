@@ -605,7 +605,7 @@ per iteration, stages in a loop: one copy of the rhs in the program, not up to 1
 64^2, compact against two-buffer form: Gray-Scott RK4 74 against 70 us per step, compile
 0.25 against 0.80 s; heat RK4 61 against 29 us, compile 0.21 against 0.44 s (the two-buffer
 form pays off after about 7,000 steps there). From 128^2 the two-buffer form wins by far:
-heat RK4 2.8x at 128^2, 7x at 256^2 (benchmarks/README.md)."""
+heat RK4 2.8x at 128^2, 7x at 256^2 (benchmarks/measurements.md)."""
 
 
 def in_own_buffer(f: Callable, x: Any) -> Any:
@@ -653,7 +653,7 @@ def repeat_in_two_buffers(one: Callable, n: int, state: Any) -> Any:
     step per iteration writes a new buffer and then copies it into the loop carry: two passes
     over memory per step. Two steps per iteration alternate between two buffers: the first
     writes a temporary, the second writes the carry's own buffer (its input, the carry, is no
-    longer read). 2048^2 heat, Euler: 6.98 -> 4.65 ms per step (benchmarks/README.md). A
+    longer read). 2048^2 heat, Euler: 6.98 -> 4.65 ms per step (benchmarks/measurements.md). A
     field of fewer than `LARGE_FIELD` values: one application per iteration. ``state`` is
     ``(field, ...)``, the field an array or `Components`."""
     if state[0].size < LARGE_FIELD:
@@ -673,7 +673,7 @@ def components_apart(program: RolloutProgram, u0: Any) -> bool:
     """Whether the time loop carries the field's components apart (`Components`, the rhs
     evaluated per component by `split_rhs`): a large field (`LARGE_FIELD`) of 2 to
     `MAX_COMPONENTS` components, stepped by a built-in stepper with a fixed ``dt``. Gray-Scott at 1024^2, one
-    step: Euler 5.6 -> 3.1 ms, RK4 31 -> 12 (benchmarks/README.md)."""
+    step: Euler 5.6 -> 3.1 ms, RK4 31 -> 12 (benchmarks/measurements.md)."""
     return (u0.ndim > 1 and 1 < u0.shape[0] <= MAX_COMPONENTS and u0.size >= LARGE_FIELD and program.dt_rule is None
             and type(program.stepper) in (ForwardEuler, SSPRK3, RK4, IMEXEuler))
 

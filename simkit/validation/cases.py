@@ -71,7 +71,7 @@ MODEL_CASES: dict[str, ModelCase] = {
     "pollu": ModelCase(None, _T, _T, _st(0.449, 1.01, 7.87), "20 species, 25 reactions"),
     # diffrax's Kvaerno5 with its default Newton tolerances: 17.5 x tol on y1 with diffrax 0.7.2,
     # equinox 0.13.8, optimistix 0.1.0, lineax 0.1.1 (0.603 at the previous landing's versions;
-    # 5,108 steps, 2,352 rejected, either way): the inaccuracy issue 12 is about
+    # 5,108 steps, 2,352 rejected, either way): a Newton tolerance too loose for this problem
     "robertson": ModelCase(None, _T, 1e-14, _st(3.3, 1.03, 17.5), "stiff; quasi-steady y2 ~ 1e-5"),
     "rossler": ModelCase(None, _T, _T, _ns(16.4, 62.8, 35.9, 25.7), "chaotic (weakly): horizon 50"),
     "seir": ModelCase(None, _T, _T, _ns(0.244, 0.559, 2.92, 0.782), "smooth"),

@@ -26,7 +26,7 @@ PROBLEMS: dict[str, tuple[float | None, float, tuple[str, ...]]] = {
 
 
 # What `scaled_error` computes, in the report's text (markdown) and on the figures' error
-# axis: keep the three in step (issue 15: the axis described a different error).
+# axis: keep the three in step (a figure's axis once described another error).
 ERROR_DEFINITION = ("max relative error vs reference, "
                     "`max over t, i of |y_i(t) - y_ref,i(t)| / max_t |y_ref,i(t)|` (t: the save times, "
                     "i: the states; each state's error relative to its largest reference magnitude)")

@@ -1,5 +1,5 @@
-"""Banded Jacobians and LU for `simkit.BDF(jac_sparsity=...)` (issue 12, item 4: the middle
-range between a dense LU and matrix-free GMRES).
+"""Banded Jacobians and LU for `simkit.BDF(jac_sparsity=...)`: the middle range between a
+dense LU and matrix-free GMRES.
 
 The linear algebra is checked against NumPy's dense solve on banded matrices hidden by a
 random reordering (partial pivoting needed where the diagonal vanishes); the Jacobian
@@ -224,7 +224,7 @@ def test_the_default_reads_the_pattern_and_runs_banded_and_a_dense_one_does_not(
 
 
 def test_a_where_coupling_not_taken_at_y0_is_in_the_pattern():
-    """The case that kept numerical probing opt-in (session 27): a coupling of 1e5 to the
+    """The case that kept numerical probing opt-in: a coupling of 1e5 to the
     mirrored state, switched on by ``jnp.where`` once y[0] passes 1. Probes at y0 never saw
     it, and the banded BDF ran 100,000 steps into max_steps. Read from the program, both
     branches are in the pattern, and the default takes the dense BDF's steps and values."""

@@ -1,4 +1,4 @@
-"""Forward sensitivities of the stiff kernels against SciPy (issue 12, item 6).
+"""Forward sensitivities of the stiff kernels against SciPy.
 
 ``jax.jacfwd`` of saved states with respect to the rate constants, through `simkit.solve`
 (the kernels' custom_jvp: the discrete scheme's tangents along the steps taken), against the

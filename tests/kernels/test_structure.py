@@ -71,7 +71,7 @@ CASES = {
     "stack of scalars": (lambda t, y, p: jnp.stack([y[0] * y[1], y[1] - y[2]] + [y[i] for i in range(2, N)]), True),
     "stop_gradient, floor": (lambda t, y, p: lax.stop_gradient(y) + jnp.floor(y) + y, True),
     "pad edge": (lambda t, y, p: jnp.diff(jnp.pad(y, 1, mode="edge"), 2), True),
-    # found by the session-28 helper: a custom_jvp function's derivative is its rule, not its primal
+    # found by probing: a custom_jvp function's derivative is its rule, not its primal
     "custom_jvp rule couples": (lambda t, y, p: _coupled_sin(y), True),
     "custom_jvp straight-through": (lambda t, y, p: _straight_through_round(y) + jnp.roll(y, 1), True),
     "custom_jvp table lookup": (lambda t, y, p: _tabulated(y), True),
@@ -112,7 +112,7 @@ def test_the_pattern_holds_every_entry_of_the_jacobian(name):
 
 def test_a_lax_map_of_more_steps_than_are_unrolled_is_followed_row_by_row():
     """lax.map (a scan without a carry) over 40 rows: each row's own pairs, as jax.vmap of its
-    function; joined over the scanned axis it was dense (found by the session-28 helper)."""
+    function; joined over the scanned axis it was dense (found by probing)."""
     n = 80
 
     def f(t, y, p):

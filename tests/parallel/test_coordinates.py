@@ -1,4 +1,4 @@
-"""Issue 11 (no silent wrong result): each shard's `Space` knows where its block lies, so a
+"""No silent wrong result: each shard's `Space` knows where its block lies, so a
 model whose rhs or diagnostics use ``space.coordinates()`` gives the single-device answer on
 1, 2 and 4 devices. The library PDE models whose rhs reads coordinates (the 2-D Brusselator's
 forcing disc) and two more coordinate-dependent models are compared with

@@ -153,7 +153,7 @@ def _loop_concatenates(text: str) -> int:
 def test_time_loop_holds_no_stack_of_the_components(monkeypatch):
     """The point of carrying the components apart: XLA fuses a stack of the components into
     the update as a branch on the component at every point, which is not vectorised (a
-    Gray-Scott Euler step at 1024^2: 4.4 ms against 2.3 apart, benchmarks/README.md)."""
+    Gray-Scott Euler step at 1024^2: 4.4 ms against 2.3 apart, benchmarks/measurements.md)."""
     m = models.get("gray_scott")
     u0 = jnp.asarray(m.u0)
     program = jax.jit(lambda u: sk.rollout(m, u0=u, dt=1.0, steps=6, save_every=6, stepper=sk.ForwardEuler())[0])

@@ -349,7 +349,7 @@ def test_time_loop_writes_no_field_copy(stepper):
     """A one-step loop copies each new field into the loop carry (a second pass over memory);
     two steps per iteration in two buffers do not, and a `lax.cond` keeps XLA from fusing the
     steps or stages together, also under an outer `jit` whose numbers are constants (XLA
-    then unrolls the short loop). Read from XLA's optimised HLO (benchmarks/README.md)."""
+    then unrolls the short loop). Read from XLA's optimised HLO (benchmarks/measurements.md)."""
     import re
 
     m = _large_heat()
