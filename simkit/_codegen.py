@@ -25,6 +25,7 @@ generator (`simkit._config`); ``SIMKIT_FAST_COMPILE=0`` none.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import os
 from collections.abc import Callable
@@ -68,6 +69,25 @@ def _top_level(args: tuple, kwargs: dict) -> bool:
     return test is not None and not test()
 
 
+# Set while a program for a call under the user's jax.jvp, jax.grad or jax.vmap is traced
+# (`CodegenJit.transformed`): `in_one_kernel_if_fits` then keeps the plain call. Such a call
+# never runs the one-kernel primal (the rules of `in_one_kernel_if_fits` take the plain call),
+# and JAX could not transform the kernel's custom_vmap inside its custom_jvp when the vmap is
+# the inner transform (jax.jvp or jax.grad of jax.vmap of a solve: an IndexError in JAX's
+# batching of the program).
+_TRANSFORMED = contextvars.ContextVar("simkit_transformed_call", default=False)
+
+
+def _transformed(args: tuple, kwargs: dict) -> bool:
+    """Whether an argument is a tracer of a transformation other than ``jax.jit``'s staging
+    (``jax.jvp``, ``jax.grad``'s linearization, ``jax.vmap``)."""
+    from jax._src.interpreters import partial_eval as pe  # no public name for jit's tracer
+
+    staging = getattr(pe, "DynamicJaxprTracer", ())
+    return any(isinstance(leaf, jax.core.Tracer) and not isinstance(leaf, staging)
+               for leaf in jax.tree_util.tree_leaves((args, kwargs)))
+
+
 class CodegenJit:
     """``jax.jit(fun, **jit_kwargs)`` twice: ``.classic`` (compiled with `classic_options`,
     made on first use) and ``.default`` (XLA's defaults); a call runs ``.classic`` when it is
@@ -83,8 +103,26 @@ class CodegenJit:
         options = classic_options()
         return self.default if options is None else jax.jit(self._fun, compiler_options=options, **self._jit_kwargs)
 
+    @functools.cached_property
+    def transformed(self) -> Any:
+        """``jax.jit(fun)`` for calls under the user's jvp, grad or vmap: its own trace cache,
+        traced without the one-kernel primal (`_TRANSFORMED`)."""
+        fun = self._fun
+
+        @functools.wraps(fun)
+        def traced_as_transformed(*args: Any, **kwargs: Any) -> Any:
+            token = _TRANSFORMED.set(True)
+            try:
+                return fun(*args, **kwargs)
+            finally:
+                _TRANSFORMED.reset(token)
+
+        return jax.jit(traced_as_transformed, **self._jit_kwargs)
+
     def pick(self, *args: Any, **kwargs: Any) -> Any:
         """The jitted function that a call with these arguments runs."""
+        if _transformed(args, kwargs):
+            return self.transformed
         suits = self._suits is None or self._suits(*args, **kwargs)
         return self.classic if suits and _top_level(args, kwargs) else self.default
 
@@ -217,7 +255,7 @@ def in_one_kernel_if_fits(fun: Callable, args: Any, *, trace_context: Callable |
             return jax.make_jaxpr(flat_fun, return_shape=True)(*flat)
 
     closed, out_shape = trace(trace_context)
-    fits = (jax.default_backend() == "cpu" and _config.SMALL_LOOP_BYTES is not None
+    fits = (jax.default_backend() == "cpu" and not _TRANSFORMED.get() and _config.SMALL_LOOP_BYTES is not None
             and _nbytes(out_shape) + _nbytes([jax.typeof(x) for x in flat]) <= _config.SMALL_LOOP_BYTES
             and fits_one_kernel(closed))
     if not fits and trace_context is not None:
