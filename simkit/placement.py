@@ -2,11 +2,12 @@
 
 Placement follows the work's shape:
 
-* **One unbatched solve** (`simkit.solve`, `simkit.solve_ivp`, a single-start `simkit.fit`) is
+* **One unbatched solve** (`simkit.solve`, `simkit.solve_ivp`) is
   a chain of thousands of tiny dependent steps: latency-bound. With an accelerator as JAX's
-  default device it runs on the host's CPU by default, which answers it 40-700x sooner than a
+  default device it runs on the host's CPU by default, which answered it 17-54x sooner than a
   TPU (docs/accelerators.md gives the measurements).
-* **Batched work** (`simkit.ensemble`, the stencil steppers, a multi-start `simkit.fit`) is
+* **Batched work** (`simkit.ensemble`, the stencil steppers, `simkit.fit`, its starts side by
+  side on an accelerator) is
   throughput-bound and runs on JAX's default device, the accelerator where there is one.
 
 Every such call takes ``device=``: ``None`` (the rule above), ``"host"`` (the first CPU device),
