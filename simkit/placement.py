@@ -10,8 +10,9 @@ Placement follows the work's shape:
   side on an accelerator) is
   throughput-bound and runs on JAX's default device, the accelerator where there is one.
 
-Every such call takes ``device=``: ``None`` (the rule above), ``"host"`` (the first CPU device),
-``"default"`` (JAX's default device) or a ``jax.Device``. Inputs the user already committed to a
+`simkit.solve` takes ``device=``: ``None`` (the rule above), ``"host"`` (the first CPU device),
+``"default"`` (JAX's default device) or a ``jax.Device``; `simkit.ensemble` takes ``devices=``;
+other calls run on JAX's default device (``jax.default_device`` chooses it). Inputs the user already committed to a
 device (``jax.device_put``) stay there, and under the user's own ``jax.jit``/``vmap``/``grad``
 the user's program decides.
 
