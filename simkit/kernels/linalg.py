@@ -135,12 +135,18 @@ def rolled_triangular_solve(t, b, *, lower: bool, unit_diagonal: bool = False, t
     return lax.fori_loop(0, n, row, jnp.zeros_like(b2)).reshape(b.shape)
 
 
+def _rolled_perm_solve(lu, perm, b):
+    """Solve ``a x = b`` from packed LU factors with ``a[perm] = L U``: the two triangular
+    sweeps as `rolled_triangular_solve` loops."""
+    y = rolled_triangular_solve(lu, b[perm], lower=True, unit_diagonal=True)
+    return rolled_triangular_solve(lu, y, lower=False)
+
+
 def _rolled_lu_solve(lu, piv, b, trans: int = 0):
     """``jax.scipy.linalg.lu_solve((lu, piv), b, trans)`` from `rolled_lu`'s pivots."""
     perm = _permutation(piv, lu.shape[-1])
     if trans == 0:
-        y = rolled_triangular_solve(lu, b[perm], lower=True, unit_diagonal=True)
-        return rolled_triangular_solve(lu, y, lower=False)
+        return _rolled_perm_solve(lu, perm, b)
     y = rolled_triangular_solve(lu, b, lower=False, transpose=True)
     x = rolled_triangular_solve(lu, y, lower=True, unit_diagonal=True, transpose=True)
     return jnp.zeros_like(x).at[perm].set(x)
@@ -315,18 +321,13 @@ def factor(a):
     return lapack_lu_factor(a)
 
 
-def _small_rolled_solve(lu, perm, b):
-    y = rolled_triangular_solve(lu, b[perm], lower=True, unit_diagonal=True)
-    return rolled_triangular_solve(lu, y, lower=False)
-
-
 def solve(factors, b):
     """Solve ``a x = b`` from `factor`'s output."""
     n = factors[0].shape[-1]
     if n <= SMALL_SYSTEM:
         if n <= TPU_STRAIGHT_LINE:
             return lu_solve(factors, b)
-        return lax.platform_dependent(*factors, b, tpu=_small_rolled_solve,
+        return lax.platform_dependent(*factors, b, tpu=_rolled_perm_solve,
                                       default=lambda lu, perm, b: lu_solve((lu, perm), b))
     return lapack_lu_solve(factors[0], factors[1], b)
 

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from .linalg import factor, solve
+from .platforms import float32_on_tpu
 from .tableaus import DOP853Tableau, ExplicitTableau, RosenbrockTableau
 
 
@@ -106,6 +107,12 @@ def _int_layout(dtype):
     return (jnp.int64, 52, 1023) if dtype == jnp.float64 else (jnp.int32, 23, 127)
 
 
+# On a TPU in float64 the bit tricks go through float32's bits (`float32_on_tpu`: XLA's TPU
+# backend has no 64-bit integer shifts). The two agree to float32's rounding (1e-7 relative),
+# far inside the approximations' own 1e-4 ... 8e-3; both inputs' ranges (the error norm floored
+# at 1e-10, the exponent clipped to +-120) lie inside float32's.
+
+
 def _log2_bits(x):
     it, nm, bias = _int_layout(x.dtype)
     bits = jax.lax.bitcast_convert_type(x, it)
@@ -121,24 +128,6 @@ def _exp2_bits(z):
     return jax.lax.bitcast_convert_type(jax.lax.bitcast_convert_type(p, it) + (whole.astype(it) << nm), z.dtype)
 
 
-def _in_float32_on_tpu(bits_fn):
-    """``bits_fn`` on the value's own bits, except on a TPU in float64: XLA's TPU backend has
-    no 64-bit integer shifts (float64 and int64 are emulated there), so the value goes
-    through float32's bits there. Chosen when the program is lowered, by the platform it is
-    compiled for (`jax.lax.platform_dependent`): a CPU or GPU program holds one branch only.
-    The two agree to float32's rounding (1e-7 relative), far inside the approximation's
-    own 1e-4 ... 8e-3; both inputs' ranges (the error norm floored at 1e-10, the exponent
-    clipped to +-120) lie inside float32's."""
-
-    def apply(x):
-        if x.dtype != jnp.float64:
-            return bits_fn(x)
-        return jax.lax.platform_dependent(
-            x, tpu=lambda v: bits_fn(v.astype(jnp.float32)).astype(jnp.float64), default=bits_fn)
-
-    return apply
-
-
 def fast_log2(x):
     """``log2(x)`` to 8e-3 for positive normal ``x``: the exponent, and the mantissa's log
     by a quadratic exact at 1 and 2 (continuous and increasing across octaves); ``+inf``
@@ -148,7 +137,7 @@ def fast_log2(x):
     V1 against V6.)"""
     if x.dtype not in (jnp.float64, jnp.float32):
         return jnp.log2(x)
-    return _in_float32_on_tpu(_log2_bits)(x)
+    return float32_on_tpu(_log2_bits)(x)
 
 
 def fast_exp2(z):
@@ -156,7 +145,7 @@ def fast_exp2(z):
     too): the integer part into the exponent, ``2**f`` on [0, 1) by a cubic exact at 0 and 1."""
     if z.dtype not in (jnp.float64, jnp.float32):
         return jnp.exp2(z)
-    return _in_float32_on_tpu(_exp2_bits)(jnp.clip(z, -120.0, 120.0))
+    return float32_on_tpu(_exp2_bits)(jnp.clip(z, -120.0, 120.0))
 
 
 class _Stateless:

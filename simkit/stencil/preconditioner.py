@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 
 from ..kernels.linalg import lu_factor, lu_solve
+from ..kernels.platforms import float32_on_tpu
 from .grid import Grid
 
 
@@ -123,13 +124,10 @@ class SpectralPreconditioner:
                 uhat = jnp.moveaxis(uhat.reshape(vhat.shape[1:] + (ncomp,)), -1, 0)
             return jnp.fft.irfftn(uhat, s=shape, axes=axes).reshape(-1)
 
+        solve_here = float32_on_tpu(solve_spectral)
+
         def apply(v: Any) -> Any:
-            c_v = jnp.asarray(c, v.dtype)
-            if v.dtype != jnp.float64:
-                return solve_spectral(symbol_re, symbol_im, c_v, v).astype(v.dtype)
-            return jax.lax.platform_dependent(
-                symbol_re, symbol_im, c_v, v, default=solve_spectral,
-                tpu=lambda *xs: solve_spectral(*(x.astype(jnp.float32) for x in xs)).astype(jnp.float64))
+            return solve_here(symbol_re, symbol_im, jnp.asarray(c, v.dtype), v).astype(v.dtype)
 
         return apply
 
@@ -139,18 +137,15 @@ class SpectralPreconditioner:
 # complex values complex64), and only real float64 arrays cross between its parts. A
 # preconditioner only has to be close to the inverse (the Krylov iteration converges to its own
 # tolerance either way), and float32's 1e-7 is far closer than that needs. Chosen when lowering
-# (`jax.lax.platform_dependent`): a CPU or GPU program computes in float64 and complex128.
+# (`simkit.kernels.platforms.float32_on_tpu`): a CPU or GPU program computes in float64 and
+# complex128.
 
 
 def _symbol_parts(kernel: Any, axes: tuple) -> tuple:
     """The real and imaginary parts of ``rfftn(kernel)`` over ``axes``, as real arrays of the
     kernel's dtype."""
-    def native(k: Any) -> tuple:
+    def parts(k: Any) -> tuple:
         symbol = jnp.fft.rfftn(k, axes=axes)
         return symbol.real, symbol.imag
 
-    if kernel.dtype != jnp.float64:
-        return native(kernel)
-    return jax.lax.platform_dependent(
-        kernel, default=native,
-        tpu=lambda k: tuple(part.astype(jnp.float64) for part in native(k.astype(jnp.float32))))
+    return float32_on_tpu(parts)(kernel)
