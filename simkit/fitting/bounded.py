@@ -152,6 +152,14 @@ def _at_bound(x, lower, upper):
     return jnp.where(x <= lower, -1, jnp.where(x >= upper, 1, 0)).astype(jnp.int8)
 
 
+def _summary(lane, *, lower, upper):
+    """A lane's `BoundedResult`: its point, cost, largest projected-gradient entry, counts,
+    status and the bounds it sits at (shared by both methods' lanes)."""
+    x, g = lane["x"], lane["g"]
+    return BoundedResult(x, lane["f"], jnp.max(jnp.abs(projected_gradient(x, g, lower, upper)), initial=0.0),
+                         lane["n_iter"], lane["n_eval"], lane["status"], _at_bound(x, lower, upper))
+
+
 # the lanes ---------------------------------------------------------------------------------------
 def _drive(evaluate: Callable, advance: Callable, fresh: Callable, summary: Callable, x0, lanes: int):
     """Run every row of ``x0`` to its end on ``lanes`` lanes (see the module docstring).
@@ -340,12 +348,7 @@ def _lbfgsb_lane(n: int, memory: int, lower, upper, max_iter, max_eval, gtol, ft
                    status=jnp.where(done, status, lane["status"]).astype(jnp.int32))
         return jax.tree_util.tree_map(lambda a, b: jnp.where(idle, a, b), lane, out)
 
-    def summary(lane):
-        x, g = lane["x"], lane["g"]
-        return BoundedResult(x, lane["f"], jnp.max(jnp.abs(projected_gradient(x, g, lower, upper)), initial=0.0),
-                             lane["n_iter"], lane["n_eval"], lane["status"], _at_bound(x, lower, upper))
-
-    return fresh, advance, summary
+    return fresh, advance, functools.partial(_summary, lower=lower, upper=upper)
 
 
 @functools.partial(jax.jit, static_argnames=("fun", "method", "memory", "lanes"))
@@ -544,12 +547,7 @@ def _lm_lane(n: int, lower, upper, max_iter, max_eval, gtol, ftol, xtol, dtype):
                    status=jnp.where(done, status, lane["status"]).astype(jnp.int32))
         return jax.tree_util.tree_map(lambda a, b: jnp.where(idle, a, b), lane, out)
 
-    def summary(lane):
-        x, g = lane["x"], lane["g"]
-        return BoundedResult(x, lane["f"], jnp.max(jnp.abs(projected_gradient(x, g, lower, upper)), initial=0.0),
-                             lane["n_iter"], lane["n_eval"], lane["status"], _at_bound(x, lower, upper))
-
-    return fresh, advance, summary
+    return fresh, advance, functools.partial(_summary, lower=lower, upper=upper)
 
 
 def _least_squares(residuals, x0, lower, upper, max_iter, max_eval, gtol, ftol, xtol, *, lanes):
