@@ -34,7 +34,7 @@ from . import _config, engines
 from . import progress as _progress
 from ._prepare import check_count, check_flag, check_rhs, merge_params, prepare
 from ._solve import warn_below_normal
-from .engines.kernel_queue import queue_eligible, run_queue
+from .engines.kernel_queue import lanes_last_on, queue_eligible, run_queue
 from .ensemble_solution import EnsembleSolution
 from .errors import InputError, InputTypeError, ParameterError, ShapeError
 from .model import ODEModel
@@ -210,7 +210,8 @@ def host_batches(chunks: int, batched: bool, queue: bool) -> tuple[int, int]:
 def _run_members(program: EnsembleProgram, args, params, y0, keys):
     """All members on one device: on refilled lanes, or lax.map over chunks of the vmapped engine."""
     if program.queue:
-        return run_queue(program.engine, args, params, y0, program.chunk)
+        return run_queue(program.engine, args, params, y0, program.chunk,
+                         lanes_last=lanes_last_on(program.devices[0].platform))
 
     def one(p, y, k):
         out = engines.run(program.engine, args._replace(params=p, y0=y, key=k if args.key is not None else None))

@@ -249,11 +249,13 @@ def test_members_saving_at_the_ends_step_in_blocks():
 
 
 @pytest.mark.parametrize("case", ["backward_dense_saves_and_max_steps", "stiff_autoswitch"])
-def test_refilled_lanes_equal_lockstep_chunks(case):
+def test_refilled_lanes_equal_lockstep_chunks(case, monkeypatch):
     # the queue (default) against lockstep chunks (refill=False): the same steps, saves,
     # statuses and counters, in the cases the queue handles apart: time running backwards,
     # save times not at t0 and several in one step, members stopped by max_steps, and
-    # a method with phases (AutoSwitch, stiff van der Pol members)
+    # a method with phases (AutoSwitch, stiff van der Pol members); also with a lane per
+    # member and the lane axis last (an accelerator's layout: written in place, no queue)
+    from simkit.engines import kernel_queue
     if case == "backward_dense_saves_and_max_steps":
         model, name = models.get("lotka_volterra"), "alpha"  # 8 to 32 steps: 60 saves, several per step
         values = np.linspace(0.3, 1.5, 21)
@@ -265,13 +267,17 @@ def test_refilled_lanes_equal_lockstep_chunks(case):
     queue = simkit.ensemble(model, params={name: values}, chunk_size=8, devices=jax.local_devices()[:1], **kwargs)
     lockstep = simkit.ensemble(model, params={name: values}, chunk_size=8, refill=False,
                                devices=jax.local_devices()[:1], **kwargs)
-    np.testing.assert_array_equal(queue.status, lockstep.status)
+    monkeypatch.setattr(kernel_queue, "LANES_LAST", True)
+    in_place = simkit.ensemble(model, params={name: values}, chunk_size=32, devices=jax.local_devices()[:1],
+                               **kwargs)
     if case == "backward_dense_saves_and_max_steps":
         assert 0 < len(queue.failures) < len(values)  # some members run out of steps
-    for key in lockstep.stats:
-        np.testing.assert_array_equal(queue.stats[key], lockstep.stats[key], err_msg=key)
-    np.testing.assert_allclose(queue.ys, lockstep.ys, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(queue.t_final, lockstep.t_final, rtol=1e-14)
+    for run in (queue, in_place):
+        np.testing.assert_array_equal(run.status, lockstep.status)
+        for key in lockstep.stats:
+            np.testing.assert_array_equal(run.stats[key], lockstep.stats[key], err_msg=key)
+        np.testing.assert_allclose(run.ys, lockstep.ys, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(run.t_final, lockstep.t_final, rtol=1e-14)
 
 
 def test_members_saving_their_own_steps_have_no_common_times():
