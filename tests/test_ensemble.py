@@ -258,17 +258,17 @@ def test_refilled_lanes_equal_lockstep_chunks(case, monkeypatch):
     from simkit.engines import kernel_queue
     if case == "backward_dense_saves_and_max_steps":
         model, name = models.get("lotka_volterra"), "alpha"  # 8 to 32 steps: 60 saves, several per step
-        values = np.linspace(0.3, 1.5, 21)
+        values = np.linspace(0.3, 1.5, 41)
         kwargs = dict(t_span=(10.0, 0.0), saveat=np.linspace(9.5, 0.0, 60), rtol=1e-4, atol=1e-4, max_steps=20)
     else:
         model, name = models.get("van_der_pol"), "mu"
-        values = np.geomspace(0.5, 300.0, 21)
+        values = np.geomspace(0.5, 300.0, 41)
         kwargs = dict(t_span=(0.0, 3.0), saveat=4, rtol=1e-6, atol=1e-6, solver=simkit.AutoSwitch())
     queue = simkit.ensemble(model, params={name: values}, chunk_size=8, devices=jax.local_devices()[:1], **kwargs)
     lockstep = simkit.ensemble(model, params={name: values}, chunk_size=8, refill=False,
                                devices=jax.local_devices()[:1], **kwargs)
     monkeypatch.setattr(kernel_queue, "LANES_LAST", True)
-    in_place = simkit.ensemble(model, params={name: values}, chunk_size=32, devices=jax.local_devices()[:1],
+    in_place = simkit.ensemble(model, params={name: values}, chunk_size=48, devices=jax.local_devices()[:1],
                                **kwargs)
     if case == "backward_dense_saves_and_max_steps":
         assert 0 < len(queue.failures) < len(values)  # some members run out of steps
