@@ -48,6 +48,9 @@ for part in "$@"; do
       SIMKIT_ENABLE_X64=0 timeout 90 python3 benchmarks/accelerator.py ensemble --out "$OUT/ensemble_f32.json" > "$OUT/bench.log" 2>&1
       SIMKIT_ENABLE_X64=0 timeout 50 python3 benchmarks/accelerator.py stencil --out "$OUT/stencil_f32.json" >> "$OUT/bench.log" 2>&1
       timeout 50 python3 benchmarks/accelerator.py ensemble --members 100000 --peer-max 0 --out "$OUT/ensemble_f64.json" >> "$OUT/bench.log" 2>&1 ;;
+    ensemble32)  # the layouts and schedules of refilled lanes against lockstep chunks and diffrax
+      SIMKIT_ENABLE_X64=0 timeout "${ENSEMBLE_SECONDS:-240}" python3 benchmarks/accelerator.py ensemble \
+        --modes refilled refilled_lanes_first lockstep --out "$OUT/ensemble_f32.json" > "$OUT/ensemble.log" 2>&1 ;;
     fit) SIMKIT_ENABLE_X64=0 timeout "${FIT_SECONDS:-100}" python3 benchmarks/accelerator.py fit --out "$OUT/fit_f32.json" >> "$OUT/bench.log" 2>&1 ;;
   esac
 done
