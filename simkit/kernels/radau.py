@@ -25,6 +25,19 @@ The coefficients are computed here from their definitions (the Radau IIA matrix,
 inverse's eigen-decomposition, the interpolating polynomial through the stages), and
 checked when the module loads. Tolerances are used as given, as SciPy's ``Radau`` does
 (RADAU5 itself transforms them to ``0.1 rtol^(2/3)``).
+
+The complex system ``(mu/h I - J)(u + i v) = a + i b`` (``mu = alpha + i beta``) is, in real
+terms, the ``2n`` system ``[[alpha/h I - J, -beta/h I], [beta/h I, alpha/h I - J]] [u; v] =
+[a; b]``. XLA's TPU backend has no complex128, so a float64 program compiled for a TPU
+eliminates that system in 2 x 2 blocks, that is, complex numbers held as (real, imaginary)
+pairs of float64 (`pair_lu`, `pair_solve`: the same pivots, by modulus, and the same
+eliminations in the same order as the complex LU, so the two agree to rounding). Everywhere
+else (CPU, GPU, float32) the system is factored and solved in complex arithmetic by
+`simkit.kernels.linalg`. The choice is made when the program is lowered
+(`jax.lax.platform_dependent`), so the carried factors have one form on every platform:
+the complex LU's real and imaginary parts, taken apart after factoring and put together
+before each solve (exact: a CPU program computes what it computed with complex factors in
+its carry, bit for bit, in the same steps).
 """
 
 from __future__ import annotations
@@ -38,6 +51,9 @@ from .linalg import factor as lu_factor
 from .linalg import factor_zeros
 from .linalg import solve as lu_solve
 from .methods import _rms, _scale
+
+# the platforms whose float64 programs solve the complex system in real arithmetic (`pair_lu`)
+REAL_ARITHMETIC_PLATFORMS = ("tpu",)
 
 NEWTON_MAXITER = 7  # RADAU5's NIT
 MIN_FACTOR, MAX_FACTOR = 0.2, 8.0  # RADAU5's FACR, FACL (1/FACL = 0.2, 1/FACR = 8)
@@ -112,6 +128,17 @@ def _check(k: dict, blocks: np.ndarray) -> None:
 RADAU_IIA5 = _coefficients()
 
 
+def _complex_dtype(dtype):
+    return jnp.complex128 if jnp.dtype(dtype) == jnp.float64 else jnp.complex64
+
+
+def _pivots_zeros(n: int, dtype):
+    """Zeros shaped as the pivots of `linalg.factor` for an ``n x n`` complex matrix (shapes
+    only: no complex array in the program)."""
+    pivots = jax.eval_shape(lambda: factor_zeros(n, _complex_dtype(dtype))[1])
+    return jnp.zeros(pivots.shape, pivots.dtype)
+
+
 def _combine(weights, zs):
     """sum_i weights[i] * zs[i] for trace-time constant weights."""
     out = None
@@ -121,13 +148,92 @@ def _combine(weights, zs):
     return out
 
 
+# -- complex LU in real arithmetic (float64 on a TPU) -----------------------------------------
+
+
+def _divide(ar, ai, br, bi):
+    """``(ar + i ai) / (br + i bi)`` as a (real, imaginary) pair, by Smith's algorithm (no
+    overflow from squaring the divisor)."""
+    wide = jnp.abs(br) >= jnp.abs(bi)
+    safe_br = jnp.where(wide, br, 1.0)
+    safe_bi = jnp.where(wide, 1.0, bi)
+    r = jnp.where(wide, bi / safe_br, br / safe_bi)
+    d = jnp.where(wide, br + bi * r, br * r + bi)
+    return (jnp.where(wide, ar + ai * r, ar * r + ai) / d,
+            jnp.where(wide, ai - ar * r, ai * r - ar) / d)
+
+
+def pair_lu(re, im, perm_dtype=jnp.int32):
+    """``(lu_re, lu_im, perm)``: LU with partial pivoting of the complex ``n x n`` matrix
+    ``re + i im`` in real arithmetic, ``(re + i im)[perm] = L U`` with L unit lower
+    triangular (below the diagonal) and U upper triangular, packed as `linalg.lu_factor`
+    packs them. A ``fori_loop`` over the columns (one elimination per iteration, array
+    operations only, as `linalg.rolled_lu`): the real ``2n`` system ``[[re, -im], [im, re]]``
+    eliminated in 2 x 2 blocks, pivoting on the largest modulus."""
+    n = re.shape[-1]
+    idx = jnp.arange(n)
+
+    def eliminate(k, carry):
+        re, im, perm = carry
+        modulus = jnp.hypot(re[:, k], im[:, k])
+        p = jnp.argmax(jnp.where(idx >= k, modulus, -1.0))
+        swap = jnp.where(idx == k, p, jnp.where(idx == p, k, idx))
+        re, im, perm = re[swap, :], im[swap, :], perm[swap]
+        inv_r, inv_i = _divide(1.0, 0.0, re[k, k], im[k, k])
+        below = idx > k
+        fr = jnp.where(below, re[:, k] * inv_r - im[:, k] * inv_i, 0.0)
+        fi = jnp.where(below, re[:, k] * inv_i + im[:, k] * inv_r, 0.0)
+        ur, ui = jnp.where(below, re[k, :], 0.0), jnp.where(below, im[k, :], 0.0)
+        re = re - (fr[:, None] * ur[None, :] - fi[:, None] * ui[None, :])
+        im = im - (fr[:, None] * ui[None, :] + fi[:, None] * ur[None, :])
+        column = (idx == k)[None, :]
+        re = jnp.where(column, jnp.where(below, fr, re[:, k])[:, None], re)
+        im = jnp.where(column, jnp.where(below, fi, im[:, k])[:, None], im)
+        return re, im, perm
+
+    return lax.fori_loop(0, n, eliminate, (re, im, jnp.arange(n, dtype=perm_dtype)))
+
+
+def _pair_triangular_solve(lu_re, lu_im, b_re, b_im, *, lower: bool):
+    """Solve ``t x = b`` for the unit lower (``lower``) or the upper triangle ``t`` of packed
+    complex factors held as pairs: substitution by a ``fori_loop`` over the rows, as
+    `linalg.rolled_triangular_solve`."""
+    n = lu_re.shape[-1]
+    idx = jnp.arange(n)
+
+    def row(step, x):
+        xr, xi = x
+        i = step if lower else n - 1 - step
+        known = (idx < i) if lower else (idx > i)
+        cr, ci = jnp.where(known, lu_re[i, :], 0.0), jnp.where(known, lu_im[i, :], 0.0)
+        rr = b_re[i] - jnp.sum(cr * xr - ci * xi)
+        ri = b_im[i] - jnp.sum(cr * xi + ci * xr)
+        if not lower:
+            rr, ri = _divide(rr, ri, lu_re[i, i], lu_im[i, i])
+        return xr.at[i].set(rr), xi.at[i].set(ri)
+
+    return lax.fori_loop(0, n, row, (jnp.zeros_like(b_re), jnp.zeros_like(b_im)))
+
+
+def pair_solve(lu_re, lu_im, perm, b_re, b_im):
+    """``(x_re, x_im)`` solving ``(re + i im) x = b_re + i b_im`` from `pair_lu`'s factors:
+    the two triangular sweeps, in real arithmetic."""
+    y_re, y_im = _pair_triangular_solve(lu_re, lu_im, b_re[perm], b_im[perm], lower=True)
+    return _pair_triangular_solve(lu_re, lu_im, y_re, y_im, lower=False)
+
+
 class RadauIIA5Method:
     """One attempt of Radau IIA 5 for `simkit.kernels.loop.adaptive_loop`.
 
     The controller state carried across attempts holds the Jacobian, both LU
-    factorisations, the step size they were made for, whether the Jacobian is current and
-    whether a new one is wanted, the previous accepted step's collocation polynomial
-    (Newton's starting values) and the Gustafsson controller's memory.
+    factorisations (the complex one as its real and imaginary parts and its pivots), the step
+    size they were made for, whether the Jacobian is current and whether a new one is wanted,
+    the previous accepted step's collocation polynomial (Newton's starting values) and the
+    Gustafsson controller's memory.
+
+    ``real_arithmetic_platforms``: the platforms whose float64 programs solve the complex
+    system in real arithmetic (`pair_lu`; a TPU, which has no complex128). Any other
+    platform, and float32 everywhere, factors it in complex arithmetic.
     """
 
     implicit = True
@@ -135,7 +241,8 @@ class RadauIIA5Method:
     order = 5
     error_order = 3
 
-    def __init__(self):
+    def __init__(self, real_arithmetic_platforms: tuple[str, ...] = REAL_ARITHMETIC_PLATFORMS):
+        self.real_arithmetic_platforms = tuple(real_arithmetic_platforms)
         k = RADAU_IIA5
         self.c, self.t, self.ti, self.p, self.dd = k["c"], k["t"], k["ti"], k["p"], k["dd"]
         self.mu_real, self.mu_complex = k["mu_real"], k["mu_complex"]
@@ -152,11 +259,10 @@ class RadauIIA5Method:
 
     def controller_init(self, y0):
         n, dtype = y0.shape[0], y0.dtype
-        cdtype = jnp.complex128 if dtype == jnp.float64 else jnp.complex64
         zeros = jnp.zeros((n, n), dtype)
         return dict(
             jac=zeros, jac_current=jnp.asarray(False), want_jac=jnp.asarray(True),
-            lu_real=factor_zeros(n, dtype), lu_complex=factor_zeros(n, cdtype),
+            lu_real=factor_zeros(n, dtype), lu_complex=(zeros, zeros, _pivots_zeros(n, dtype)),
             lu_hs=jnp.asarray(0.0, dtype),
             prev=dict(t=jnp.asarray(0.0, dtype), hs=jnp.asarray(0.0, dtype), y=y0, q=jnp.zeros((3, n), dtype)),
             have_prev=jnp.asarray(False), first=jnp.asarray(True), rejected=jnp.asarray(False),
@@ -180,8 +286,7 @@ class RadauIIA5Method:
 
         def factor():
             lu_r = lu_factor((self.mu_real / hs) * eye - jac)
-            lu_c = lu_factor((self.mu_complex / hs) * eye.astype(ctrl["lu_complex"][0].dtype) - jac)
-            return lu_r, lu_c
+            return lu_r, self._factor_complex(jac, hs, ctrl["lu_complex"][2].dtype)
 
         lu_real, lu_complex = lax.cond(refactor, factor, lambda: (ctrl["lu_real"], ctrl["lu_complex"]))
         lu_real = jax.tree_util.tree_map(lax.stop_gradient, lu_real)
@@ -199,16 +304,14 @@ class RadauIIA5Method:
 
         scale = _scale(y, y, rtol, atol)
         newton_tol = jnp.maximum(10 * eps / rtol, jnp.minimum(0.03, jnp.sqrt(rtol)))
-        mu_r, mu_c = self.mu_real / hs, self.mu_complex / hs
+        mu_r = self.mu_real / hs
 
         def newton_body(s):
             z, w = s["z"], s["w"]
             fs = [rhs(t + float(ci) * hs, y + z[i], params) for i, ci in enumerate(self.c)]
             g_real = _combine(self.ti[0], fs) - mu_r * w[0]
-            g_complex = _combine(self.ti[1] + 1j * self.ti[2], fs) - mu_c * (w[1] + 1j * w[2])
             dw_real = lu_solve(lu_real, g_real)
-            dw_complex = lu_solve(lu_complex, g_complex)
-            dw = [dw_real, jnp.real(dw_complex), jnp.imag(dw_complex)]
+            dw = [dw_real, *self._solve_complex(lu_complex, fs, w[1], w[2], hs)]
             norm = _rms(jnp.concatenate(dw) / jnp.concatenate([scale] * 3))
             finite = jnp.isfinite(norm)  # a non-finite stage value makes the norm non-finite
             rate = jnp.where(s["k"] > 0, norm / jnp.where(s["norm_old"] > 0, s["norm_old"], 1.0), s["rate"])
@@ -258,6 +361,51 @@ class RadauIIA5Method:
             + ctrl["want_jac"].astype(n_iter.dtype) * n,  # (a Jacobian: n forward-mode evaluations)
         )
         return y_new, err_norm, q, None, work
+
+    # -- the complex system ---------------------------------------------------------------
+
+    def _in_real_arithmetic(self, dtype) -> tuple[str, ...]:
+        """The platforms whose programs solve the complex system in real arithmetic for
+        ``dtype`` (none in float32)."""
+        return self.real_arithmetic_platforms if jnp.dtype(dtype) == jnp.float64 else ()
+
+    def _factor_complex(self, jac, hs, index_dtype):
+        """``(lu_re, lu_im, pivots)`` of ``mu_complex / hs I - jac``."""
+        eye = jnp.eye(jac.shape[0], dtype=jac.dtype)
+
+        def in_complex(jac, hs):
+            lu, pivots = lu_factor((self.mu_complex / hs) * eye.astype(_complex_dtype(jac.dtype)) - jac)
+            return jnp.real(lu), jnp.imag(lu), pivots
+
+        def in_pairs(jac, hs):
+            mu = self.mu_complex
+            return pair_lu((mu.real / hs) * eye - jac, (mu.imag / hs) * eye, index_dtype)
+
+        platforms = self._in_real_arithmetic(jac.dtype)
+        if not platforms:
+            return in_complex(jac, hs)
+        return lax.platform_dependent(jac, hs, **{p: in_pairs for p in platforms}, default=in_complex)
+
+    def _solve_complex(self, lu_complex, fs, w1, w2, hs):
+        """The Newton correction ``(dw1, dw2)`` of the complex pair: ``(mu / hs - J)(dw1 +
+        i dw2) = (T^-1)_(2 + i 3) f - mu / hs (w1 + i w2)``."""
+
+        def in_complex(lu_re, lu_im, pivots, fs, w1, w2, hs):
+            g = _combine(self.ti[1] + 1j * self.ti[2], fs) - (self.mu_complex / hs) * (w1 + 1j * w2)
+            dw = lu_solve((lax.complex(lu_re, lu_im), pivots), g)
+            return jnp.real(dw), jnp.imag(dw)
+
+        def in_pairs(lu_re, lu_im, perm, fs, w1, w2, hs):
+            a, b = self.mu_complex.real / hs, self.mu_complex.imag / hs
+            g_re = _combine(self.ti[1], fs) - (a * w1 - b * w2)
+            g_im = _combine(self.ti[2], fs) - (a * w2 + b * w1)
+            return pair_solve(lu_re, lu_im, perm, g_re, g_im)
+
+        args = (*lu_complex, fs, w1, w2, hs)
+        platforms = self._in_real_arithmetic(w1.dtype)
+        if not platforms:
+            return in_complex(*args)
+        return lax.platform_dependent(*args, **{p: in_pairs for p in platforms}, default=in_complex)
 
     # -- step size --------------------------------------------------------------------
 
