@@ -158,9 +158,9 @@ def platform_of(device: Any) -> str:
 
 def check_supported(solver: Any, dtype: Any, platform: str, owner: str) -> None:
     """Refuse, before compiling, what a platform's compiler cannot build in float64 on a TPU:
-    Radau IIA's complex eigenvalue pair (no complex128 there) and diffrax's implicit solvers
-    (no float64 LU there)."""
-    from .kernels import RadauIIA5
+    diffrax's implicit solvers (no float64 LU there). simkit's own kernels all compile there
+    (`simkit.RadauIIA5` solves its complex Newton system in real arithmetic on a TPU, which
+    has no complex128)."""
     from .solvers import is_diffrax_solver, is_implicit
 
     if platform != "tpu" or jnp.finfo(dtype).dtype != jnp.float64:
@@ -170,8 +170,3 @@ def check_supported(solver: Any, dtype: Any, platform: str, owner: str) -> None:
                          f"TPU (its Newton iteration factors with XLA's LU, which has no float64 form there). Use "
                          f"simkit.BDF() or simkit.Rodas5P() (their factorisations run on a TPU), run it on the host "
                          f"(device='host'), or compute in float32 (`with simkit.precision('float32'):`)")
-    if isinstance(solver, RadauIIA5):
-        raise InputError(f"{owner}: simkit.RadauIIA5() in float64 cannot run on a TPU (its Newton iteration "
-                         f"solves a complex128 system, which XLA's TPU backend lacks). Use simkit.BDF() or "
-                         f"simkit.Rodas5P() there, run it on the host (device='host'), or compute in float32 "
-                         f"(`with simkit.precision('float32'):`)")
