@@ -15,6 +15,7 @@ from .. import progress as _progress
 from . import ensembles, stencils
 from . import fitting as fitting_cases
 from . import parallel as parallel_cases
+from . import petab_case
 from . import stiff_steps
 from .cases import MODEL_CASES, run_model_case, solvers_for
 from .work_precision import ERROR_AXIS_LABEL, ERROR_DEFINITION, PROBLEMS, work_precision
@@ -125,7 +126,7 @@ def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True,
     os.makedirs(out_dir, exist_ok=True)
     start = time.perf_counter()
     total = (sum(len(solvers_for(name)) for name in MODEL_CASES) + len(PROBLEMS) + len(ensembles.CASES)
-             + 4)  # stencils, decomposition, fitting, stiff step counts
+             + 5)  # stencils, decomposition, fitting, PEtab, stiff step counts
     bar = _progress.bar(total, "validate", progress=progress, unit="cases")
 
     def say(msg: str) -> None:
@@ -180,19 +181,28 @@ def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True,
 
     fit_results = [fitting_cases.lynx_hare(), fitting_cases.pde_inverse()]
     bar.update(1)
-    bar.close()
     for r in fit_results:
         say(f"  fitting: {r['name']:56s} {r['metric']:9.3g} (bound {r['bound']:g})  {'ok' if r['passed'] else 'FAIL'}")
     fitting_cases.figure(fit_results[0]["result"], os.path.join(out_dir, "fit_lynx_hare.png"))
+
+    petab = petab_case.boehm() if petab_case.available() else None  # needs the petab extra
+    bar.update(1)
+    for r in petab["rows"] if petab else []:
+        say(f"  petab: {r['name']:58s} {r['metric']:9.3g} (bound {r['bound']:g})  {'ok' if r['passed'] else 'FAIL'}")
+    if petab:
+        petab_case.figure(petab, os.path.join(out_dir, "petab_boehm.png"))
+    else:
+        say("  petab: skipped (needs the petab extra: pip install 'simkit-jax[petab]')")
 
     stiff = stiff_steps.step_counts(stiff_steps.RTOLS[:2] if quick else stiff_steps.RTOLS)
     bar.update(1)
     say(f"  stiff steps: {stiff['name']:52s} {stiff['metric']:9.3g} (bound {stiff['bound']:g})  "
         f"{'ok' if stiff['passed'] else 'FAIL'}")
     stiff_steps.figure(stiff, os.path.join(out_dir, "stiff_step_counts.png"))
+    bar.close()
 
     passed = all(r["passed"] for r in results + ens_results + stencil_results + parallel_results + fit_results
-                 + [stiff])
+                 + (petab["rows"] if petab else []) + [stiff])
     command = "simkit validate --quick" if quick else "simkit validate"
 
     def figure(alt: str, filename: str, caption: str) -> list[str]:
@@ -309,6 +319,7 @@ def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True,
         "loss below, the parameter correlation matrix, and profile likelihoods of alpha and gamma "
         "(dashed: the chi-square threshold of the confidence level; shaded: the Wald interval; "
         "red: the estimate).")
+    lines += ["", "## A PEtab problem: STAT5 dimerization", ""] + petab_case.report_lines(petab, figure)
     lines += ["", "## Stiff step counts against SciPy", "",
               f"simkit's RadauIIA5 and BDF against SciPy's Radau and BDF (the same exact Jacobian) on "
               f"{', '.join(stiff_steps.PROBLEMS)}: accepted steps and the error at the end against the "
@@ -343,5 +354,6 @@ def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True,
         fh.write("\n".join(lines) + "\n")
     say(f"wrote {os.path.join(out_dir, 'report.md')}: {'PASS' if passed else 'FAIL'}")
     return {"passed": passed, "models": results, "ensembles": ens_results, "stencils": stencil_results,
-            "parallel": parallel_results, "scaling": scaling, "fitting": fit_results, "stiff_steps": stiff,
+            "parallel": parallel_results, "scaling": scaling, "fitting": fit_results, "petab": petab,
+            "stiff_steps": stiff,
             "work_precision": wp}
