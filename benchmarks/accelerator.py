@@ -27,7 +27,6 @@ import numpy as np
 
 import simkit
 from simkit import _config, models
-from simkit.engines import kernel_queue
 from simkit.kernels import linalg
 
 HOST = jax.devices("cpu")[0]
@@ -147,11 +146,9 @@ def lorenz_ensemble(args):
             def call():
                 if mode == "naive":
                     return naive(rho)
-                # refilled lanes hold the lane axis last on an accelerator; "refilled_lanes_first"
-                # keeps it first, as on a CPU
-                kernel_queue.LANES_LAST = False if mode == "refilled_lanes_first" else None
+                refill = dict(default=None, refilled=True, lockstep=False)[mode]
                 return simkit.ensemble(lorenz, (0.0, 10.0), params={"rho": rho}, saveat=saveat,
-                                       rtol=rtol, atol=1e-6, refill=mode != "lockstep")
+                                       rtol=rtol, atol=1e-6, refill=refill)
 
             naive = jax.jit(jax.vmap(lambda r: simkit.solve(lorenz, (0.0, 10.0), params={"rho": r},
                                                             saveat=saveat, rtol=rtol, atol=1e-6,
@@ -294,7 +291,7 @@ def main() -> None:
     parser.add_argument("--members", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--peer-max", type=int, default=100_000)
     parser.add_argument("--save-times", action="store_true", help="save at t1 given as an array of times")
-    parser.add_argument("--modes", nargs="+", default=["refilled"], choices=["refilled", "refilled_lanes_first", "lockstep", "naive"])
+    parser.add_argument("--modes", nargs="+", default=["default"], choices=["default", "refilled", "lockstep", "naive"])
     parser.add_argument("--sizes", type=int, nargs="+", default=[2048, 8192])
     parser.add_argument("--starts", type=int, default=1024)
     args = parser.parse_args()

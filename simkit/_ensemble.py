@@ -5,9 +5,9 @@ no model is rebuilt per member, and the member axis is split over the local devi
 ``jax.shard_map`` so that each device stops when its own members are done. On a device:
 
 * **Refilled lanes** (the default for simkit's kernels saving at given times, without
-  events): ``chunk_size`` lanes step together and each takes the next member from the
+  events, on CPUs and GPUs): ``chunk_size`` lanes step together and each takes the next member from the
   device's queue when its own is done (`simkit.engines.kernel_queue`).
-* **Lockstep chunks** (``refill=False``, ``balance=True``, events, dense output, every
+* **Lockstep chunks** (on a TPU, ``refill=False``, ``balance=True``, events, dense output, every
   step saved, diffrax solvers, stochastic models): ``jax.vmap`` of the engine over chunks
   of a few hundred members (``lax.map`` over chunks keeps a chunk's state in cache); a
   chunk runs until its slowest member is done. With ``balance=True`` a cheap pilot solve
@@ -34,7 +34,7 @@ from . import _config, engines
 from . import progress as _progress
 from ._prepare import check_count, check_flag, check_rhs, merge_params, prepare
 from ._solve import warn_below_normal
-from .engines.kernel_queue import lanes_last_on, queue_eligible, run_queue
+from .engines.kernel_queue import queue_eligible, run_queue
 from .ensemble_solution import EnsembleSolution
 from .errors import InputError, InputTypeError, ParameterError, ShapeError
 from .model import ODEModel
@@ -50,6 +50,11 @@ ACCELERATOR_CHUNK = 2**17  # lanes per accelerator: a narrow loop is launch-boun
 # refilled queue needs more members than lanes. Measured on an H200 (benchmarks/results/
 # gpu_ensemble.json, lane counts interleaved): 1M Lorenz members fastest at 2^17 in float64
 # (2^15: 0.82x, 2^20: 0.74x), within 2 % of 2^18 in float32; 100k Robertson members on 100k lanes
+REFILL_DEFAULT = {"tpu": False}  # where lockstep chunks are the default (elsewhere refilled
+# lanes). Measured on a TPU v5e (benchmarks/results/accelerator_ensemble_schedules.json, Lorenz,
+# float32, final state): 10^5 members 0.96 million solves/s refilled (one lane per member)
+# against 1.39 million in a chunk; 10^6 members 0.36 million on 2^17 refilled lanes against
+# 2.05 million in chunks of 2^17. On an H200, 2^17 refilled lanes ran 10^6 members at 2.4 million/s.
 MEMBERS_PER_LANE = 16  # on a CPU, fewer refilled lanes than DEFAULT_CHUNK where a device has
 MIN_QUEUE_LANES = 64  # fewer than 16 members per lane (but at least 64 lanes, and only where
 MIN_NARROWED = 3  # those get 3 members each or more): once the queue is empty, its last
@@ -210,8 +215,7 @@ def host_batches(chunks: int, batched: bool, queue: bool) -> tuple[int, int]:
 def _run_members(program: EnsembleProgram, args, params, y0, keys):
     """All members on one device: on refilled lanes, or lax.map over chunks of the vmapped engine."""
     if program.queue:
-        return run_queue(program.engine, args, params, y0, program.chunk,
-                         lanes_last=lanes_last_on(program.devices[0].platform))
+        return run_queue(program.engine, args, params, y0, program.chunk)
 
     def one(p, y, k):
         out = engines.run(program.engine, args._replace(params=p, y0=y, key=k if args.key is not None else None))
@@ -301,7 +305,7 @@ def ensemble(
     memory_budget: int = 256 * 2**20,
     devices: Sequence[Any] | None = None,
     balance: bool = False,
-    refill: bool = True,
+    refill: bool | None = None,
     key: Any = None,
     progress: bool | None = None,
 ) -> EnsembleSolution:
@@ -350,12 +354,13 @@ def ensemble(
         Group members of similar estimated cost (a pilot solve) into chunks (never for
         stochastic models: their cost is fixed by ``dt0``). Off by default: on the
         benchmarks the pilot costs about what the grouping saves (see the module docstring).
-    refill : bool
+    refill : bool, optional
         Run the members of a device on ``chunk_size`` lanes that take the next member as
-        soon as they finish (`simkit.engines.kernel_queue`; default), for simkit's kernels
+        soon as they finish (`simkit.engines.kernel_queue`), for simkit's kernels
         saving at given times without events. ``False``, or ``balance``, events, dense
         output, ``saveat="steps"``, diffrax solvers and stochastic models: chunks of
-        ``jax.vmap``-ed solves, each running until its slowest member is done.
+        ``jax.vmap``-ed solves, each running until its slowest member is done. Default
+        (None): refilled lanes on CPUs and GPUs, chunks on a TPU (`REFILL_DEFAULT`).
     key : jax.Array, optional
         For stochastic models, one ``jax.random`` key; member ``i`` gets
         ``jax.random.split(key, members)[i]``: reproducible and independent of chunking.
@@ -391,7 +396,8 @@ def ensemble(
         raise InputTypeError(f"ensemble() expects an ODEModel, got {type(model).__name__}")
     refuse_traced("simkit.ensemble", "to differentiate or transform many solves, use jax.vmap of simkit.solve",
                   t_span, params, y0, saveat, rtol, atol, max_step, dt0, key)
-    balance, refill = check_flag("balance", balance), check_flag("refill", refill)
+    balance = check_flag("balance", balance)
+    refill = check_flag("refill", refill, allow_none=True)
     members, p_b, y0_b = _member_arrays(model, params, y0)
     if members == 0:
         raise ShapeError("ensemble(): the member axis is empty (0 members)")
@@ -420,6 +426,8 @@ def ensemble(
     member_bytes = 2 * n_save * model.n_states * np.dtype(dtype).itemsize  # ys + its update
     fits = max(1, int(memory_budget) // member_bytes)
     stochastic = model.diffusion is not None
+    if refill is None:
+        refill = REFILL_DEFAULT.get(devices[0].platform, True)
     queue = bool(refill) and not balance and not stochastic and queue_eligible(plan.program)
     lane_bytes = lane_state_bytes(model.n_states, _implicit(plan.program), np.dtype(dtype).itemsize)
     chunk = lanes_per_device(per_device, devices[0].platform, queue, fits, chunk_size, lane_bytes)

@@ -320,7 +320,7 @@ CASES = [
                  r"ensemble\(\): dense output \(SaveAt\(dense=True\)\) is not kept per member", id="ensemble-dense"),
     pytest.param(ens(chunk_size=0), ValueError, r"chunk_size must be at least 1, got 0", id="ensemble-chunk-0"),
     # -- switches: a bool, not a value read by its truth ("no" would read as True) -----------
-    pytest.param(ens(refill="no"), TypeError, r"refill must be True or False, got 'no'", id="ensemble-refill-str"),
+    pytest.param(ens(refill="no"), TypeError, r"refill must be True, False or None, got 'no'", id="ensemble-refill-str"),
     pytest.param(ens(balance=1), TypeError, r"balance must be True or False, got 1", id="ensemble-balance-int"),
     pytest.param(ens(progress="off"), TypeError, r"progress must be True, False or None, got 'off'",
                  id="ensemble-progress-str"),

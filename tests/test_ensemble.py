@@ -249,13 +249,12 @@ def test_members_saving_at_the_ends_step_in_blocks():
 
 
 @pytest.mark.parametrize("case", ["backward_dense_saves_and_max_steps", "stiff_autoswitch"])
-def test_refilled_lanes_equal_lockstep_chunks(case, monkeypatch):
+def test_refilled_lanes_equal_lockstep_chunks(case):
     # the queue (default) against lockstep chunks (refill=False): the same steps, saves,
     # statuses and counters, in the cases the queue handles apart: time running backwards,
     # save times not at t0 and several in one step, members stopped by max_steps, and
     # a method with phases (AutoSwitch, stiff van der Pol members); also with a lane per
-    # member and the lane axis last (an accelerator's layout: written in place, no queue)
-    from simkit.engines import kernel_queue
+    # member (no queue: written in place)
     if case == "backward_dense_saves_and_max_steps":
         model, name = models.get("lotka_volterra"), "alpha"  # 8 to 32 steps: 60 saves, several per step
         values = np.linspace(0.3, 1.5, 41)
@@ -267,7 +266,6 @@ def test_refilled_lanes_equal_lockstep_chunks(case, monkeypatch):
     queue = simkit.ensemble(model, params={name: values}, chunk_size=8, devices=jax.local_devices()[:1], **kwargs)
     lockstep = simkit.ensemble(model, params={name: values}, chunk_size=8, refill=False,
                                devices=jax.local_devices()[:1], **kwargs)
-    monkeypatch.setattr(kernel_queue, "LANES_LAST", True)
     in_place = simkit.ensemble(model, params={name: values}, chunk_size=48, devices=jax.local_devices()[:1],
                                **kwargs)
     if case == "backward_dense_saves_and_max_steps":
