@@ -14,16 +14,20 @@ value (the objective at the collection's nominal parameters, which are the publi
 estimates, or a lower value found by any method), CPU and wall seconds in all (compilation
 counted), and per converged start.
 
-Usage::
+Every method runs in one process pinned to one core, with one thread for BLAS::
 
-    python benchmarks/petab_multistart.py --collection PATH/Benchmark-Models --problems NAME ... \
-        [--starts 10] [--max-iter 500]
+    OMP_NUM_THREADS=1 taskset -c 1 python benchmarks/petab_multistart.py \
+        --collection PATH/Benchmark-Models --problems NAME ... [--starts 10] [--max-iter 500]
+
+``--methods simkit --label NAME --ftol ... --gtol ...`` adds a variant of simkit's fit under its own key.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 import time
 from pathlib import Path
 
@@ -33,8 +37,10 @@ import numpy as np
 import scipy.optimize
 
 import simkit.petab as sp
+from simkit.fitting import minimize_bounded
 
 OUT = Path(__file__).parent / "results" / "petab_multistart.json"
+PYPESTO = Path(__file__).parent / "results" / "petab_multistart_pypesto.json"
 
 
 def _clock():
@@ -45,20 +51,53 @@ def _since(start):
     return time.process_time() - start[0], time.perf_counter() - start[1]
 
 
-def run_problem(folder: Path, n_starts: int, seed: int, max_iter: int, methods: list[str]) -> dict:
+def _in_start_order(x0: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Index ``order`` with ``starts[order[i]] == x0[i]`` (PetabFit sorts its starts by cost)."""
+    return np.array([int(np.argmin(np.abs(starts - x).max(axis=1))) for x in x0])
+
+
+def _simkit_fit(problem, x0: np.ndarray, max_iter: int, gtol: float, ftol: float | None):
+    """``(cost, status, n_iter)`` per start, in the order of ``x0``: `PetabProblem.fit`, or with
+    ``ftol`` given, `simkit.fitting.minimize_bounded` on the problem's objective (which
+    `PetabProblem.fit` calls with the default ``ftol``)."""
+    if ftol is None:
+        fit = problem.fit(starts=x0, max_iter=max_iter, gtol=gtol)
+        order = _in_start_order(x0, fit.starts)
+        return fit.cost[order], fit.status[order], fit.n_iter[order]
+    out = minimize_bounded(problem.objective, jnp.asarray(x0), jnp.asarray(problem.lower), jnp.asarray(problem.upper),
+                           max_iter=max_iter, gtol=gtol, ftol=ftol)
+    return np.asarray(out.cost), np.asarray(out.status), np.asarray(out.n_iter)
+
+
+def run_problem(folder: Path, n_starts: int, seed: int, max_iter: int, methods: list[str], gtol: float,
+                ftol: float | None = None) -> dict:
     name = folder.name
+    start = _clock()
     problem = sp.load(folder / f"{name}.yaml")
+    load_cpu, load_wall = _since(start)
     x0 = problem.sample_starts(n_starts, seed)
     row: dict = {"problem": name, "estimated": len(problem.parameter_ids), "starts": x0.tolist(),
-                 "parameter_ids": list(problem.parameter_ids), "seed": seed, "max_iter": max_iter}
+                 "parameter_ids": list(problem.parameter_ids), "seed": seed, "max_iter": max_iter,
+                 "load_cpu_s": load_cpu, "load_wall_s": load_wall}
     objective = jax.jit(problem.objective)
     row["nll_nominal"] = float(objective(jnp.asarray(problem.x_nominal)))
     if "simkit" in methods:
+        # max_iter is a traced argument: a first call with max_iter=1 compiles the program the fit
+        # runs (and takes one step from each start); the second call reuses it.
         start = _clock()
-        fit = problem.fit(starts=x0, max_iter=max_iter)
-        cpu, wall = _since(start)
-        row["simkit"] = {"cost": fit.cost.tolist(), "status": fit.status.tolist(), "n_iter": fit.n_iter.tolist(),
-                         "cpu_s": cpu, "wall_s": wall, "note": "first call: compilation included; sorted by cost"}
+        _simkit_fit(problem, x0, 1, gtol, ftol)
+        compile_cpu, compile_wall = _since(start)
+        start = _clock()
+        cost, status, n_iter = _simkit_fit(problem, x0, max_iter, gtol, ftol)
+        fit_cpu, fit_wall = _since(start)
+        row["simkit"] = {"cost": cost.tolist(), "status": status.tolist(), "n_iter": n_iter.tolist(), "gtol": gtol,
+                         "ftol": "default (2.2e-9)" if ftol is None else ftol,
+                         "compile_cpu_s": compile_cpu, "compile_wall_s": compile_wall,
+                         "fit_cpu_s": fit_cpu, "fit_wall_s": fit_wall,
+                         "cpu_s": compile_cpu + fit_cpu, "wall_s": compile_wall + fit_wall,
+                         "note": ("PetabProblem.fit" if ftol is None else "minimize_bounded(problem.objective, ...)")
+                                 + " (projected L-BFGS-B, starts one after another in one compiled program); "
+                                   "compile_*: its first call, with max_iter=1 (one step per start included)"}
     if "scipy" in methods:
         start = _clock()
         value_and_grad = jax.jit(jax.value_and_grad(problem.objective))
@@ -72,7 +111,8 @@ def run_problem(folder: Path, n_starts: int, seed: int, max_iter: int, methods: 
                 return np.inf, np.zeros_like(g)
             return v, g
 
-        costs, statuses, iters = [], [], []
+        costs, statuses, iters, evals = [], [], [], []
+        fit_start = _clock()
         for x in x0:
             out = scipy.optimize.minimize(fun, x, jac=True, method="L-BFGS-B",
                                           bounds=list(zip(problem.lower, problem.upper)),
@@ -80,26 +120,46 @@ def run_problem(folder: Path, n_starts: int, seed: int, max_iter: int, methods: 
             costs.append(float(out.fun))
             statuses.append(int(out.status))
             iters.append(int(out.nit))
-        cpu, wall = _since(start)
-        row["scipy"] = {"cost": costs, "status": statuses, "n_iter": iters, "cpu_s": cpu, "wall_s": wall,
-                        "compile_cpu_s": compile_cpu, "compile_wall_s": compile_wall}
+            evals.append(int(out.nfev))
+        fit_cpu, fit_wall = _since(fit_start)
+        row["scipy"] = {"cost": costs, "status": statuses, "n_iter": iters, "n_eval": evals,
+                        "compile_cpu_s": compile_cpu, "compile_wall_s": compile_wall,
+                        "fit_cpu_s": fit_cpu, "fit_wall_s": fit_wall,
+                        "cpu_s": compile_cpu + fit_cpu, "wall_s": compile_wall + fit_wall,
+                        "note": "scipy.optimize.minimize(method='L-BFGS-B') per start on simkit's jitted "
+                                "value_and_grad; compile_*: its first call"}
     return row
 
 
 def summarise(row: dict, others: dict | None = None) -> dict:
     """Best cost, fraction within 0.1 of the best known value, time per converged start."""
-    methods = [m for m in ("simkit", "scipy") if m in row] + list((others or {}).keys())
-    results = {m: row[m] if m in row else others[m] for m in methods}
+    results = {m: r for m, r in {**row, **(others or {})}.items() if isinstance(r, dict) and "cost" in r}
     best_known = min([row["nll_nominal"]] + [min(c for c in r["cost"] if np.isfinite(c)) for r in results.values()
                                               if any(np.isfinite(c) for c in r["cost"])])
-    summary = {"best_known": best_known}
+    summary = {"best_known": best_known, "nll_nominal": row["nll_nominal"]}
     for m, r in results.items():
         cost = np.asarray(r["cost"], dtype=float)
         hits = int(np.sum(cost <= best_known + 0.1))
-        summary[m] = {"best": float(np.nanmin(cost)), "within_0.1": hits, "fraction_within_0.1": hits / cost.size,
+        summary[m] = {"best": float(np.nanmin(cost)), "best_minus_nominal": float(np.nanmin(cost)) - row["nll_nominal"],
+                      "within_0.1": hits, "fraction_within_0.1": hits / cost.size,
+                      "cpu_s": r["cpu_s"], "wall_s": r["wall_s"],
+                      "compile_cpu_s": r.get("compile_cpu_s"), "compile_wall_s": r.get("compile_wall_s"),
+                      "cpu_s_per_start": r["cpu_s"] / cost.size,
                       "cpu_s_per_converged_start": r["cpu_s"] / hits if hits else None,
-                      "wall_s_per_converged_start": r["wall_s"] / hits if hits else None}
+                      "wall_s_per_converged_start": r["wall_s"] / hits if hits else None,
+                      "median_iterations": float(np.median(r["n_iter"]))}
     return summary
+
+
+def _others(path: Path, name: str, row: dict) -> dict:
+    """pyPESTO + AMICI's run of ``name`` from the same starts, if there is one."""
+    if not path.exists():
+        return {}
+    runs = json.loads(path.read_text())["problems"]
+    if name not in runs or "pypesto_amici" not in runs[name]:
+        return {}
+    np.testing.assert_allclose(runs[name]["starts"], row["starts"], rtol=1e-12)
+    return {"pypesto_amici": runs[name]["pypesto_amici"]}
 
 
 def main() -> None:
@@ -110,14 +170,35 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-iter", type=int, default=500)
     parser.add_argument("--methods", nargs="+", default=["simkit", "scipy"])
+    parser.add_argument("--summarise-only", dest="rows_only", nargs="*", default=[],
+                        help="problems whose runs are kept; only their summary is recomputed")
+    parser.add_argument("--label", default="simkit", help="key of simkit's run in the JSON (for variants)")
+    parser.add_argument("--gtol", type=float, default=1e-6, help="simkit's tolerance on the projected gradient")
+    parser.add_argument("--ftol", type=float, default=None,
+                        help="simkit's relative-decrease tolerance (default: PetabProblem.fit's, 2.2e-9)")
+    parser.add_argument("--pypesto", type=Path, default=PYPESTO,
+                        help="pyPESTO + AMICI results on the same starts (petab_multistart_pypesto.py)")
     args = parser.parse_args()
     document = json.loads(OUT.read_text()) if OUT.exists() else {"problems": {}}
     document["what"] = ("multi-start fits from the same starts (uniform on the parameters' scales within the bounds); "
-                        "times include compilation; 2 CPU cores shared with other jobs while measured")
+                        "CPU and wall seconds; cpu_s and wall_s include compilation, also given apart")
+    document["meta"] = {"machine": f"{platform.machine()}, {os.cpu_count()} cores shared with other jobs while measured",
+                        "pinning": f"one core, pinned, machine shared (CPU affinity {sorted(os.sched_getaffinity(0))}, "
+                                   f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')})",
+                        "jax": jax.__version__, "scipy": scipy.__version__,
+                        "solver": "simkit.petab.load defaults: the stiff default of simkit.solve, rtol 1e-8, atol 1e-10"}
     for name in args.problems:
-        row = run_problem(args.collection / name, args.starts, args.seed, args.max_iter, args.methods)
         previous = document["problems"].get(name, {})
-        others = {k: v for k, v in previous.items() if k in ("pypesto_amici",)}
+        if name in args.rows_only:
+            row = previous
+        else:
+            row = run_problem(args.collection / name, args.starts, args.seed, args.max_iter, args.methods, args.gtol,
+                              args.ftol)
+            if args.label != "simkit" and "simkit" in row:
+                row[args.label] = row.pop("simkit")
+            if previous.get("starts") == row["starts"]:  # runs of other methods from the same starts are kept
+                row = {**{k: v for k, v in previous.items() if isinstance(v, dict) and "cost" in v}, **row}
+        others = _others(args.pypesto, name, row)
         row.update(others)
         row["summary"] = summarise(row, others)
         document["problems"][name] = row

@@ -5,13 +5,15 @@ checked against that script's JSON where it has the problem. Writes
 benchmarks/results/petab_multistart_pypesto.json.
 
 Runs in a separate environment (pip install pypesto amici fides petab; AMICI needs a C++
-compiler, BLAS and SWIG), never simkit's::
+compiler, BLAS and SWIG), never simkit's. One process, one thread, pinned to one core::
 
-    /path/to/peers-venv/bin/python benchmarks/petab_multistart_pypesto.py --collection PATH/Benchmark-Models \
-        --problems NAME ...
+    OMP_NUM_THREADS=1 taskset -c 1 /path/to/peers-venv/bin/python benchmarks/petab_multistart_pypesto.py \
+        --collection PATH/Benchmark-Models --problems NAME ... [--models FOLDER]
 
-The model import (code generation and C++ compilation) is counted in the times, as simkit's
-compilation is.
+The model import (code generation and C++ compilation) is counted. Without ``--models`` it runs
+inside the timed fit. With ``--models FOLDER`` the compiled models are kept there: ``--compile``
+only compiles them and records the import time next to them (``FOLDER/NAME.import.json``), and a
+later fit loads the compiled model and adds that recorded import time to its own.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import tempfile
 import time
 import warnings
@@ -47,9 +50,18 @@ def draw_starts(problem, n: int, seed: int) -> tuple[list[str], np.ndarray]:
     return [str(i) for i in est.index], lower + rng.random((n, len(lower))) * (upper - lower)
 
 
+def meta() -> dict:
+    return {"machine": f"{platform.machine()}, {os.cpu_count()} cores shared with other jobs while measured",
+            "pinning": f"one core, pinned, machine shared (CPU affinity {sorted(os.sched_getaffinity(0))}, "
+                       f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}, pyPESTO's single-core engine)"}
+
+
 def main() -> None:
+    import amici
+    import fides
     import petab.v1 as petab
     import pypesto
+    import pypesto.engine
     import pypesto.optimize as optimize
     import pypesto.petab
 
@@ -59,7 +71,11 @@ def main() -> None:
     parser.add_argument("--starts", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-iter", type=int, default=500)
+    parser.add_argument("--models", type=Path, default=None, help="folder of compiled AMICI models (kept)")
+    parser.add_argument("--compile", action="store_true", help="only compile the models into --models")
     args = parser.parse_args()
+    if args.compile and args.models is None:
+        parser.error("--compile needs --models")
     document = json.loads(OUT.read_text()) if OUT.exists() else {"problems": {}}
     simkit_runs = json.loads(SIMKIT.read_text())["problems"] if SIMKIT.exists() else {}
     for name in args.problems:
@@ -70,32 +86,59 @@ def main() -> None:
         if name in simkit_runs and len(simkit_runs[name]["starts"]) == args.starts:
             assert simkit_runs[name]["parameter_ids"] == ids
             np.testing.assert_allclose(simkit_runs[name]["starts"], starts, rtol=1e-12)
-        row = {"parameter_ids": ids, "starts": starts.tolist(), "seed": args.seed, "max_iter": args.max_iter}
-        document["problems"][name] = row
-        c, w = cpu_seconds(), time.perf_counter()
-        with tempfile.TemporaryDirectory() as folder:
-            importer = pypesto.petab.PetabImporter(problem, output_folder=folder, model_name=f"{name}_pypesto")
+        with tempfile.TemporaryDirectory() as scratch:
+            folder = Path(scratch) / name if args.models is None else args.models / name
+            record = None if args.models is None else args.models / f"{name}.import.json"
+            c, w = cpu_seconds(), time.perf_counter()
+            importer = pypesto.petab.PetabImporter(problem, output_folder=str(folder), model_name=f"{name}_pypesto")
             pproblem = importer.create_problem()
             import_cpu, import_wall = cpu_seconds() - c, time.perf_counter() - w
-            full = np.tile(np.asarray(pproblem.x_nominal_scaled, dtype=float) if hasattr(pproblem, "x_nominal_scaled")
-                           else np.zeros(pproblem.dim_full), (len(starts), 1))
+            if args.compile:
+                record.write_text(json.dumps({"import_cpu_s": import_cpu, "import_wall_s": import_wall, **meta()}))
+                print(name, "compiled", import_cpu, import_wall, flush=True)
+                continue
+            compiled = None
+            if record is not None and record.exists():
+                compiled = json.loads(record.read_text())
+            row = {"parameter_ids": ids, "starts": starts.tolist(), "seed": args.seed, "max_iter": args.max_iter}
+            nominal = np.asarray(problem.x_nominal_scaled, dtype=float)  # PEtab's order: pproblem.x_names
+            full = np.tile(nominal, (len(starts), 1))
+            assert list(pproblem.x_names) == list(problem.x_ids)
             index = {n: i for i, n in enumerate(pproblem.x_names)}
             for k, pid in enumerate(row["parameter_ids"]):
                 full[:, index[pid]] = starts[:, k]
+            row["nll_nominal_amici"] = float(pproblem.objective(pproblem.get_reduced_vector(nominal)))
             pproblem.set_x_guesses(full)
             optimizer = optimize.FidesOptimizer(verbose=0, options={"maxiter": row["max_iter"]})
-            result = optimize.minimize(pproblem, optimizer=optimizer, n_starts=len(starts), progress_bar=False)
-        cpu, wall = cpu_seconds() - c, time.perf_counter() - w
+            fc, fw = cpu_seconds(), time.perf_counter()
+            result = optimize.minimize(pproblem, optimizer=optimizer, n_starts=len(starts), progress_bar=False,
+                                       engine=pypesto.engine.SingleCoreEngine())
+            fit_cpu, fit_wall = cpu_seconds() - fc, time.perf_counter() - fw
         runs = sorted(result.optimize_result.list, key=lambda r: int(r["id"]))
+        compile_cpu = compiled["import_cpu_s"] if compiled else import_cpu
+        compile_wall = compiled["import_wall_s"] if compiled else import_wall
         row["pypesto_amici"] = {
-            "cost": [float(r["fval"]) if r["fval"] is not None else float("inf") for r in runs],
+            "cost": [float(r["fval"]) if r["fval"] is not None and np.isfinite(r["fval"]) else float("inf")
+                     for r in runs],
             "n_iter": [int(r["n_grad"] or 0) for r in runs],
+            "n_fval": [int(r["n_fval"] or 0) for r in runs],
             "status": [str(r["exitflag"]) for r in runs],
-            "cpu_s": cpu, "wall_s": wall, "import_cpu_s": import_cpu, "import_wall_s": import_wall,
-            "versions": {"pypesto": pypesto.__version__},
-            "note": "model import (code generation, compilation) included; n_iter holds gradient evaluations"}
-        print(name, json.dumps({k: v for k, v in row["pypesto_amici"].items() if k not in ("cost", "n_iter", "status")}),
-              "best", min(row["pypesto_amici"]["cost"]), flush=True)
+            "fit_cpu_s": fit_cpu, "fit_wall_s": fit_wall,
+            "compile_cpu_s": compile_cpu, "compile_wall_s": compile_wall,
+            "load_cpu_s": import_cpu if compiled else 0.0, "load_wall_s": import_wall if compiled else 0.0,
+            "compile": ("imported and compiled once before the fit, on another core, then loaded "
+                        f"({compiled['pinning']})" if compiled else "imported and compiled inside the timed run"),
+            "versions": {"pypesto": pypesto.__version__, "amici": amici.__version__, "fides": fides.__version__},
+            "note": "n_iter holds gradient evaluations (fides: one per iteration)"}
+        r = row["pypesto_amici"]
+        r["cpu_s"] = r["compile_cpu_s"] + r["load_cpu_s"] + r["fit_cpu_s"]
+        r["wall_s"] = r["compile_wall_s"] + r["load_wall_s"] + r["fit_wall_s"]
+        row["meta"] = meta()
+        document["problems"][name] = row
+        print(name, json.dumps({k: v for k, v in r.items() if k not in ("cost", "n_iter", "n_fval", "status")}),
+              "best", min(r["cost"]), "nominal", row["nll_nominal_amici"], flush=True)
+        document["what"] = ("pyPESTO + AMICI + fides multi-start fits from the starts of petab_multistart.json; "
+                            "times in seconds, CPU and wall; one core, pinned, machine shared")
         OUT.write_text(json.dumps(document, indent=1) + "\n")
 
 
