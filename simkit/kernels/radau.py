@@ -30,14 +30,19 @@ The complex system ``(mu/h I - J)(u + i v) = a + i b`` (``mu = alpha + i beta``)
 terms, the ``2n`` system ``[[alpha/h I - J, -beta/h I], [beta/h I, alpha/h I - J]] [u; v] =
 [a; b]``. XLA's TPU backend has no complex128, so a float64 program compiled for a TPU
 eliminates that system in 2 x 2 blocks, that is, complex numbers held as (real, imaginary)
-pairs of float64 (`pair_lu`, `pair_solve`: the same pivots, by modulus, and the same
-eliminations in the same order as the complex LU, so the two agree to rounding). Everywhere
-else (CPU, GPU, float32) the system is factored and solved in complex arithmetic by
+pairs of float64 (`pair_lu`, `pair_solve`: the pivots by modulus and the eliminations in the
+order of the straight-line complex LU, so the two agree to rounding; LAPACK's, above
+`linalg.SMALL_SYSTEM` states, pivots on ``|re| + |im|``). Everywhere else (CPU, GPU, and
+float32 on any platform) the system is factored and solved in complex arithmetic by
 `simkit.kernels.linalg`. The choice is made when the program is lowered
-(`jax.lax.platform_dependent`), so the carried factors have one form on every platform:
-the complex LU's real and imaginary parts, taken apart after factoring and put together
-before each solve (exact: a CPU program computes what it computed with complex factors in
-its carry, bit for bit, in the same steps).
+(`jax.lax.platform_dependent`). The factors kept across steps are in the stepping loop's
+carry, whose type is the same whichever platform the program is lowered for and which a TPU
+program cannot hold in complex128: they are carried as the complex LU's real and imaginary
+parts, taken apart after factoring and put together before each solve. That is exact: a CPU
+program computes the same bits in the same steps as one carrying complex factors
+(Robertson, HIRES and van der Pol at rtol 1e-6 and 1e-9, single solves and an ensemble).
+(Factors of the real ``2n`` matrix from `linalg.factor` take twice that storage, which CPU
+programs would carry as well.)
 """
 
 from __future__ import annotations
