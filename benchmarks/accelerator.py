@@ -261,7 +261,6 @@ def stencils(args):
 def multistart_fit(args):
     """Lotka-Volterra on the Hudson Bay lynx-hare pelts, `--starts` starts, on the default
     device (batched) and on the host's CPU."""
-    data = simkit.datasets.lynx_hare() if hasattr(simkit, "datasets") else None
     from simkit import datasets
 
     data = datasets.lynx_hare()

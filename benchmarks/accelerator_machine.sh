@@ -24,8 +24,9 @@ lane() {  # $1: f64 or f32, $2: seconds
   local x64=1; [ "$1" = f32 ] && x64=0
   # each line stamped with the seconds since the start (a run cut short still shows each test's time)
   local t0; t0=$(date +%s)
+  # LANE_K: a pytest -k expression selecting some of the lane's tests
   SIMKIT_ENABLE_X64=$x64 timeout "$2" python3 -m pytest -m accelerator -p no:xdist -p no:cacheprovider \
-    -v --durations=0 -W "ignore:cloud_tpu_init failed:UserWarning" -W "ignore:Transparent hugepages:UserWarning" \
+    -v --durations=0 --tb=short ${LANE_K:+-k "$LANE_K"} -W "ignore:cloud_tpu_init failed:UserWarning" -W "ignore:Transparent hugepages:UserWarning" \
     tests/test_accelerator.py 2>&1 | while IFS= read -r line; do echo "$(( $(date +%s) - t0 )) $line"; done \
     > "$OUT/lane_$1.txt"
   echo "exit ${PIPESTATUS[0]}" >> "$OUT/lane_$1.txt"
@@ -48,6 +49,11 @@ for part in "$@"; do
       SIMKIT_ENABLE_X64=0 timeout 90 python3 benchmarks/accelerator.py ensemble --out "$OUT/ensemble_f32.json" > "$OUT/bench.log" 2>&1
       SIMKIT_ENABLE_X64=0 timeout 50 python3 benchmarks/accelerator.py stencil --out "$OUT/stencil_f32.json" >> "$OUT/bench.log" 2>&1
       timeout 50 python3 benchmarks/accelerator.py ensemble --members 100000 --peer-max 0 --out "$OUT/ensemble_f64.json" >> "$OUT/bench.log" 2>&1 ;;
+    ensembles)  # the default schedule against diffrax's vmap: float32 10^5 and 10^6, float64 10^5
+      SIMKIT_ENABLE_X64=0 timeout "${ENSEMBLE_SECONDS:-150}" python3 benchmarks/accelerator.py ensemble \
+        --out "$OUT/ensemble_f32.json" > "$OUT/ensemble.log" 2>&1
+      timeout "${ENSEMBLE_SECONDS:-150}" python3 benchmarks/accelerator.py ensemble --members 100000 \
+        --out "$OUT/ensemble_f64.json" >> "$OUT/ensemble.log" 2>&1 ;;
     ensemble32)  # the layouts and schedules of refilled lanes against lockstep chunks and diffrax
       SIMKIT_ENABLE_X64=0 timeout "${ENSEMBLE_SECONDS:-240}" python3 benchmarks/accelerator.py ensemble \
         --modes refilled refilled_lanes_first lockstep --out "$OUT/ensemble_f32.json" > "$OUT/ensemble.log" 2>&1 ;;
