@@ -24,9 +24,9 @@ lane() {  # $1: f64 or f32, $2: seconds
   local x64=1; [ "$1" = f32 ] && x64=0
   # each line stamped with the seconds since the start (a run cut short still shows each test's time)
   local t0; t0=$(date +%s)
-  # LANE_K: a pytest -k expression selecting some of the lane's tests
+  # $3: a pytest -k expression selecting some of the lane's tests (LANE_K64, LANE_K32)
   SIMKIT_ENABLE_X64=$x64 timeout "$2" python3 -m pytest -m accelerator -p no:xdist -p no:cacheprovider \
-    -v --durations=0 --tb=short ${LANE_K:+-k "$LANE_K"} -W "ignore:cloud_tpu_init failed:UserWarning" -W "ignore:Transparent hugepages:UserWarning" \
+    -v --durations=0 --tb=short ${3:+-k "$3"} -W "ignore:cloud_tpu_init failed:UserWarning" -W "ignore:Transparent hugepages:UserWarning" \
     tests/test_accelerator.py 2>&1 | while IFS= read -r line; do echo "$(( $(date +%s) - t0 )) $line"; done \
     > "$OUT/lane_$1.txt"
   echo "exit ${PIPESTATUS[0]}" >> "$OUT/lane_$1.txt"
@@ -41,8 +41,8 @@ compile_times() {  # $1: f64 or f32, $2: seconds, rest: options
 for part in "$@"; do
   case $part in
     lane) lane f64 170; lane f32 100 ;;
-    lane64) lane f64 "${LANE_SECONDS:-250}" ;;
-    lane32) lane f32 "${LANE_SECONDS:-250}" ;;
+    lane64) lane f64 "${LANE64_SECONDS:-250}" "${LANE_K64:-}" ;;
+    lane32) lane f32 "${LANE32_SECONDS:-250}" "${LANE_K32:-}" ;;
     compile) compile_times f64 200 --variants; compile_times f32 80 ;;
     compile64) compile_times f64 "${COMPILE_SECONDS:-100}" --threads 10 ;;
     bench)
