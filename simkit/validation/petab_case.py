@@ -15,10 +15,12 @@ optimum, not in the whole box of bounds: of 20 starts drawn uniformly within the
 (`PetabProblem.sample_starts(20, seed=1)`), one reached the published best and the others
 stopped in local optima between 147.5 and 249.7, in 75 s of CPU time.
 
-Everything runs in one compiled program: `simkit.fitting.minimize_bounded` on the problem's
-objective with one start at a time (what `PetabProblem.fit` runs on a CPU), so the starts,
-the objective at the nominal values (a start with no steps) and every profile point (a
-start with one parameter's bounds equal) share its compilation.
+The fits, the objective at the nominal values (a start with no steps) and every profile
+point (a start with one parameter's bounds equal) run in one compiled program:
+`simkit.fitting.minimize_bounded` on the problem's objective with one start at a time (what
+`PetabProblem.fit` runs on a CPU). The figure's simulation at the best fit compiles one
+more program, a plain solve. On one core of a shared 2-core machine, without the persistent
+compilation cache, the case took 47 s of CPU time (most of it compiling).
 """
 
 from __future__ import annotations
@@ -43,8 +45,8 @@ SEED = 2014
 # Profiled parameters and the grid step of each (log10 units; 3 steps to each side inside the
 # bounds). The steps are 0.8 standard errors from the Hessian at the optimum (0.084 and 0.045
 # decades), so each profile crosses the 95 % threshold on both sides; k_imp_homo, whose
-# estimate sits 0.01 below its upper bound, is profiled downwards only: its profile is flat
-# (the data do not determine the homodimer's import rate).
+# estimate sits at its upper bound (the published one 0.01 below it), is profiled downwards
+# only: its profile is flat (the data do not determine the homodimer's import rate).
 PROFILES = {"Epo_degradation_BaF3": 0.07, "k_phos": 0.037, "k_imp_homo": 0.75}
 CONFIDENCE = 0.95
 # Observables' units: the formulas give percentages; time in minutes (the SBML model's time
