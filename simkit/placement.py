@@ -157,16 +157,16 @@ def platform_of(device: Any) -> str:
 
 
 def check_supported(solver: Any, dtype: Any, platform: str, owner: str) -> None:
-    """Refuse, before compiling, what a platform's compiler cannot build in float64 on a TPU:
-    diffrax's implicit solvers (no float64 LU there). simkit's own kernels all compile there
-    (`simkit.RadauIIA5` solves its complex Newton system in real arithmetic on a TPU, which
-    has no complex128)."""
-    from .solvers import is_diffrax_solver, is_implicit
+    """Refuse, before compiling, what XLA's TPU compiler cannot build (JAX 0.10.2): diffrax's
+    solvers in either precision (``diffeqsolve`` computes ``nextafter`` of t1 in the program,
+    which that compiler rejects: an ``and`` of s32 and u32 operands). simkit's own kernels all
+    compile there (`simkit.RadauIIA5` solves its complex Newton system in real arithmetic on a
+    TPU, which has no complex128)."""
+    from .solvers import is_diffrax_solver
 
-    if platform != "tpu" or jnp.finfo(dtype).dtype != jnp.float64:
+    if platform != "tpu" or not is_diffrax_solver(solver):
         return
-    if is_diffrax_solver(solver) and is_implicit(solver):
-        raise InputError(f"{owner}: the implicit diffrax solver {type(solver).__name__} in float64 cannot run on a "
-                         f"TPU (its Newton iteration factors with XLA's LU, which has no float64 form there). Use "
-                         f"simkit.BDF() or simkit.Rodas5P() (their factorisations run on a TPU), run it on the host "
-                         f"(device='host'), or compute in float32 (`with simkit.precision('float32'):`)")
+    raise InputError(f"{owner}: the diffrax solver {type(solver).__name__} cannot run on a TPU (diffrax's "
+                     f"diffeqsolve computes nextafter(t1) in the program, which XLA's TPU compiler rejects). Use "
+                     f"simkit's kernels there (simkit.Tsit5(), simkit.DOPRI5(), simkit.Rodas5P(), simkit.BDF(), "
+                     f"simkit.RadauIIA5()), or run it on the host (device='host')")

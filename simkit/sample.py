@@ -18,6 +18,7 @@ import numpy as np
 
 from . import _config
 from .errors import InputError, InputTypeError
+from .kernels.platforms import just_below
 from .params import check_key, is_traced
 
 
@@ -68,10 +69,11 @@ def _checked(draws: dict[str, jax.Array], ranges: Mapping[str, Any], what: str) 
 
 
 def _just_below(high: jax.Array, dtype: Any) -> jax.Array:
-    """The number just below ``high``, with the derivative of ``high`` (``nextafter`` has none)."""
+    """The number just below ``high`` (`simkit.kernels.platforms.just_below`), with the
+    derivative of ``high`` (``nextafter`` has none)."""
     high = jnp.asarray(high, dtype)
     fixed = jax.lax.stop_gradient(high)
-    return jnp.nextafter(fixed, jnp.asarray(-jnp.inf, dtype)) + (high - fixed)  # (+ 0: the value unchanged)
+    return just_below(fixed) + (high - fixed)  # (+ 0: the value unchanged)
 
 
 def uniform(key: jax.Array, ranges: Mapping[str, tuple[float, float]], n: int) -> dict[str, jax.Array]:
@@ -203,7 +205,7 @@ def latin_hypercube(key: jax.Array, ranges: Mapping[str, tuple[float, float]], n
         # is kept inside its own stratum's edges, computed as the values are
         left, right = lo + (hi - lo) * (strata / n), lo + (hi - lo) * ((strata + 1) / n)
         x = jnp.clip(lo + (hi - lo) * u, left, right)
-        out[name] = jnp.where((x >= right) & (right > left), _just_below(right, dtype), x)
+        out[name] = jnp.where((x >= right) & (right > left), jnp.maximum(_just_below(right, dtype), left), x)
     return _checked(out, ranges, "latin_hypercube")
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-__all__ = ["float32_on_tpu"]
+__all__ = ["float32_on_tpu", "just_below"]
 
 
 def float32_on_tpu(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -45,3 +45,17 @@ def float32_on_tpu(fn: Callable[..., Any]) -> Callable[..., Any]:
         return jax.lax.platform_dependent(*args, tpu=on_tpu, default=fn)
 
     return call
+
+
+def just_below(x: jax.Array) -> jax.Array:
+    """A float just below ``x`` (finite): ``jnp.nextafter(x, -inf)``, except in a program
+    compiled for a TPU, whose compiler rejects ``nextafter`` (JAX 0.10.2: an ``and`` of s32 and
+    u32 operands), where ``x`` is scaled by 1 - eps/2 (positive: the float before it) or
+    1 + eps (negative: one or two spacings below); zero gives minus the smallest normal."""
+    x = jnp.asarray(x)
+    eps, tiny = jnp.finfo(x.dtype).eps, jnp.finfo(x.dtype).tiny
+
+    def scaled(x: jax.Array) -> jax.Array:
+        return jnp.where(x > 0, x * (1 - eps / 2), jnp.where(x < 0, x * (1 + eps), -tiny)).astype(x.dtype)
+
+    return jax.lax.platform_dependent(x, tpu=scaled, default=lambda x: jnp.nextafter(x, jnp.asarray(-jnp.inf, x.dtype)))
