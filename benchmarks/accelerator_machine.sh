@@ -57,6 +57,7 @@ for part in "$@"; do
     ensemble32)  # the layouts and schedules of refilled lanes against lockstep chunks and diffrax
       SIMKIT_ENABLE_X64=0 timeout "${ENSEMBLE_SECONDS:-240}" python3 benchmarks/accelerator.py ensemble \
         --modes refilled refilled_lanes_first lockstep --out "$OUT/ensemble_f32.json" > "$OUT/ensemble.log" 2>&1 ;;
-    fit) SIMKIT_ENABLE_X64=0 timeout "${FIT_SECONDS:-100}" python3 benchmarks/accelerator.py fit --out "$OUT/fit_f32.json" >> "$OUT/bench.log" 2>&1 ;;
+    fit) SIMKIT_ENABLE_X64=0 timeout "${FIT_SECONDS:-100}" python3 benchmarks/accelerator.py fit --starts "${FIT_STARTS:-1024}" \
+      --out "$OUT/fit_f32.json" > "$OUT/fit.log" 2>&1 ;;
   esac
 done
