@@ -54,9 +54,9 @@ for part in "$@"; do
         --out "$OUT/ensemble_f32.json" > "$OUT/ensemble.log" 2>&1
       timeout "${ENSEMBLE_SECONDS:-150}" python3 benchmarks/accelerator.py ensemble --members 100000 \
         --out "$OUT/ensemble_f64.json" >> "$OUT/ensemble.log" 2>&1 ;;
-    ensemble32)  # the layouts and schedules of refilled lanes against lockstep chunks and diffrax
+    ensemble32)  # refilled lanes against lockstep chunks and diffrax
       SIMKIT_ENABLE_X64=0 timeout "${ENSEMBLE_SECONDS:-240}" python3 benchmarks/accelerator.py ensemble \
-        --modes refilled refilled_lanes_first lockstep --out "$OUT/ensemble_f32.json" > "$OUT/ensemble.log" 2>&1 ;;
+        --modes default refilled lockstep --out "$OUT/ensemble_f32.json" > "$OUT/ensemble.log" 2>&1 ;;
     fit) SIMKIT_ENABLE_X64=0 timeout "${FIT_SECONDS:-100}" python3 benchmarks/accelerator.py fit --starts "${FIT_STARTS:-1024}" \
       --out "$OUT/fit_f32.json" > "$OUT/fit.log" 2>&1 ;;
   esac
