@@ -103,3 +103,28 @@ def test_unsupported_features_are_named(tmp_path):
         sp.load(yaml)
     with pytest.raises(simkit.InputError, match="does not exist"):
         sp.load(folder / "no_such_problem.yaml")
+
+
+def test_profile_interval_is_where_the_likelihood_ratio_crosses_the_chi_square_quantile():
+    # a quadratic profile: 2 (cost - best) = ((v - 1) / 0.5)^2 crosses 3.8415 at 1 -/+ 0.98
+    values = np.linspace(-1.0, 3.0, 41)
+    cost = 10.0 + 0.5 * ((values - 1.0) / 0.5) ** 2
+    prof = sp.PetabProfile(name="a", values=values, cost=cost, x=values[:, None], status=np.zeros(41, int),
+                           best_cost=10.0, best_value=1.0)
+    low, high = prof.interval(0.95)
+    half = 0.5 * np.sqrt(3.841458820694124)
+    np.testing.assert_allclose([low, high], [1.0 - half, 1.0 + half], atol=2e-3)  # linear interpolation on a 0.1 grid
+    flat = prof._replace(cost=np.where(values > 1.0, 10.0, cost))  # not determined above
+    assert flat.interval(0.95)[1] == np.inf
+    with pytest.raises(simkit.InputError, match="level must lie in"):
+        prof.interval(1.5)
+
+
+def test_profile_refuses_unknown_parameters_and_values_outside_the_bounds(boehm):
+    fit = sp.PetabFit(x=boehm.x_nominal[None, :], cost=np.array([138.22]), status=np.zeros(1, int),
+                      n_iter=np.zeros(1, int), at_bound=np.zeros((1, 9), int), starts=boehm.x_nominal[None, :],
+                      parameter_ids=boehm.parameter_ids)
+    with pytest.raises(simkit.InputError, match="not an estimated parameter"):
+        boehm.profile("nope", [1.0], fit)
+    with pytest.raises(simkit.InputError, match="within its bounds"):
+        boehm.profile("k_phos", [6.0], fit)

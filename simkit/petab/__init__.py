@@ -9,7 +9,8 @@ bounds, and a multi-start bounded fit. Needs the ``petab`` extra
 
 from .petab_problem import PetabFit as PetabFit
 from .petab_problem import PetabProblem as PetabProblem
+from .petab_problem import PetabProfile as PetabProfile
 from .petab_problem import load as load
 from .sbml import UnsupportedFeatureError as UnsupportedFeatureError
 
-__all__ = ["PetabFit", "PetabProblem", "UnsupportedFeatureError", "load"]
+__all__ = ["PetabFit", "PetabProblem", "PetabProfile", "UnsupportedFeatureError", "load"]
