@@ -9,10 +9,12 @@ scales (seeded, written to the JSON so that the other toolchain reads the same o
 - ``scipy``: ``scipy.optimize.minimize(method="L-BFGS-B")`` from each start in a loop, on
   simkit's compiled objective and gradient.
 
-Reported per method: the best objective, the fraction of starts within 0.1 of the best known
-value (the objective at the collection's nominal parameters, which are the published
-estimates, or a lower value found by any method), CPU and wall seconds in all (compilation
-counted), and per converged start.
+Reported per method: each start's end cost, status and iterations; the best objective; the
+fraction of starts within 0.1 of the best known value (the objective at the collection's
+nominal parameters, which are the published estimates, or a lower value found by any method);
+CPU and wall seconds of compilation (the first call) and of the fit, in all and per converged
+start. pyPESTO + AMICI's runs of the same starts are read from its own results file and
+summarised beside them (``--summarise-only`` recomputes the summaries without fitting).
 
 Every method runs in one process pinned to one core, with one thread for BLAS::
 
@@ -78,7 +80,8 @@ def run_problem(folder: Path, n_starts: int, seed: int, max_iter: int, methods: 
     x0 = problem.sample_starts(n_starts, seed)
     row: dict = {"problem": name, "estimated": len(problem.parameter_ids), "starts": x0.tolist(),
                  "parameter_ids": list(problem.parameter_ids), "seed": seed, "max_iter": max_iter,
-                 "load_cpu_s": load_cpu, "load_wall_s": load_wall}
+                 "load_cpu_s": load_cpu, "load_wall_s": load_wall,
+                 "cpu_affinity": sorted(os.sched_getaffinity(0)), "omp_num_threads": os.environ.get("OMP_NUM_THREADS")}
     objective = jax.jit(problem.objective)
     row["nll_nominal"] = float(objective(jnp.asarray(problem.x_nominal)))
     if "simkit" in methods:
@@ -90,7 +93,8 @@ def run_problem(folder: Path, n_starts: int, seed: int, max_iter: int, methods: 
         start = _clock()
         cost, status, n_iter = _simkit_fit(problem, x0, max_iter, gtol, ftol)
         fit_cpu, fit_wall = _since(start)
-        row["simkit"] = {"cost": cost.tolist(), "status": status.tolist(), "n_iter": n_iter.tolist(), "gtol": gtol,
+        row["simkit"] = {"cost": cost.tolist(), "status": status.tolist(), "n_iter": n_iter.tolist(),
+                         "max_iter": max_iter, "gtol": gtol,
                          "ftol": "default (2.2e-9)" if ftol is None else ftol,
                          "compile_cpu_s": compile_cpu, "compile_wall_s": compile_wall,
                          "fit_cpu_s": fit_cpu, "fit_wall_s": fit_wall,
@@ -122,7 +126,7 @@ def run_problem(folder: Path, n_starts: int, seed: int, max_iter: int, methods: 
             iters.append(int(out.nit))
             evals.append(int(out.nfev))
         fit_cpu, fit_wall = _since(fit_start)
-        row["scipy"] = {"cost": costs, "status": statuses, "n_iter": iters, "n_eval": evals,
+        row["scipy"] = {"cost": costs, "status": statuses, "n_iter": iters, "n_eval": evals, "max_iter": max_iter,
                         "compile_cpu_s": compile_cpu, "compile_wall_s": compile_wall,
                         "fit_cpu_s": fit_cpu, "fit_wall_s": fit_wall,
                         "cpu_s": compile_cpu + fit_cpu, "wall_s": compile_wall + fit_wall,
@@ -182,11 +186,13 @@ def main() -> None:
     document = json.loads(OUT.read_text()) if OUT.exists() else {"problems": {}}
     document["what"] = ("multi-start fits from the same starts (uniform on the parameters' scales within the bounds); "
                         "CPU and wall seconds; cpu_s and wall_s include compilation, also given apart")
-    document["meta"] = {"machine": f"{platform.machine()}, {os.cpu_count()} cores shared with other jobs while measured",
-                        "pinning": f"one core, pinned, machine shared (CPU affinity {sorted(os.sched_getaffinity(0))}, "
-                                   f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')})",
-                        "jax": jax.__version__, "scipy": scipy.__version__,
-                        "solver": "simkit.petab.load defaults: the stiff default of simkit.solve, rtol 1e-8, atol 1e-10"}
+    if set(args.problems) - set(args.rows_only):  # runs here: this process's pinning is the one recorded
+        document["meta"] = {"machine": f"{platform.machine()}, {os.cpu_count()} cores shared with other jobs while measured",
+                            "pinning": f"one core, pinned, machine shared (CPU affinity {sorted(os.sched_getaffinity(0))}, "
+                                       f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')})",
+                            "jax": jax.__version__, "scipy": scipy.__version__,
+                            "solver": "simkit.petab.load defaults: the stiff default of simkit.solve, rtol 1e-8, "
+                                      "atol 1e-10"}
     for name in args.problems:
         previous = document["problems"].get(name, {})
         if name in args.rows_only:
@@ -198,6 +204,8 @@ def main() -> None:
                 row[args.label] = row.pop("simkit")
             if previous.get("starts") == row["starts"]:  # runs of other methods from the same starts are kept
                 row = {**{k: v for k, v in previous.items() if isinstance(v, dict) and "cost" in v}, **row}
+                if args.label != "simkit":  # a variant: the row's own limit stays the main runs'
+                    row["max_iter"] = previous.get("max_iter", row["max_iter"])
         others = _others(args.pypesto, name, row)
         row.update(others)
         row["summary"] = summarise(row, others)

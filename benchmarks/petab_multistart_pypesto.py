@@ -64,6 +64,8 @@ def main() -> None:
     import pypesto.engine
     import pypesto.optimize as optimize
     import pypesto.petab
+    from petab.v1.core import flatten_timepoint_specific_output_overrides
+    from petab.v1.lint import measurement_table_has_timepoint_specific_mappings
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--collection", type=Path, required=True)
@@ -82,6 +84,8 @@ def main() -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             problem = petab.Problem.from_yaml(str(args.collection / name / f"{name}.yaml"))
+            if measurement_table_has_timepoint_specific_mappings(problem.measurement_df):
+                flatten_timepoint_specific_output_overrides(problem)  # AMICI needs them flat; same objective
         ids, starts = draw_starts(problem, args.starts, args.seed)
         if name in simkit_runs and len(simkit_runs[name]["starts"]) == args.starts:
             assert simkit_runs[name]["parameter_ids"] == ids

@@ -23,6 +23,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FLOOR = 1e-4
@@ -31,6 +32,7 @@ STYLE = {  # method -> (label, colour, marker)
     "scipy": ("SciPy L-BFGS-B on simkit's objective", "C1", "s"),
     "pypesto_amici": ("pyPESTO + AMICI (fides)", "C2", "^"),
     "simkit_ftol0": ("simkit, ftol=0 (minimize_bounded)", "C3", "D"),
+    "simkit_ftol0_iter2000": ("simkit, ftol=0, max_iter=2000 (minimize_bounded)", "C4", "v"),
 }
 
 
@@ -39,7 +41,7 @@ def draw(data: dict, path: str) -> list[str]:
     problems = sorted(n for n, row in data["problems"].items() if "summary" in row)
     cols = min(3, len(problems))
     nrows = -(-len(problems) // cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(5.0 * cols, 3.9 * nrows), squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(nrows, cols, figsize=(5.2 * cols, 4.6 * nrows), squeeze=False, layout="constrained")
     for ax, name in zip(axes.flat, problems):
         row = data["problems"][name]
         best = row["summary"]["best_known"]
@@ -54,8 +56,8 @@ def draw(data: dict, path: str) -> list[str]:
             jitter = per_start * (1.0 + 0.04 * (np.arange(cost.size) - cost.size / 2) / cost.size)
             hits = row["summary"][method]["within_0.1"]
             per_hit = row["summary"][method]["cpu_s_per_converged_start"]
-            text = f"{label}: {hits}/{cost.size}" + (f", {per_hit:.3g} s" if per_hit else "")
-            text += f" ({failed} failed)" if failed else ""
+            text = f"{label}: {hits}/{cost.size} converged" + (f", {per_hit:.3g} CPU s each" if per_hit else "")
+            text += f" ({failed} ended not finite)" if failed else ""
             ax.scatter(jitter, gap, color=colour, marker=marker, alpha=0.75, s=28, label=text)
         ax.axhline(0.1, color="0.4", linestyle=":", linewidth=1)
         ax.set_xscale("log")
@@ -63,7 +65,9 @@ def draw(data: dict, path: str) -> list[str]:
         ax.set_title(f"{name} ({row['estimated']} parameters)", fontsize=10)
         ax.set_xlabel("CPU s per start (compilation counted)")
         ax.set_ylabel("objective - best known")
-        ax.legend(fontsize=7, loc="upper right")
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if str(f"{v:g}")[0] in "25" else ""))
         ax.grid(True, which="major", alpha=0.3)
     for ax in list(axes.flat)[len(problems):]:
         ax.set_visible(False)
@@ -91,7 +95,7 @@ def table(data: dict) -> str:
             head = (f"{name} ({row['estimated']}) | {summary['nll_nominal']:.4f} / {summary['best_known']:.4f}"
                     if first else " | ")
             per_hit = f"{s['cpu_s_per_converged_start']:.3g}" if s["cpu_s_per_converged_start"] else "none converged"
-            lines.append(f"| {head} | {label.split(' (')[0].split(' on ')[0]} | {s['best'] - summary['best_known']:.2g} | "
+            lines.append(f"| {head} | {label.split(' (')[0].split(' on ')[0]} | {s['best'] - summary['best_known']:.3g} | "
                          f"{s['within_0.1']}/{len(run['cost'])} | {compile_s:.3g} + {run['cpu_s'] - compile_s:.3g} | "
                          f"{per_hit} | {s['median_iterations']:.0f} |")
             first = False
