@@ -7,7 +7,7 @@ import pytest
 import simkit
 from simkit import models
 
-N = 1000  # members; the bounds below are 4 Monte-Carlo standard errors (seeded)
+N = 400  # members; the bounds below are 4 Monte-Carlo standard errors (seeded)
 
 
 def test_ornstein_uhlenbeck_mean_and_variance():
