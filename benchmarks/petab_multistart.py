@@ -58,12 +58,16 @@ def _in_start_order(x0: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return np.array([int(np.argmin(np.abs(starts - x).max(axis=1))) for x in x0])
 
 
-def _simkit_fit(problem, x0: np.ndarray, max_iter: int, gtol: float, ftol: float | None):
-    """``(cost, status, n_iter)`` per start, in the order of ``x0``: `PetabProblem.fit`, or with
-    ``ftol`` given, `simkit.fitting.minimize_bounded` on the problem's objective (which
-    `PetabProblem.fit` calls with the default ``ftol``)."""
+def _simkit_fit(problem, x0: np.ndarray, max_iter: int, gtol: float, ftol: float | None, method: str | None = None):
+    """``(cost, status, n_iter)`` per start, in the order of ``x0``: `PetabProblem.fit` (with
+    ``method`` if given), or with ``ftol`` given, `simkit.fitting.minimize_bounded` on the
+    problem's objective."""
+    if method is not None:
+        fit = problem.fit(starts=x0, method=method, max_iter=max_iter)
+        order = _in_start_order(x0, fit.starts)
+        return fit.cost[order], fit.status[order], fit.n_iter[order]
     if ftol is None:
-        fit = problem.fit(starts=x0, max_iter=max_iter, gtol=gtol)
+        fit = problem.fit(starts=x0, method="lbfgsb", ftol=2.2e-9, max_iter=max_iter, gtol=gtol)
         order = _in_start_order(x0, fit.starts)
         return fit.cost[order], fit.status[order], fit.n_iter[order]
     out = minimize_bounded(problem.objective, jnp.asarray(x0), jnp.asarray(problem.lower), jnp.asarray(problem.upper),
@@ -72,7 +76,7 @@ def _simkit_fit(problem, x0: np.ndarray, max_iter: int, gtol: float, ftol: float
 
 
 def run_problem(folder: Path, n_starts: int, seed: int, max_iter: int, methods: list[str], gtol: float,
-                ftol: float | None = None) -> dict:
+                ftol: float | None = None, fit_method: str | None = None) -> dict:
     name = folder.name
     start = _clock()
     problem = sp.load(folder / f"{name}.yaml")
@@ -88,10 +92,10 @@ def run_problem(folder: Path, n_starts: int, seed: int, max_iter: int, methods: 
         # max_iter is a traced argument: a first call with max_iter=1 compiles the program the fit
         # runs (and takes one step from each start); the second call reuses it.
         start = _clock()
-        _simkit_fit(problem, x0, 1, gtol, ftol)
+        _simkit_fit(problem, x0, 1, gtol, ftol, fit_method)
         compile_cpu, compile_wall = _since(start)
         start = _clock()
-        cost, status, n_iter = _simkit_fit(problem, x0, max_iter, gtol, ftol)
+        cost, status, n_iter = _simkit_fit(problem, x0, max_iter, gtol, ftol, fit_method)
         fit_cpu, fit_wall = _since(start)
         row["simkit"] = {"cost": cost.tolist(), "status": status.tolist(), "n_iter": n_iter.tolist(),
                          "max_iter": max_iter, "gtol": gtol,
@@ -99,8 +103,11 @@ def run_problem(folder: Path, n_starts: int, seed: int, max_iter: int, methods: 
                          "compile_cpu_s": compile_cpu, "compile_wall_s": compile_wall,
                          "fit_cpu_s": fit_cpu, "fit_wall_s": fit_wall,
                          "cpu_s": compile_cpu + fit_cpu, "wall_s": compile_wall + fit_wall,
-                         "note": ("PetabProblem.fit" if ftol is None else "minimize_bounded(problem.objective, ...)")
-                                 + " (projected L-BFGS-B, starts one after another in one compiled program); "
+                         "note": (f"PetabProblem.fit(method={fit_method!r}) (projected Levenberg-Marquardt on the "
+                                  "weighted residuals" if fit_method == "least_squares" else
+                                  ("PetabProblem.fit(method='lbfgsb', ftol=2.2e-9)" if ftol is None
+                                   else "minimize_bounded(problem.objective, ...)") + " (projected L-BFGS-B")
+                                 + ", starts one after another in one compiled program); "
                                    "compile_*: its first call, with max_iter=1 (one step per start included)"}
     if "scipy" in methods:
         start = _clock()
@@ -178,6 +185,8 @@ def main() -> None:
                         help="problems whose runs are kept; only their summary is recomputed")
     parser.add_argument("--label", default="simkit", help="key of simkit's run in the JSON (for variants)")
     parser.add_argument("--gtol", type=float, default=1e-6, help="simkit's tolerance on the projected gradient")
+    parser.add_argument("--fit-method", default=None, choices=["least_squares", "lbfgsb"],
+                        help="PetabProblem.fit's method for simkit's run")
     parser.add_argument("--ftol", type=float, default=None,
                         help="simkit's relative-decrease tolerance (default: PetabProblem.fit's, 2.2e-9)")
     parser.add_argument("--pypesto", type=Path, default=PYPESTO,
@@ -199,7 +208,7 @@ def main() -> None:
             row = previous
         else:
             row = run_problem(args.collection / name, args.starts, args.seed, args.max_iter, args.methods, args.gtol,
-                              args.ftol)
+                              args.ftol, args.fit_method)
             if args.label != "simkit" and "simkit" in row:
                 row[args.label] = row.pop("simkit")
             if previous.get("starts") == row["starts"]:  # runs of other methods from the same starts are kept

@@ -28,6 +28,7 @@ from matplotlib.ticker import FuncFormatter  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 FLOOR = 1e-4
 STYLE = {  # method -> (label, colour, marker)
+    "simkit_least_squares": ("simkit, least squares (projected Levenberg-Marquardt, the default)", "C5", "*"),
     "simkit": ("simkit (projected L-BFGS-B)", "C0", "o"),
     "scipy": ("SciPy L-BFGS-B on simkit's objective", "C1", "s"),
     "pypesto_amici": ("pyPESTO + AMICI (fides)", "C2", "^"),

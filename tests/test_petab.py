@@ -51,6 +51,21 @@ def test_boehm_objective_at_nominal(boehm):
     assert abs(value - reference) <= 1e-6 * abs(reference)
 
 
+def test_least_squares_form_is_the_objective_plus_a_constant(boehm):
+    # the residuals Levenberg-Marquardt fits: weighted residuals and the normal noise's
+    # normalisation (its sd estimated here), half their squares summed = objective + constant
+    from simkit.petab.noise import NORMAL_OFFSET
+
+    n = sum(len(v) for v in boehm.layout.measurement_value)
+    for x in (boehm.x_nominal, boehm.x_nominal + 0.3):
+        r = jax.jit(boehm._residuals)(x)
+        assert r.shape == (2 * n,)
+        value = float(jax.jit(boehm.objective)(x))
+        assert abs(0.5 * float(np.sum(np.asarray(r) ** 2)) - n * NORMAL_OFFSET - value) <= 1e-10 * abs(value)
+    with pytest.raises(simkit.InputError, match="method must be"):
+        boehm.fit(boehm.x_nominal[None, :], method="newton")
+
+
 def test_bruno_objective_at_nominal():
     # six conditions, initial states set by estimated parameters in the condition table,
     # numeric noise overrides in the measurement table, default noise model columns left empty

@@ -21,7 +21,7 @@ from .._solve import solve
 from ..errors import InputError
 from ..model import ODEModel
 from ..status import Status
-from .noise import negative_log_likelihood
+from .noise import negative_log_likelihood, normal_residuals
 from .layout import Layout, Observable
 from .sbml import SbmlModel, lambdify_vector
 
@@ -87,11 +87,14 @@ def unscale(x: Any, scales: tuple[str, ...]) -> Any:
 
 
 def build_objective(model: ODEModel, sbml: SbmlModel, layout: Layout, theta_ids: list[str],
-                    options: SolverOptions) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
-    """``(objective, simulate)``: ``objective(x) -> scalar`` negative log-likelihood and
+                    options: SolverOptions) -> tuple[Callable[[Any], Any], Callable[[Any], Any], Callable[[Any], Any] | None]:
+    """``(objective, simulate, residuals)``: ``objective(x) -> scalar`` negative log-likelihood;
     ``simulate(x) -> (ys, P, theta, ok)``: the states at the save times of every condition
     pair ``(n_pairs, n_times, n_states)``, each pair's model parameters ``(n_pairs, n_params)``,
-    all PEtab parameters on the linear scale ``(n_theta,)``, and whether every solve succeeded."""
+    all PEtab parameters on the linear scale ``(n_theta,)``, and whether every solve succeeded;
+    ``residuals(x) -> (2 n_measurements,)`` with ``objective = sum(residuals**2) / 2 -
+    n_measurements * NORMAL_OFFSET`` (`simkit.petab.noise.normal_residuals`), or None where an
+    observable's noise is not normal."""
     _, initial = sbml.to_jax()
     names = sbml.parameter_ids
     save_times = jnp.asarray(layout.save_times)
@@ -138,21 +141,38 @@ def build_objective(model: ODEModel, sbml: SbmlModel, layout: Layout, theta_ids:
         ys, oks = jax.lax.map(lambda a: run(a[0], a[1], t_end, save_times), (P, y0))
         return ys, P, theta, ok_pre & jnp.all(oks)
 
-    def objective(x: Any) -> Any:
+    def observable_terms(x: Any) -> tuple[list[tuple[int, Any, Any]], Any]:
+        """Per observable with measurements: ``(j, measured, (h, sigma))``, and whether every solve succeeded."""
         ys, P, theta, ok = simulate(x)
-        total = jnp.zeros(())
-        for j, obs in enumerate(layout.observables):
+        terms = []
+        for j in range(len(layout.observables)):
             pair, time = layout.measurement_pair[j], layout.measurement_time[j]
             if pair.size == 0:
                 continue
-            y = ys[pair, time]
-            t = save_times[time]
             op = layout.observable_overrides[j].values(theta)
             nps = layout.noise_overrides[j].values(theta)
-            h_sigma = jax.vmap(functions[j], in_axes=(0, 0, 0, None, 0, 0))(t, y, P[pair], theta, op, nps)
-            nll = negative_log_likelihood(jnp.asarray(layout.measurement_value[j]), h_sigma[:, 0],
-                                          h_sigma[:, 1], obs.distribution, obs.transformation)
-            total = total + jnp.sum(nll)
+            h_sigma = jax.vmap(functions[j], in_axes=(0, 0, 0, None, 0, 0))(save_times[time], ys[pair, time],
+                                                                             P[pair], theta, op, nps)
+            terms.append((j, jnp.asarray(layout.measurement_value[j]), h_sigma))
+        return terms, ok
+
+    def residuals(x: Any) -> Any:
+        terms, ok = observable_terms(x)
+        parts = []
+        for j, measured, h_sigma in terms:
+            r, c = normal_residuals(measured, h_sigma[:, 0], h_sigma[:, 1], layout.observables[j].transformation)
+            parts += [r, c]
+        out = jnp.concatenate(parts)
+        return jnp.where(ok, out, jnp.inf)
+
+    def objective(x: Any) -> Any:
+        terms, ok = observable_terms(x)
+        total = jnp.zeros(())
+        for j, measured, h_sigma in terms:
+            obs = layout.observables[j]
+            total = total + jnp.sum(negative_log_likelihood(measured, h_sigma[:, 0], h_sigma[:, 1], obs.distribution,
+                                                            obs.transformation))
         return jnp.where(ok, total, jnp.inf)
 
-    return objective, simulate
+    least_squares = all(o.distribution == "normal" for o in layout.observables)
+    return objective, simulate, (residuals if least_squares else None)

@@ -193,14 +193,15 @@ class PetabProblem:
     """
 
     def __init__(self, model: ODEModel, layout: Layout, parameter_ids: tuple[str, ...], objective: Any,
-                 simulate: Any, options: SolverOptions, lower: np.ndarray, upper: np.ndarray, name: str) -> None:
+                 simulate: Any, options: SolverOptions, lower: np.ndarray, upper: np.ndarray, name: str,
+                 residuals: Any = None) -> None:
         self.model, self.layout, self.parameter_ids, self.options = model, layout, parameter_ids, options
         self.name = name
         self.scales = layout.scales
         self.x_nominal = to_scale(layout.theta_nominal[layout.estimated], layout.scales)
         self.lower, self.upper = lower, upper
         self.conditions = layout.pairs
-        self._objective, self._simulate = objective, simulate
+        self._objective, self._simulate, self._residuals = objective, simulate, residuals
         self._value_and_grad = jax.jit(jax.value_and_grad(objective))
 
     def __repr__(self) -> str:
@@ -304,9 +305,40 @@ class PetabProblem:
         rng = np.random.default_rng(seed)
         return self.lower + rng.random((n, len(self.parameter_ids))) * (self.upper - self.lower)
 
-    def fit(self, starts: Any = 10, *, seed: int = 0, max_iter: int = 500, gtol: float = 1e-6,
-            ftol: float = 0.0, lanes: int | None = None) -> PetabFit:
-        """Multi-start bounded fit (projected L-BFGS-B, `simkit.fitting.minimize_bounded`).
+    def _minimize(self, method: str | None, x0: Any, lower: Any, upper: Any, max_iter: int, gtol: float,
+                  ftol: float, lanes: int | None) -> Any:
+        """`fit`'s minimiser from the starts ``x0`` ``(n_starts, n_est)`` within ``[lower, upper]``:
+        a `simkit.fitting.BoundedResult` whose cost is the objective."""
+        from ..fitting.bounded import least_squares_bounded, minimize_bounded
+        from .noise import NORMAL_OFFSET
+
+        if method is None:
+            method = "least_squares" if self._residuals is not None else "lbfgsb"
+        x0, lower, upper = jnp.asarray(x0), jnp.asarray(lower), jnp.asarray(upper)
+        if method == "least_squares":
+            if self._residuals is None:
+                raise InputError("method='least_squares' needs normal noise on every observable; use method='lbfgsb'")
+            out = least_squares_bounded(self._residuals, x0, lower, upper, max_iter=max_iter, lanes=lanes)
+            n_measurements = sum(len(v) for v in self.layout.measurement_value)
+            return out._replace(cost=out.cost - n_measurements * NORMAL_OFFSET)
+        if method == "lbfgsb":
+            return minimize_bounded(self._objective, x0, lower, upper, max_iter=max_iter, gtol=gtol, ftol=ftol,
+                                    lanes=lanes)
+        raise InputError(f"method must be 'least_squares' or 'lbfgsb', got {method!r}")
+
+    def fit(self, starts: Any = 10, *, seed: int = 0, method: str | None = None, max_iter: int = 500,
+            gtol: float = 1e-6, ftol: float = 0.0, lanes: int | None = None) -> PetabFit:
+        """Multi-start bounded fit: projected Levenberg-Marquardt on the weighted residuals
+        (`simkit.fitting.least_squares_bounded`) where every observable's noise is normal,
+        projected L-BFGS-B on the objective (`simkit.fitting.minimize_bounded`) otherwise.
+
+        The least-squares form holds each measurement's weighted residual ``(m - h) / s`` and a
+        second residual carrying the noise's normalisation ``log(2 pi s^2) / 2`` (estimated
+        noise parameters take part; `simkit.petab.noise.normal_residuals`): half their sum of
+        squares is the objective plus a constant. On seven problems of the Benchmark-Models-PEtab
+        collection, from the same 10 starts each, it reached the best known cost to 0.1 from 29
+        of 70 starts, L-BFGS-B from 13 (20 with ``ftol=0``), pyPESTO + AMICI + fides from 32
+        (benchmarks/README.md).
 
         Parameters
         ----------
@@ -315,8 +347,13 @@ class PetabProblem:
             (`sample_starts`), or the starts themselves, ``(n_starts, n_est)``.
         seed : int
             Seed of the drawn starts.
-        max_iter, gtol : optional
-            Accepted steps per start; convergence tolerance on the projected gradient.
+        method : {"least_squares", "lbfgsb"}, optional
+            Default: "least_squares" where every observable's noise is normal, else "lbfgsb".
+        max_iter : int, optional
+            Accepted steps per start.
+        gtol : float, optional
+            L-BFGS-B: convergence tolerance on the projected gradient (least squares: its own,
+            `least_squares_bounded`'s defaults).
         ftol : float, optional
             Stop a start whose accepted step decreases the cost by less than ``ftol`` times
             the cost (relative). 0 by default: a start stops on the projected gradient only.
@@ -336,8 +373,6 @@ class PetabProblem:
         --------
         See `PetabFit`.
         """
-        from ..fitting.bounded import minimize_bounded
-
         if isinstance(starts, (int, np.integer)) and not isinstance(starts, bool):
             x0 = self.sample_starts(int(starts), seed)
         else:
@@ -346,8 +381,7 @@ class PetabProblem:
                 x0 = x0[None, :]
             if x0.ndim != 2 or x0.shape[1] != len(self.parameter_ids):
                 raise ShapeError(f"starts must have shape (n_starts, {len(self.parameter_ids)}), got {x0.shape}")
-        out = minimize_bounded(self._objective, jnp.asarray(x0), jnp.asarray(self.lower), jnp.asarray(self.upper),
-                               max_iter=max_iter, gtol=gtol, ftol=ftol, lanes=lanes)
+        out = self._minimize(method, x0, self.lower, self.upper, max_iter, gtol, ftol, lanes)
         cost = np.asarray(out.cost)
         order = np.argsort(np.where(np.isfinite(cost), cost, np.inf), kind="stable")
         return PetabFit(x=np.asarray(out.x)[order], cost=cost[order], status=np.asarray(out.status)[order],
@@ -355,10 +389,10 @@ class PetabProblem:
                         starts=x0[order], parameter_ids=self.parameter_ids)
 
 
-    def profile(self, name: str, values: Any, fit: PetabFit, *, max_iter: int = 500,
+    def profile(self, name: str, values: Any, fit: PetabFit, *, method: str | None = None, max_iter: int = 500,
                 gtol: float = 1e-6, ftol: float = 0.0) -> PetabProfile:
         """The profile likelihood of parameter ``name``: fixed at each of ``values`` (on its
-        PEtab scale, within its bounds), the other parameters fitted again (projected L-BFGS-B,
+        PEtab scale, within its bounds), the other parameters fitted again (`fit`'s method,
         equal bounds fixing the parameter), outwards from ``fit``'s best point on each side,
         each value started from the optimum of its neighbour nearer the fit. Every value runs in the
         program `fit` compiled for one start: profiling costs no compilation after a
@@ -372,7 +406,7 @@ class PetabProblem:
             ``(n_values,)`` values to fix it at, on its scale.
         fit : PetabFit
             The fit to profile around (its best start).
-        max_iter, gtol, ftol : optional
+        method, max_iter, gtol, ftol : optional
             As in `fit`.
 
         Returns
@@ -389,8 +423,6 @@ class PetabProblem:
         --------
         See `PetabProfile`.
         """
-        from ..fitting.bounded import minimize_bounded
-
         if name not in self.parameter_ids:
             raise InputError(f"profile: {name!r} is not an estimated parameter; choose from {self.parameter_ids}")
         i = self.parameter_ids.index(name)
@@ -407,8 +439,7 @@ class PetabProblem:
             for k in sorted(index, key=lambda k: abs(values[k] - best[i])):
                 lower, upper = self.lower.copy(), self.upper.copy()
                 lower[i] = upper[i] = x0[i] = values[k]
-                out = minimize_bounded(self._objective, jnp.asarray(x0[None, :]), jnp.asarray(lower),
-                                       jnp.asarray(upper), max_iter=max_iter, gtol=gtol, ftol=ftol)
+                out = self._minimize(method, x0[None, :], lower, upper, max_iter, gtol, ftol, None)
                 cost[k], xs[k], status[k] = float(out.cost[0]), np.asarray(out.x[0]), int(out.status[0])
                 if np.isfinite(cost[k]):
                     x0 = xs[k].copy()
@@ -479,5 +510,5 @@ def load(yaml_path: str | Path, *, rtol: float = 1e-8, atol: float = 1e-10, solv
     model = ode_model(sbml, layout, name)
     options = SolverOptions(rtol=rtol, atol=atol, solver=solver, max_steps=max_steps,
                             steady_state_time=steady_state_time)
-    objective, simulate = build_objective(model, sbml, layout, theta_ids, options)
-    return PetabProblem(model, layout, ids, objective, simulate, options, lower, upper, name)
+    objective, simulate, residuals = build_objective(model, sbml, layout, theta_ids, options)
+    return PetabProblem(model, layout, ids, objective, simulate, options, lower, upper, name, residuals)
