@@ -17,8 +17,9 @@ stopped in local optima between 147.5 and 249.7, in 75 s of CPU time.
 
 The fits, the objective at the nominal values (a start with no steps) and every profile
 point (a start with one parameter's bounds equal) run in one compiled program:
-`simkit.fitting.minimize_bounded` on the problem's objective with one start at a time (what
-`PetabProblem.fit` runs on a CPU). The figure's simulation at the best fit compiles one
+`simkit.fitting.minimize_bounded` (projected L-BFGS-B) on the problem's objective with one
+start at a time (`PetabProblem.fit(method="lbfgsb")` on a CPU; its default for this problem is
+Levenberg-Marquardt on the residuals). The figure's simulation at the best fit compiles one
 more program, a plain solve. On one core of a shared 2-core machine, without the persistent
 compilation cache, the case took 47 s of CPU time (most of it compiling).
 """
@@ -69,8 +70,9 @@ def available() -> bool:
 
 
 def _minimize(problem: Any, x0: np.ndarray, lower: np.ndarray, upper: np.ndarray, **limits: Any) -> Any:
-    """One start of `minimize_bounded` on the problem's objective, as `PetabProblem.fit` runs
-    it (same function, shapes and options: the same compiled program)."""
+    """One start of `minimize_bounded` on the problem's objective, as
+    `PetabProblem.fit(method="lbfgsb")` runs it (same function and shapes: the same compiled
+    program)."""
     import jax.numpy as jnp
 
     from ..fitting.bounded import minimize_bounded
