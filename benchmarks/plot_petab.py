@@ -42,7 +42,7 @@ def draw(data: dict, path: str) -> list[str]:
     problems = sorted(n for n, row in data["problems"].items() if "summary" in row)
     cols = min(3, len(problems))
     nrows = -(-len(problems) // cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(5.2 * cols, 4.6 * nrows), squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(nrows, cols, figsize=(6.4 * cols, 5.0 * nrows), squeeze=False, layout="constrained")
     for ax, name in zip(axes.flat, problems):
         row = data["problems"][name]
         best = row["summary"]["best_known"]
@@ -66,7 +66,7 @@ def draw(data: dict, path: str) -> list[str]:
         ax.set_title(f"{name} ({row['estimated']} parameters)", fontsize=10)
         ax.set_xlabel("CPU s per start (compilation counted)")
         ax.set_ylabel("objective - best known")
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
+        ax.legend(fontsize=6.5, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if str(f"{v:g}")[0] in "25" else ""))
         ax.grid(True, which="major", alpha=0.3)
