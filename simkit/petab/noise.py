@@ -48,6 +48,17 @@ def _transform(value: Any, transformation: str) -> Any:
     return value
 
 
+def _residual(measurement: Any, simulation: Any, transformation: str) -> tuple[Any, Any]:
+    """``transform(m) - transform(h)`` and the log of the transformation's Jacobian
+    ``|d transform(m) / dm|^-1`` at the measurement (0 on the linear scale)."""
+    residual = _transform(measurement, transformation) - _transform(simulation, transformation)
+    if transformation == "log":
+        return residual, jnp.log(measurement)
+    if transformation == "log10":
+        return residual, jnp.log(measurement * math.log(10.0))
+    return residual, 0.0
+
+
 def negative_log_likelihood(measurement: Any, simulation: Any, noise: Any, distribution: str,
                             transformation: str) -> Any:
     """Elementwise negative log-likelihood of PEtab's noise model (formulas above).
@@ -65,14 +76,7 @@ def negative_log_likelihood(measurement: Any, simulation: Any, noise: Any, distr
     jax.Array
         Same shape as ``measurement``.
     """
-    residual = _transform(measurement, transformation) - _transform(simulation, transformation)
-    # log of the transformation's Jacobian |d transform(m) / dm|^-1
-    if transformation == "log":
-        jacobian = jnp.log(measurement)
-    elif transformation == "log10":
-        jacobian = jnp.log(measurement * math.log(10.0))
-    else:
-        jacobian = 0.0
+    residual, jacobian = _residual(measurement, simulation, transformation)
     if distribution == "normal":
         return 0.5 * jnp.log(2.0 * math.pi * noise**2) + 0.5 * (residual / noise) ** 2 + jacobian
     return jnp.log(2.0 * noise) + jnp.abs(residual / noise) + jacobian
@@ -99,12 +103,6 @@ def normal_residuals(measurement: Any, simulation: Any, noise: Any, transformati
     tuple of jax.Array
         ``(r, c)``, each the shape of ``measurement``.
     """
-    residual = _transform(measurement, transformation) - _transform(simulation, transformation)
-    if transformation == "log":
-        jacobian = jnp.log(measurement)
-    elif transformation == "log10":
-        jacobian = jnp.log(measurement * math.log(10.0))
-    else:
-        jacobian = 0.0
+    residual, jacobian = _residual(measurement, simulation, transformation)
     norm = 0.5 * jnp.log(2.0 * math.pi * noise**2) + jacobian + NORMAL_OFFSET
     return residual / noise, jnp.sqrt(2.0 * jnp.maximum(norm, 1e-12))
