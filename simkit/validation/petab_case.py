@@ -265,7 +265,7 @@ def report_lines(result: dict[str, Any] | None, figure: Any) -> list[str]:
              "`simkit/data/petab`), read by `simkit.petab.load`. Checks: the objective at the collection's "
              f"nominal parameters (the published estimates) equals the reference value (AMICI's, "
              f"{REFERENCE:.10g}) to {NOMINAL_RTOL:g} relative; the best of {N_STARTS} fits "
-             "(`PetabProblem.fit`, projected L-BFGS-B; starts uniform within "
+             "(projected L-BFGS-B, `PetabProblem.fit(method=\"lbfgsb\")`; starts uniform within "
              f"±{START_HALF_WIDTH:g} of the published optimum on the log10 scale, not in the whole box of "
              "bounds) "
              f"within {BEST_ATOL:g} of it; and no point of the profiles below the best fit. Profiles: the "
