@@ -156,7 +156,7 @@ def platform_of(device: Any) -> str:
     return getattr(default, "platform", None) or jax.default_backend()
 
 
-def check_supported(solver: Any, dtype: Any, platform: str, owner: str) -> None:
+def check_supported(solver: Any, platform: str, owner: str) -> None:
     """Refuse, before compiling, what XLA's TPU compiler cannot build (JAX 0.10.2): diffrax's
     solvers in either precision (``diffeqsolve`` computes ``nextafter`` of t1 in the program,
     which that compiler rejects: an ``and`` of s32 and u32 operands). simkit's own kernels all

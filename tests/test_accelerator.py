@@ -124,7 +124,7 @@ def test_diffrax_engine_events_dense_output():
     from simkit.placement import check_supported
 
     with pytest.raises(simkit.InputError, match="diffrax solver Kvaerno5 cannot run on a TPU"):
-        check_supported(diffrax.Kvaerno5(), jnp.float32, "tpu", "simkit.ensemble")
+        check_supported(diffrax.Kvaerno5(), "tpu", "simkit.ensemble")
     ball = simkit.ODEModel(rhs=lambda t, y, p: jnp.stack([y[1], -p["g"] + 0 * y[0]]), params={"g": 9.81},
                            y0=[10.0, 0.0], state_names=("h", "v"))
     hit = simkit.solve(ball, (0.0, 5.0), events=lambda t, y, p: y[0], rtol=RTOL, atol=ATOL, device=DEVICE)
