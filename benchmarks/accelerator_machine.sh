@@ -12,13 +12,14 @@ set -u
 OUT=${OUT:-/tmp/simkit-accelerator}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
-{
+[ -f /tmp/site2/.ready ] || {
   PIP_CONFIG_FILE=/dev/null python3 -m pip install --isolated -q --no-index --no-deps --no-compile \
     --no-cache-dir --upgrade --target /tmp/site .whl-tpu/*.whl
   PIP_CONFIG_FILE=/dev/null python3 -m pip install --isolated -q --only-binary=:all: \
     --index-url file:///opt/pypi/simple --target /tmp/site2 xarray h5py matplotlib tqdm
-  python3 -c 'import platform, jax; print(platform.libc_ver(), jax.__version__, jax.devices())'
-} > "$OUT/setup.log" 2>&1
+  python3 -c 'import platform, jax; print(platform.libc_ver(), jax.__version__, jax.devices())' &&
+  touch /tmp/site2/.ready
+} > "$OUT/setup.log" 2>&1  # (a machine still warm from an earlier call has it already)
 export PYTHONPATH="${PYTHONPATH:-}:/tmp/site:/tmp/site2:$PWD"
 lane() {  # $1: f64 or f32, $2: seconds
   local x64=1; [ "$1" = f32 ] && x64=0
@@ -28,8 +29,8 @@ lane() {  # $1: f64 or f32, $2: seconds
   SIMKIT_ENABLE_X64=$x64 timeout "$2" python3 -m pytest -m accelerator -p no:xdist -p no:cacheprovider \
     -v --durations=0 --tb=short ${3:+-k "$3"} -W "ignore:cloud_tpu_init failed:UserWarning" -W "ignore:Transparent hugepages:UserWarning" \
     tests/test_accelerator.py 2>&1 | while IFS= read -r line; do echo "$(( $(date +%s) - t0 )) $line"; done \
-    > "$OUT/lane_$1.txt"
-  echo "exit ${PIPESTATUS[0]}" >> "$OUT/lane_$1.txt"
+    > "$OUT/lane_$1${LANE_TAG:-}.txt"
+  echo "exit ${PIPESTATUS[0]}" >> "$OUT/lane_$1${LANE_TAG:-}.txt"
 }
 compile_times() {  # $1: f64 or f32, $2: seconds, rest: options
   local x64=1; [ "$1" = f32 ] && x64=0

@@ -40,7 +40,7 @@ from .errors import InputError, InputTypeError, ParameterError, ShapeError
 from .model import ODEModel
 from .parallel.agreement import same_call
 from .parallel.mesh import MEMBER_AXIS, gather, member_mesh, place
-from .placement import check_supported, warn_if_emulated
+from .placement import prepare_for_platform, warn_if_emulated
 from .params import refuse_traced
 from .status import Status
 
@@ -416,7 +416,7 @@ def ensemble(
     if not all(isinstance(d, jax.Device) for d in devices) or len(set(devices)) != len(devices):
         raise InputError(f"ensemble(): devices must be distinct jax devices, got {devices}")
     n_dev = len(devices)
-    check_supported(plan.solver, devices[0].platform, "simkit.ensemble")
+    prepare_for_platform(plan.solver, devices[0].platform)
     warn_if_emulated(devices[0].platform, dtype, "simkit.ensemble")
     per_device = math.ceil(members / n_dev)
     if chunk_size is not None:

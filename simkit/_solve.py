@@ -25,7 +25,7 @@ from . import _config, engines
 from ._prepare import SolvePlan, check_flag, concrete, prepare
 from .errors import InputError, SolveError
 from .model import ODEModel, Params
-from .placement import check_supported, placed, platform_of, resolve_device
+from .placement import prepare_for_platform, placed, platform_of, resolve_device
 from .save_times import SaveSteps, program_save_times
 from .solution import Solution
 from .solvers import is_implicit
@@ -161,7 +161,7 @@ def solve(
     with placed(where):
         plan = prepare(model, t_span, y0=y0, params=params, saveat=saveat, solver=solver, rtol=rtol, atol=atol,
                        max_steps=max_steps, max_step=max_step, dt0=dt0, events=events, dense=dense, key=key)
-        check_supported(plan.solver, platform_of(where), "simkit.solve")
+        prepare_for_platform(plan.solver, platform_of(where))
         trivial = _trivial(plan)
         result = trivial if trivial is not None else engines.run(plan.program, plan.engine_args)
         return finish(plan, result, throw)

@@ -156,17 +156,16 @@ def platform_of(device: Any) -> str:
     return getattr(default, "platform", None) or jax.default_backend()
 
 
-def check_supported(solver: Any, platform: str, owner: str) -> None:
-    """Refuse, before compiling, what XLA's TPU compiler cannot build (JAX 0.10.2): diffrax's
-    solvers in either precision (``diffeqsolve`` computes ``nextafter`` of t1 in the program,
-    which that compiler rejects: an ``and`` of s32 and u32 operands). simkit's own kernels all
-    compile there (`simkit.RadauIIA5` solves its complex Newton system in real arithmetic on a
+def prepare_for_platform(solver: Any, platform: str) -> None:
+    """Prepare what a program for ``platform`` needs before it is compiled. On a TPU, a diffrax
+    solver: ``diffeqsolve`` computes ``nextafter`` of t1 in the program, whose own lowering
+    XLA's TPU compiler rejects (JAX 0.10.2: an ``and`` of s32 and u32 operands), so TPU programs
+    of this process lower it in float arithmetic from here on
+    (`simkit.kernels.platforms.lower_nextafter_by_arithmetic_on_tpu`). simkit's own kernels
+    need nothing (`simkit.RadauIIA5` solves its complex Newton system in real arithmetic on a
     TPU, which has no complex128)."""
+    from .kernels.platforms import lower_nextafter_by_arithmetic_on_tpu
     from .solvers import is_diffrax_solver
 
-    if platform != "tpu" or not is_diffrax_solver(solver):
-        return
-    raise InputError(f"{owner}: the diffrax solver {type(solver).__name__} cannot run on a TPU (diffrax's "
-                     f"diffeqsolve computes nextafter(t1) in the program, which XLA's TPU compiler rejects). Use "
-                     f"simkit's kernels there (simkit.Tsit5(), simkit.DOPRI5(), simkit.Rodas5P(), simkit.BDF(), "
-                     f"simkit.RadauIIA5()), or run it on the host (device='host')")
+    if platform == "tpu" and is_diffrax_solver(solver):
+        lower_nextafter_by_arithmetic_on_tpu()

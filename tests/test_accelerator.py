@@ -115,22 +115,23 @@ def test_a_stiff_system_above_the_straight_line_size_and_matrix_free():
 def test_diffrax_engine_events_dense_output():
     import diffrax
 
-    if DEVICE.platform == "tpu":  # refused before compiling: diffeqsolve's nextafter(t1) does not compile there
-        with pytest.raises(simkit.InputError, match="cannot run on a TPU"):
-            simkit.solve(DECAY, (0.0, 2.0), solver=diffrax.Tsit5(), device=DEVICE)
-    else:
-        sol = simkit.solve(DECAY, (0.0, 2.0), saveat=3, solver=diffrax.Tsit5(), rtol=RTOL, atol=ATOL, device=DEVICE)
-        _close(sol.ys, np.exp(-0.7 * np.asarray(sol.ts))[:, None] * np.array([1.0, 2.0]), SOLVE_TOL)
-    from simkit.placement import check_supported
-
-    with pytest.raises(simkit.InputError, match="diffrax solver Kvaerno5 cannot run on a TPU"):
-        check_supported(diffrax.Kvaerno5(), "tpu", "simkit.ensemble")
+    # (on a TPU, diffeqsolve's nextafter(t1) is lowered in float arithmetic: XLA's own form does not compile there)
+    sol = simkit.solve(DECAY, (0.0, 2.0), saveat=3, solver=diffrax.Tsit5(), rtol=RTOL, atol=ATOL, device=DEVICE)
+    assert _on_device(sol.ys)
+    _close(sol.ys, np.exp(-0.7 * np.asarray(sol.ts))[:, None] * np.array([1.0, 2.0]), SOLVE_TOL)
     ball = simkit.ODEModel(rhs=lambda t, y, p: jnp.stack([y[1], -p["g"] + 0 * y[0]]), params={"g": 9.81},
                            y0=[10.0, 0.0], state_names=("h", "v"))
     hit = simkit.solve(ball, (0.0, 5.0), events=lambda t, y, p: y[0], rtol=RTOL, atol=ATOL, device=DEVICE)
     _close(hit.event_time, np.sqrt(2 * 10.0 / 9.81), SOLVE_TOL)
     dense = simkit.solve(DECAY, saveat=2, dense=True, rtol=RTOL, atol=ATOL, device=DEVICE)
     _close(dense.evaluate(1.3), np.exp(-0.7 * 1.3) * np.array([1.0, 2.0]), 10 * SOLVE_TOL)
+
+
+def test_diffrax_implicit_solver():
+    import diffrax
+
+    sol = simkit.solve(DECAY, (0.0, 2.0), saveat=2, solver=diffrax.Kvaerno5(), rtol=RTOL, atol=ATOL, device=DEVICE)
+    _close(sol.ys[-1], np.exp(-1.4) * np.array([1.0, 2.0]), 10 * SOLVE_TOL)
 
 
 def test_forward_and_reverse_gradients():

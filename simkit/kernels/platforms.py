@@ -16,7 +16,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-__all__ = ["float32_on_tpu", "just_below"]
+__all__ = ["float32_on_tpu", "just_below", "lower_nextafter_by_arithmetic_on_tpu", "nextafter_by_arithmetic"]
 
 
 def float32_on_tpu(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -47,15 +47,62 @@ def float32_on_tpu(fn: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
+def nextafter_by_arithmetic(x: jax.Array, y: jax.Array) -> jax.Array:
+    """``jnp.nextafter(x, y)`` in float arithmetic only (no integer bit operations), for XLA's TPU
+    compiler, which rejects ``nextafter`` (JAX 0.10.2: an ``and`` of s32 and u32 operands).
+
+    With IEEE rounding (a CPU, float32 on a TPU) a normal ``x`` moves by ``|x| eps/2 (1 + eps)``,
+    which rounds to exactly the neighbouring float; where rounding leaves ``x`` unchanged (float64
+    emulated in float32 pairs on a TPU has a shorter significand) the step grows by 2^8 until it
+    moves, so the result is always the nearest representable value the arithmetic reaches in the
+    direction of ``y`` (a small ``x`` is scaled by a power of two first, so that its step is not
+    subnormal). Zero and subnormal ``x`` go to +/- the smallest normal; an infinite ``x``
+    to the largest finite value; ``x == y`` gives ``y``; a NaN gives NaN."""
+    x, y = jnp.asarray(x), jnp.asarray(y)
+    dtype = jnp.result_type(x, y)
+    x, y = x.astype(dtype), y.astype(dtype)
+    info = jnp.finfo(dtype)
+    sign = jnp.where(y > x, 1.0, -1.0).astype(dtype)
+    # a small x is scaled up by a power of two (exactly) so that its step is a normal number
+    scale = 2.0 ** (2 * (info.nmant + 1))
+    small = jnp.abs(x) < info.tiny * scale
+    xs = jnp.where(small, x * scale, x)
+    size = jnp.abs(xs)
+    out = xs
+    factor = float(info.eps) / 2 * (1 + float(info.eps))
+    for _ in range(6):  # 2^-24 (2^-53) .. 2^16 times that: float32, float64, emulated float64
+        moved = xs + sign * (size * jnp.asarray(factor, dtype))
+        out = jnp.where((out == xs) & (moved != xs), moved, out)
+        factor *= 256.0
+    out = jnp.where(small, out / scale, out)
+    out = jnp.where(jnp.abs(x) < info.tiny, sign * info.tiny, out)  # zero, subnormal: the smallest normal
+    out = jnp.where(jnp.isinf(x), jnp.sign(x) * info.max, out)
+    out = jnp.where(x == y, y, out)
+    return jnp.where(jnp.isnan(x) | jnp.isnan(y), jnp.nan, out).astype(dtype)
+
+
 def just_below(x: jax.Array) -> jax.Array:
-    """A float just below ``x`` (finite): ``jnp.nextafter(x, -inf)``, except in a program
-    compiled for a TPU, whose compiler rejects ``nextafter`` (JAX 0.10.2: an ``and`` of s32 and
-    u32 operands), where ``x`` is scaled by 1 - eps/2 (positive: the float before it) or
-    1 + eps (negative: one or two spacings below); zero gives minus the smallest normal."""
+    """The float just below ``x``: ``jnp.nextafter(x, -inf)``, computed by
+    `nextafter_by_arithmetic` in a program compiled for a TPU."""
     x = jnp.asarray(x)
-    eps, tiny = jnp.finfo(x.dtype).eps, jnp.finfo(x.dtype).tiny
+    down = jnp.asarray(-jnp.inf, x.dtype)
+    return jax.lax.platform_dependent(x, tpu=lambda x: nextafter_by_arithmetic(x, down),
+                                      default=lambda x: jnp.nextafter(x, down))
 
-    def scaled(x: jax.Array) -> jax.Array:
-        return jnp.where(x > 0, x * (1 - eps / 2), jnp.where(x < 0, x * (1 + eps), -tiny)).astype(x.dtype)
 
-    return jax.lax.platform_dependent(x, tpu=scaled, default=lambda x: jnp.nextafter(x, jnp.asarray(-jnp.inf, x.dtype)))
+_TPU_NEXTAFTER: list[bool] = []
+
+
+def lower_nextafter_by_arithmetic_on_tpu() -> None:
+    """Make every program compiled for a TPU in this process lower ``jax.lax.nextafter`` (which
+    diffrax's ``diffeqsolve`` calls on its end time) to `nextafter_by_arithmetic`, where XLA's
+    own lowering does not compile (JAX 0.10.2). Programs for other platforms are untouched; a
+    program that compiled on a TPU before cannot contain ``nextafter``, so none changes. Idempotent."""
+    if _TPU_NEXTAFTER:
+        return
+    from jax.extend.core.primitives import nextafter_p
+    from jax.interpreters import mlir
+
+    mlir.register_lowering(nextafter_p, mlir.lower_fun(nextafter_by_arithmetic, multiple_results=False),
+                           platform="tpu")
+    _TPU_NEXTAFTER.append(True)
