@@ -266,7 +266,7 @@ def multistart_fit(args):
     data = datasets.lynx_hare()
     model = models.get("lotka_volterra")
     out = []
-    for where in ("default", "host"):
+    for where in args.where:
         dev = DEVICE if where == "default" else HOST
         with jax.default_device(dev):
             start = time.perf_counter()
@@ -293,6 +293,8 @@ def main() -> None:
     parser.add_argument("--modes", nargs="+", default=["default"], choices=["default", "refilled", "lockstep", "naive"])
     parser.add_argument("--sizes", type=int, nargs="+", default=[2048, 8192])
     parser.add_argument("--starts", type=int, default=1024)
+    parser.add_argument("--where", nargs="+", default=["default", "host"], choices=["default", "host"],
+                        help="fit: on JAX's default device, on the host's CPU, or both")
     args = parser.parse_args()
     parts = {"compile": compile_times, "ensemble": lorenz_ensemble, "stencil": stencils, "fit": multistart_fit}
     rows = parts[args.part](args)

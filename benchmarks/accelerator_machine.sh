@@ -26,7 +26,9 @@ lane() {  # $1: f64 or f32, $2: seconds
   # each line stamped with the seconds since the start (a run cut short still shows each test's time)
   local t0; t0=$(date +%s)
   # $3: a pytest -k expression selecting some of the lane's tests (LANE_K64, LANE_K32)
-  SIMKIT_ENABLE_X64=$x64 timeout "$2" python3 -m pytest -m accelerator -p no:xdist -p no:cacheprovider \
+  # SIMKIT_FAST_COMPILE empty: XLA's own settings for the accelerator's programs, as a user has them, not
+  # the CPU suite's (tests/conftest.py sets LLVM's level 0 and CPU flags in XLA_FLAGS otherwise)
+  SIMKIT_FAST_COMPILE= SIMKIT_ENABLE_X64=$x64 timeout "$2" python3 -m pytest -m accelerator -p no:xdist -p no:cacheprovider \
     -v --durations=0 --tb=short ${3:+-k "$3"} -W "ignore:cloud_tpu_init failed:UserWarning" -W "ignore:Transparent hugepages:UserWarning" \
     tests/test_accelerator.py 2>&1 | while IFS= read -r line; do echo "$(( $(date +%s) - t0 )) $line"; done \
     > "$OUT/lane_$1${LANE_TAG:-}.txt"
@@ -58,7 +60,7 @@ for part in "$@"; do
     ensemble32)  # refilled lanes against lockstep chunks and diffrax
       SIMKIT_ENABLE_X64=0 timeout "${ENSEMBLE_SECONDS:-240}" python3 benchmarks/accelerator.py ensemble \
         --modes default refilled lockstep --out "$OUT/ensemble_f32.json" > "$OUT/ensemble.log" 2>&1 ;;
-    fit) SIMKIT_ENABLE_X64=0 timeout "${FIT_SECONDS:-100}" python3 benchmarks/accelerator.py fit --starts "${FIT_STARTS:-1024}" \
+    fit) SIMKIT_ENABLE_X64=0 timeout "${FIT_SECONDS:-100}" python3 benchmarks/accelerator.py fit --starts "${FIT_STARTS:-1024}" --where ${FIT_WHERE:-default host} \
       --out "$OUT/fit_f32.json" > "$OUT/fit.log" 2>&1 ;;
   esac
 done

@@ -416,7 +416,7 @@ def ensemble(
     if not all(isinstance(d, jax.Device) for d in devices) or len(set(devices)) != len(devices):
         raise InputError(f"ensemble(): devices must be distinct jax devices, got {devices}")
     n_dev = len(devices)
-    prepare_for_platform(plan.solver, devices[0].platform)
+    prepare_for_platform(plan.solver, devices[0].platform, "simkit.ensemble")
     warn_if_emulated(devices[0].platform, dtype, "simkit.ensemble")
     per_device = math.ceil(members / n_dev)
     if chunk_size is not None:

@@ -161,7 +161,7 @@ def solve(
     with placed(where):
         plan = prepare(model, t_span, y0=y0, params=params, saveat=saveat, solver=solver, rtol=rtol, atol=atol,
                        max_steps=max_steps, max_step=max_step, dt0=dt0, events=events, dense=dense, key=key)
-        prepare_for_platform(plan.solver, platform_of(where))
+        prepare_for_platform(plan.solver, platform_of(where), "simkit.solve")
         trivial = _trivial(plan)
         result = trivial if trivial is not None else engines.run(plan.program, plan.engine_args)
         return finish(plan, result, throw)

@@ -156,16 +156,27 @@ def platform_of(device: Any) -> str:
     return getattr(default, "platform", None) or jax.default_backend()
 
 
-def prepare_for_platform(solver: Any, platform: str) -> None:
-    """Prepare what a program for ``platform`` needs before it is compiled. On a TPU, a diffrax
-    solver: ``diffeqsolve`` computes ``nextafter`` of t1 in the program, whose own lowering
-    XLA's TPU compiler rejects (JAX 0.10.2: an ``and`` of s32 and u32 operands), so TPU programs
-    of this process lower it in float arithmetic from here on
-    (`simkit.kernels.platforms.lower_nextafter_by_arithmetic_on_tpu`). simkit's own kernels
-    need nothing (`simkit.RadauIIA5` solves its complex Newton system in real arithmetic on a
-    TPU, which has no complex128)."""
+def prepare_for_platform(solver: Any, platform: str, owner: str) -> None:
+    """Prepare what a program for ``platform`` needs before it is compiled, or refuse what
+    cannot compile there, naming ``owner`` (the calling function). On a TPU (JAX 0.10.2), a
+    diffrax solver: ``diffeqsolve`` computes ``nextafter`` of t1 in the program, whose own
+    lowering XLA's TPU compiler rejects (an ``and`` of s32 and u32 operands), so TPU programs of
+    this process lower it in float arithmetic from here on
+    (`simkit.kernels.platforms.lower_nextafter_by_arithmetic_on_tpu`); diffrax's implicit
+    solvers are refused there (their LU is XLA's, which the TPU backend does not implement in
+    float64; in float32 a Kvaerno5 solve failed there as well). simkit's own kernels need
+    nothing (their factorisations take TPU forms, and `simkit.RadauIIA5` solves its complex
+    Newton system in real arithmetic on a TPU, which has no complex128)."""
     from .kernels.platforms import lower_nextafter_by_arithmetic_on_tpu
     from .solvers import is_diffrax_solver
 
-    if platform == "tpu" and is_diffrax_solver(solver):
-        lower_nextafter_by_arithmetic_on_tpu()
+    if platform != "tpu" or not is_diffrax_solver(solver):
+        return
+    import diffrax
+
+    if isinstance(solver, diffrax.AbstractImplicitSolver):
+        raise InputError(f"{owner}: diffrax's implicit solver {type(solver).__name__} cannot run on a TPU (its "
+                         f"LU is XLA's, which the TPU backend lacks in float64; in float32 it fails there too). "
+                         f"Use simkit's stiff kernels there (simkit.Rodas5P(), simkit.BDF(), simkit.RadauIIA5()), "
+                         f"or run it on the host (device='host')")
+    lower_nextafter_by_arithmetic_on_tpu()

@@ -130,6 +130,14 @@ def test_diffrax_engine_events_dense_output():
 def test_diffrax_implicit_solver():
     import diffrax
 
+    from simkit.placement import prepare_for_platform
+
+    with pytest.raises(simkit.InputError, match="implicit solver KenCarp4 cannot run on a TPU"):
+        prepare_for_platform(diffrax.KenCarp4(), "tpu", "simkit.ensemble")
+    if DEVICE.platform == "tpu":  # refused before compiling: XLA's TPU backend has no float64 LU
+        with pytest.raises(simkit.InputError, match="implicit solver Kvaerno5 cannot run on a TPU"):
+            simkit.solve(DECAY, (0.0, 2.0), solver=diffrax.Kvaerno5(), device=DEVICE)
+        return
     sol = simkit.solve(DECAY, (0.0, 2.0), saveat=2, solver=diffrax.Kvaerno5(), rtol=RTOL, atol=ATOL, device=DEVICE)
     _close(sol.ys[-1], np.exp(-1.4) * np.array([1.0, 2.0]), 10 * SOLVE_TOL)
 
