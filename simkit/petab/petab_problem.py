@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._codegen import codegen_jit
 from ..errors import InputError, ShapeError
 from ..model import ODEModel
 from .layout import Layout, build_layout, ode_model, read_problem, to_scale
@@ -202,7 +203,8 @@ class PetabProblem:
         self.lower, self.upper = lower, upper
         self.conditions = layout.pairs
         self._objective, self._simulate, self._residuals = objective, simulate, residuals
-        self._value_and_grad = jax.jit(jax.value_and_grad(objective))
+        # (XLA:CPU's classic code generator, as for every fit of kernel solves: `simkit._codegen`)
+        self._value_and_grad = codegen_jit()(jax.value_and_grad(objective))
 
     def __repr__(self) -> str:
         return (f"PetabProblem({self.name!r}, states={len(self.model.state_names)}, "
