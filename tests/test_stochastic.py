@@ -35,7 +35,8 @@ def test_geometric_brownian_motion_mean():
 
 def test_stochastic_runs_are_reproducible_and_chunk_independent():
     ou = models.get("ornstein_uhlenbeck")
-    kwargs = dict(params={"theta": np.linspace(0.5, 1.5, 40)}, saveat=4, key=jax.random.key(5))
+    # 200 steps (dt0 0.015), not the default 1,000: the run, not the compile, took most of the time
+    kwargs = dict(params={"theta": np.linspace(0.5, 1.5, 40)}, saveat=4, dt0=0.015, key=jax.random.key(5))
     a = simkit.ensemble(ou, **kwargs)
     b = simkit.ensemble(ou, chunk_size=8, devices=jax.local_devices()[:1], **kwargs)
     # bit for bit (the classic generator, SIMKIT_FAST_COMPILE=1, rounds a chunk of 256 lanes
@@ -43,7 +44,7 @@ def test_stochastic_runs_are_reproducible_and_chunk_independent():
     np.testing.assert_array_equal(a.ys, b.ys)
     # a member equals the single solve with its own key
     k3 = jax.random.split(jax.random.key(5), 40)[3]
-    single = simkit.solve(ou, params={"theta": np.linspace(0.5, 1.5, 40)[3]}, saveat=4, key=k3)
+    single = simkit.solve(ou, params={"theta": np.linspace(0.5, 1.5, 40)[3]}, saveat=4, dt0=0.015, key=k3)
     np.testing.assert_allclose(a.ys[3], single.ys, rtol=1e-12)
     c = simkit.ensemble(ou, **{**kwargs, "key": jax.random.key(6)})
     assert not np.allclose(a.ys[:, -1], c.ys[:, -1])
