@@ -29,11 +29,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FLOOR = 1e-4
 STYLE = {  # method -> (label, colour, marker)
     "simkit_least_squares": ("simkit, least squares (projected Levenberg-Marquardt, the default)", "C5", "*"),
-    "simkit": ("simkit (projected L-BFGS-B)", "C0", "o"),
+    "simkit_ftol0": ("simkit, L-BFGS-B (fit(method='lbfgsb'))", "C0", "o"),
     "scipy": ("SciPy L-BFGS-B on simkit's objective", "C1", "s"),
     "pypesto_amici": ("pyPESTO + AMICI (fides)", "C2", "^"),
-    "simkit_ftol0": ("simkit, ftol=0 (minimize_bounded)", "C3", "D"),
-    "simkit_ftol0_iter2000": ("simkit, ftol=0, max_iter=2000 (minimize_bounded)", "C4", "v"),
 }
 
 

@@ -358,11 +358,9 @@ class PetabProblem:
             `least_squares_bounded`'s defaults).
         ftol : float, optional
             Stop a start whose accepted step decreases the cost by less than ``ftol`` times
-            the cost (relative). 0 by default: a start stops on the projected gradient only.
-            On seven problems of the Benchmark-Models-PEtab collection, 10 starts each,
-            `simkit.fitting.minimize_bounded`'s default 2.2e-9 stopped starts that were still
-            descending: 13 of 70 starts reached the best known cost to 0.1 with it, 20 with 0
-            (benchmarks/results/petab_multistart.json).
+            the cost (relative). 0 by default: a start stops on the projected gradient only
+            (`simkit.fitting.minimize_bounded`'s default 2.2e-9 stops starts that are still
+            descending along the flat valleys of these problems).
         lanes : int, optional
             Starts run side by side (default all, batched with ``jax.vmap``).
 
