@@ -500,10 +500,21 @@ def _lm_lane(n: int, lower, upper, max_iter, max_eval, gtol, ftol, xtol, dtype):
         """The damped Gauss-Newton step on the variables not held at a bound, projected;
         the reduction of the cost its linear model predicts."""
         free = ~_blocked(x, g, lower, upper)
-        both = free[:, None] & free[None, :]
         scale = jnp.maximum(jnp.diag(jtj), 1e-12 * jnp.max(jnp.diag(jtj), initial=0.0) + tiny)
-        a = jnp.where(both, jtj, 0.0) + jnp.diag(jnp.where(free, damping * scale, 1.0))
-        delta = _spd_solve(a, -jnp.where(free, g, 0.0))
+        damped = jtj + jnp.diag(damping * scale)
+
+        def solve_on(free, fixed_step):
+            both = free[:, None] & free[None, :]
+            a = jnp.where(both, damped, 0.0) + jnp.diag(jnp.where(free, 0.0, 1.0))
+            rhs = -(g + damped @ fixed_step)
+            return jnp.where(free, _spd_solve(a, jnp.where(free, rhs, 0.0)), fixed_step)
+
+        delta = solve_on(free, jnp.zeros_like(x))
+        # variables the step carries through a bound stop at it; the rest re-solve with them
+        # there (else the projected step's coupling to them is lost and the damping climbs)
+        clipped = free & ((x + delta < lower) | (x + delta > upper))
+        to_bound = jnp.where(clipped, _project(x + delta, lower, upper) - x, 0.0)
+        delta = jnp.where(jnp.any(clipped), solve_on(free & ~clipped, to_bound), delta)
         point = _project(x + delta, lower, upper)
         s = point - x
         return point, -(jnp.dot(g, s) + 0.5 * jnp.dot(s, jtj @ s)), delta
@@ -570,8 +581,9 @@ def least_squares_bounded(residuals: Callable, x0: Any, lower: Any, upper: Any, 
     of ``x0``: projected Levenberg-Marquardt.
 
     Each trial step solves the damped Gauss-Newton system ``(J^T J + lambda diag(J^T J)) d =
-    -J^T r`` on the variables not held at a bound (Marquardt's scaling), is projected into the
-    box, and is accepted when the actual decrease is at least 1e-4 of the decrease its linear
+    -J^T r`` on the variables not held at a bound (Marquardt's scaling); variables the step
+    carries through a bound stop there and the others solve again with them held, and the step
+    is projected into the box and accepted when the actual decrease is at least 1e-4 of the decrease its linear
     model predicts for the projected step; the damping follows Nielsen (1999). The
     Jacobian comes by forward mode (``n`` tangents in one pass) at every trial point.
 

@@ -339,7 +339,7 @@ class PetabProblem:
         noise parameters take part; `simkit.petab.noise.normal_residuals`): half their sum of
         squares is the objective plus a constant. On seven problems of the Benchmark-Models-PEtab
         collection, from the same 10 starts each, it reached the best known cost to 0.1 from 28
-        of 70 starts, L-BFGS-B from 13 (20 with ``ftol=0``), pyPESTO + AMICI + fides from 32
+        of 70 starts, L-BFGS-B from 21, pyPESTO + AMICI + fides from 32
         (benchmarks/README.md).
 
         Parameters

@@ -88,6 +88,25 @@ def test_least_squares_bounded_matches_scipy_least_squares():
     np.testing.assert_array_equal(np.asarray(alone.x[0]), np.asarray(out.x[1]))
 
 
+def test_least_squares_steps_that_cross_a_bound_re_solve_the_others_with_it_there():
+    # two close exponential rates, the data's second one (1.3) beyond its lower bound 1.5: each
+    # Gauss-Newton step that carries it through the bound re-solves the coupled rest with it held
+    # there (a projection alone loses that coupling: 142 accepted steps over these starts)
+    t = np.linspace(0.0, 1.0, 20)
+    y = np.exp(-t) + np.exp(-1.3 * t)
+    residuals = lambda p: (p[0] * jnp.exp(-p[2] * jnp.asarray(t)) + p[1] * jnp.exp(-p[3] * jnp.asarray(t))
+                           - jnp.asarray(y))
+    lower, upper = np.array([0.0, 0.0, 0.0, 1.5]), np.array([5.0, 5.0, 1.2, 5.0])
+    x0 = np.array([[0.5, 0.5, 0.5, 2.0], [2.0, 0.1, 1.0, 3.0], [1.0, 1.0, 0.1, 4.0], [4.0, 4.0, 1.1, 1.6]])
+    out = least_squares_bounded(residuals, x0, lower, upper, max_iter=500, ftol=1e-15, gtol=1e-12)
+    refs = [scipy.optimize.least_squares(lambda p: np.asarray(residuals(jnp.asarray(p))), x, bounds=(lower, upper),
+                                         xtol=1e-15, ftol=1e-15, gtol=1e-15) for x in x0]
+    assert np.asarray(out.status).tolist() == [FitStatus.CONVERGED] * 4
+    np.testing.assert_allclose(np.asarray(out.cost), [r.cost for r in refs], rtol=1e-8, atol=1e-18)
+    assert np.asarray(out.at_bound).tolist() == [[0, 0, 0, -1]] * 4
+    assert int(np.sum(out.n_iter)) <= 125, np.asarray(out.n_iter)  # (119)
+
+
 def test_bad_input_is_refused_before_compiling():
     with pytest.raises(ShapeError, match=r"\(n_starts, n\)"):
         minimize_bounded(rosenbrock, np.zeros(4), LOWER, UPPER)
