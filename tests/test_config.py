@@ -277,8 +277,8 @@ def _codegen_reference(name, span):
 
 @pytest.mark.parametrize("fast", ["0", "1", ""])
 def test_cpu_code_generators_solve_alike(fast):
-    """The suite compiles with SIMKIT_FAST_COMPILE=1 (conftest): every program with XLA:CPU's
-    classic code generator. Unset, users get the per-program choice (kernel solves, and
+    """The suite compiles with SIMKIT_FAST_COMPILE=2 (conftest): every program with XLA:CPU's
+    classic code generator, LLVM's level 0 and no FMAs. Unset, users get the per-program choice (kernel solves, and
     diffrax solves of at most 64 states, compile with it, larger diffrax solves with XLA's MLIR
     fusion emitters; simkit/_codegen.py); "0" gives XLA's default everywhere. A stiff and a
     non-stiff kernel solve under each, in a fresh process, against SciPy: within a few
