@@ -98,6 +98,8 @@ def _copy(tmp_path: Path, name: str) -> Path:
 def test_unsupported_features_are_named(tmp_path):
     folder = _copy(tmp_path, "Boehm_JProteomeRes2014")
     yaml = folder / "Boehm_JProteomeRes2014.yaml"
+    # (a visualization file that the YAML lists and the folder lacks is not needed: never read)
+    yaml.write_text(yaml.read_text().rstrip("\n") + "\n  visualization_files:\n  - no_such_plot.tsv\n")
     # a prior on a parameter
     table = folder / "parameters_Boehm_JProteomeRes2014.tsv"
     lines = table.read_text().splitlines()

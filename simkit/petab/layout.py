@@ -251,6 +251,19 @@ def build_layout(problem: Any, sbml: SbmlModel) -> Layout:
     )
 
 
+def _without_visualization(yaml_path: Path) -> dict:
+    """The problem's YAML without its visualization files: plotting specifications, which a fit
+    does not read (a problem whose YAML lists a missing one still loads)."""
+    import yaml
+
+    with open(yaml_path) as f:
+        config = yaml.safe_load(f)
+    for entry in config.get("problems", []) if isinstance(config, dict) else []:
+        if isinstance(entry, dict):
+            entry.pop("visualization_files", None)
+    return config
+
+
 def read_problem(yaml_path: str | Path) -> tuple[Any, SbmlModel]:
     """The ``petab.v1.Problem`` of a PEtab YAML file and its SBML model as an `SbmlModel`."""
     petab = _petab()
@@ -262,7 +275,7 @@ def read_problem(yaml_path: str | Path) -> tuple[Any, SbmlModel]:
         warnings.filterwarnings("ignore", message="The 'float_precision' argument is deprecated")
         warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"petab\.")
         warnings.filterwarnings("ignore", category=FutureWarning, module=r"petab\.")
-        problem = petab.Problem.from_yaml(str(yaml_path))
+        problem = petab.Problem.from_yaml(_without_visualization(yaml_path), base_path=str(yaml_path.parent))
     if problem.model is None:
         raise InputError(f"PEtab problem {str(yaml_path)!r} has no model")
     if problem.model.type_id != "sbml":
