@@ -260,7 +260,7 @@ def test_method_of_lines_matches_scipy_bdf_with_sparsity():
 
 def test_large_implicit_run_never_builds_a_dense_jacobian():
     """Allen-Cahn on 256x256 (65,536 states; a dense float64 Jacobian would be 34 GB)
-    through solve's stiff default (Kvaerno5, Newton-GMRES on Jacobian-vector products), in
+    through solve's stiff default (the BDF kernel, matrix-free or banded by the rhs's pattern), in
     a fresh process: peak memory stays far below the dense Jacobian's 34 GB (bound 8 GB;
     measured 0.55 GB run alone, up to 4.1 GB when run late in the full suite: not explained)."""
     import subprocess
