@@ -582,9 +582,9 @@ def least_squares_bounded(residuals: Callable, x0: Any, lower: Any, upper: Any, 
 
     Each trial step solves the damped Gauss-Newton system ``(J^T J + lambda diag(J^T J)) d =
     -J^T r`` on the variables not held at a bound (Marquardt's scaling); variables the step
-    carries through a bound stop there and the others solve again with them held, and the step
-    is projected into the box and accepted when the actual decrease is at least 1e-4 of the decrease its linear
-    model predicts for the projected step; the damping follows Nielsen (1999). The
+    carries through a bound stop there and the others solve again with them held. The step,
+    projected into the box, is accepted when the actual decrease is at least 1e-4 of the
+    decrease its linear model predicts for it; the damping follows Nielsen (1999). The
     Jacobian comes by forward mode (``n`` tangents in one pass) at every trial point.
 
     Parameters
