@@ -15,13 +15,14 @@ optimum, not in the whole box of bounds: of 20 starts drawn uniformly within the
 (`PetabProblem.sample_starts(20, seed=1)`), one reached the published best and the others
 stopped in local optima between 147.5 and 249.7, in 75 s of CPU time.
 
-The fits, the objective at the nominal values (a start with no steps) and every profile
-point (a start with one parameter's bounds equal) run in one compiled program:
-`simkit.fitting.minimize_bounded` (projected L-BFGS-B) on the problem's objective with one
-start at a time (`PetabProblem.fit(method="lbfgsb")` on a CPU; its default for this problem is
-Levenberg-Marquardt on the residuals). The figure's simulation at the best fit compiles one
-more program, a plain solve. On one core of a shared 2-core machine, without the persistent
-compilation cache, the case took 47 s of CPU time (most of it compiling).
+The fits are `PetabProblem.fit` with one start per call, its default for this problem:
+projected Levenberg-Marquardt on the weighted residuals, one compiled program for all of
+them. The objective at the nominal values (a start with no steps) and every profile point (a
+start with one parameter's bounds equal) run in a second program:
+`simkit.fitting.minimize_bounded` (projected L-BFGS-B) on the problem's objective, one start
+at a time. The figure's simulation at the best fit compiles one more program, a plain solve.
+On one core of a shared 2-core machine, without the persistent compilation cache, the case
+took 47 s of CPU time (most of it compiling).
 """
 
 from __future__ import annotations
@@ -70,9 +71,8 @@ def available() -> bool:
 
 
 def _minimize(problem: Any, x0: np.ndarray, lower: np.ndarray, upper: np.ndarray, **limits: Any) -> Any:
-    """One start of `minimize_bounded` on the problem's objective, as
-    `PetabProblem.fit(method="lbfgsb")` runs it (same function and shapes: the same compiled
-    program)."""
+    """One start of `minimize_bounded` (projected L-BFGS-B) on the problem's objective: the
+    objective at a point (``max_iter=0``) and the profile points, all in one compiled program."""
     import jax.numpy as jnp
 
     from ..fitting.bounded import minimize_bounded
@@ -172,7 +172,7 @@ def boehm() -> dict[str, Any]:
     starts = np.clip(problem.x_nominal + rng.uniform(-START_HALF_WIDTH, START_HALF_WIDTH,
                                                      (N_STARTS, len(problem.parameter_ids))),
                      problem.lower, problem.upper)
-    fits = [problem.fit(s[None, :]) for s in starts]  # one start per call: one program for all
+    fits = [problem.fit(s[None, :]) for s in starts]  # least squares, one start per call: one program
     costs = np.array([float(f.cost[0]) for f in fits])
     best = fits[int(np.argmin(costs))]
     x_best, cost_best = np.array(best.x[0]), float(best.cost[0])
@@ -265,11 +265,13 @@ def report_lines(result: dict[str, Any] | None, figure: Any) -> list[str]:
              "`simkit/data/petab`), read by `simkit.petab.load`. Checks: the objective at the collection's "
              f"nominal parameters (the published estimates) equals the reference value (AMICI's, "
              f"{REFERENCE:.10g}) to {NOMINAL_RTOL:g} relative; the best of {N_STARTS} fits "
-             "(projected L-BFGS-B, `PetabProblem.fit(method=\"lbfgsb\")`; starts uniform within "
+             "(`PetabProblem.fit`: projected Levenberg-Marquardt on the weighted residuals; starts "
+             "uniform within "
              f"±{START_HALF_WIDTH:g} of the published optimum on the log10 scale, not in the whole box of "
              "bounds) "
              f"within {BEST_ATOL:g} of it; and no point of the profiles below the best fit. Profiles: the "
-             f"other parameters re-fitted at each fixed value. The case took {result['seconds']:.0f} s.", "",
+             "other parameters re-fitted at each fixed value (projected L-BFGS-B). "
+             f"The case took {result['seconds']:.0f} s.", "",
              "| case | metric | bound | result | note |", "|---|---|---|---|---|"]
     for r in result["rows"]:
         lines.append(f"| {r['name']} | {r['metric']:.3g} | {r['bound']:.3g} | "
