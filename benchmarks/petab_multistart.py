@@ -4,8 +4,10 @@ same starts (pyPESTO + AMICI on the same starts: benchmarks/petab_multistart_pyp
 For each problem, ``--starts`` points drawn uniformly within the bounds on the parameters'
 scales (seeded, written to the JSON so that the other toolchain reads the same ones), then:
 
-- ``simkit``: `PetabProblem.fit` (projected L-BFGS-B, `simkit.fitting.minimize_bounded`, every
-  start in one compiled program);
+- ``simkit``: `PetabProblem.fit`, every start in one compiled program: with ``--fit-method``
+  that method (``least_squares``: projected Levenberg-Marquardt, the default of `fit` for
+  normal noise); with ``--ftol``, `simkit.fitting.minimize_bounded` (projected L-BFGS-B) on the
+  objective with that tolerance; with neither, ``fit(method="lbfgsb", ftol=2.2e-9)``;
 - ``scipy``: ``scipy.optimize.minimize(method="L-BFGS-B")`` from each start in a loop, on
   simkit's compiled objective and gradient.
 
@@ -21,7 +23,8 @@ Every method runs in one process pinned to one core, with one thread for BLAS::
     OMP_NUM_THREADS=1 taskset -c 1 python benchmarks/petab_multistart.py \
         --collection PATH/Benchmark-Models --problems NAME ... [--starts 10] [--max-iter 500]
 
-``--methods simkit --label NAME --ftol ... --gtol ...`` adds a variant of simkit's fit under its own key.
+``--methods simkit --label NAME [--fit-method ...] [--ftol ...] [--gtol ...]`` adds a run of simkit's
+fit under its own key (the README's table: ``simkit_least_squares`` and ``simkit_ftol0``).
 """
 
 from __future__ import annotations
