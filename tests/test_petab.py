@@ -145,3 +145,6 @@ def test_profile_refuses_unknown_parameters_and_values_outside_the_bounds(boehm)
         boehm.profile("nope", [1.0], fit)
     with pytest.raises(simkit.InputError, match="within its bounds"):
         boehm.profile("k_phos", [6.0], fit)
+    for bad in ([np.nan], []):  # (NaN passes a comparison with the bounds)
+        with pytest.raises(simkit.InputError, match="non-empty 1-d array within its bounds"):
+            boehm.profile("k_phos", bad, fit)

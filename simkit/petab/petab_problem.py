@@ -417,7 +417,7 @@ class PetabProblem:
         Raises
         ------
         InputError
-            An unknown parameter, or a value outside its bounds.
+            An unknown parameter, no values, or a value that is NaN or outside its bounds.
 
         Examples
         --------
@@ -427,8 +427,9 @@ class PetabProblem:
             raise InputError(f"profile: {name!r} is not an estimated parameter; choose from {self.parameter_ids}")
         i = self.parameter_ids.index(name)
         values = np.sort(np.atleast_1d(np.asarray(values, dtype=float)))
-        if values.ndim != 1 or np.any(values < self.lower[i]) or np.any(values > self.upper[i]):
-            raise InputError(f"profile: values of {name!r} must be a 1-d array within its bounds "
+        if (values.ndim != 1 or values.size == 0 or not np.all(np.isfinite(values))
+                or np.any(values < self.lower[i]) or np.any(values > self.upper[i])):
+            raise InputError(f"profile: values of {name!r} must be a non-empty 1-d array within its bounds "
                              f"[{self.lower[i]}, {self.upper[i]}] (on its scale), got {values}")
         best = np.array(fit.x[0], dtype=float)
         cost, xs, status = np.empty(len(values)), np.empty((len(values), len(best))), np.empty(len(values), int)
