@@ -47,7 +47,7 @@ for part in "$@"; do
     lane64) lane f64 "${LANE64_SECONDS:-250}" "${LANE_K64:-}" ;;
     lane32) lane f32 "${LANE32_SECONDS:-250}" "${LANE_K32:-}" ;;
     compile) compile_times f64 200 --variants; compile_times f32 80 ;;
-    compile64) compile_times f64 "${COMPILE_SECONDS:-100}" --threads 10 ;;
+    compile64) compile_times f64 "${COMPILE_SECONDS:-560}" --threads 1 ;;  # one compile at a time: clean per-kernel times
     bench)
       SIMKIT_ENABLE_X64=0 timeout 90 python3 benchmarks/accelerator.py ensemble --out "$OUT/ensemble_f32.json" > "$OUT/bench.log" 2>&1
       SIMKIT_ENABLE_X64=0 timeout 50 python3 benchmarks/accelerator.py stencil --out "$OUT/stencil_f32.json" >> "$OUT/bench.log" 2>&1
