@@ -16,6 +16,7 @@ pytest.importorskip("sbmlmath")
 pytest.importorskip("sympy")
 
 import jax  # noqa: E402
+import scipy.integrate  # noqa: E402
 
 import simkit  # noqa: E402
 import simkit.petab as sp  # noqa: E402
@@ -25,6 +26,9 @@ DATA = Path(__file__).parent / "data" / "petab"
 REFERENCE_LLH = {  # AMICI's reference values of the collection at the nominal parameters
     "Boehm_JProteomeRes2014": -138.22199693517703,
     "Bruno_JExpBot2016": 46.688176988431806,
+    # (not in AMICI's list: petab.calculate_llh of the collection's own simulation table,
+    # simulatedData_Blasi_CellSystems2016.tsv, values printed to 10 digits)
+    "Blasi_CellSystems2016": 642.8268936157374,
 }
 
 
@@ -76,6 +80,15 @@ def test_bruno_objective_at_nominal():
     assert abs(value - reference) <= 1e-6 * abs(reference)
 
 
+def test_steady_state_measurements_at_nominal():
+    # every measurement at time inf: the steady state of the one condition (16 species)
+    problem = sp.load(DATA / "Blasi_CellSystems2016" / "Blasi_CellSystems2016.yaml")
+    assert np.isinf(problem.layout.save_times).all()
+    value = float(jax.jit(problem.objective)(problem.x_nominal))
+    reference = -REFERENCE_LLH["Blasi_CellSystems2016"]
+    assert abs(value - reference) <= 1e-6 * abs(reference)
+
+
 @pytest.mark.parametrize("distribution", ["normal", "laplace"])
 @pytest.mark.parametrize("transformation", ["lin", "log", "log10"])
 def test_noise_models_match_the_petab_library(distribution, transformation):
@@ -100,26 +113,73 @@ def test_unsupported_features_are_named(tmp_path):
     yaml = folder / "Boehm_JProteomeRes2014.yaml"
     # (a visualization file that the YAML lists and the folder lacks is not needed: never read)
     yaml.write_text(yaml.read_text().rstrip("\n") + "\n  visualization_files:\n  - no_such_plot.tsv\n")
-    # a prior on a parameter
+    # a prior PEtab 1.0 does not define, and a normal prior without its sd
     table = folder / "parameters_Boehm_JProteomeRes2014.tsv"
     lines = table.read_text().splitlines()
     lines = [lines[0] + "\tobjectivePriorType\tobjectivePriorParameters"] + [
-        line + ("\tnormal\t0;1" if i == 0 else "\t\t") for i, line in enumerate(lines[1:])]
+        line + ("\tlogUniform\t0;1" if i == 0 else "\t\t") for i, line in enumerate(lines[1:])]
     table.write_text("\n".join(lines) + "\n")
-    with pytest.raises(sp.UnsupportedFeatureError, match="objectivePriorType"):
+    with pytest.raises(sp.UnsupportedFeatureError, match="objectivePriorType 'logUniform'"):
         sp.load(yaml)
-    # an SBML event
+    table.write_text("\n".join(lines).replace("logUniform\t0;1", "normal\t0") + "\n")
+    with pytest.raises(simkit.InputError, match="two numbers"):
+        sp.load(yaml)
+    # an SBML event triggered by the state
     table.write_text("\n".join(line.rsplit("\t", 2)[0] for line in lines) + "\n")
     model = folder / "model_Boehm_JProteomeRes2014.xml"
-    event = ('<listOfEvents><event id="pulse" useValuesFromTriggerTime="true"><trigger initialValue="false" '
-             'persistent="true"><math xmlns="http://www.w3.org/1998/Math/MathML"><apply><gt/><csymbol '
-             'encoding="text" definitionURL="http://www.sbml.org/sbml/symbols/time"> time </csymbol>'
-             '<cn> 10 </cn></apply></math></trigger></event></listOfEvents>')
-    model.write_text(model.read_text().replace("</model>", event + "</model>"))
-    with pytest.raises(sp.UnsupportedFeatureError, match="SBML events"):
+    model.write_text(model.read_text().replace("</model>", _event("clamp", "<lt/><ci> STAT5A </ci><cn> 1 </cn>", "") +
+                                               "</model>"))
+    with pytest.raises(sp.UnsupportedFeatureError, match="event 'clamp': only events triggered at a time"):
         sp.load(yaml)
     with pytest.raises(simkit.InputError, match="does not exist"):
         sp.load(folder / "no_such_problem.yaml")
+
+
+def _event(eid: str, trigger: str, assignments: str) -> str:
+    """An SBML listOfEvents with one event: ``trigger`` the MathML inside its ``apply``."""
+    time = '<csymbol encoding="text" definitionURL="http://www.sbml.org/sbml/symbols/time"> time </csymbol>'
+    trigger = trigger.replace("TIME", time)
+    return (f'<listOfEvents><event id="{eid}" useValuesFromTriggerTime="true"><trigger initialValue="false" '
+            f'persistent="true"><math xmlns="http://www.w3.org/1998/Math/MathML"><apply>{trigger}</apply></math>'
+            f'</trigger><listOfEventAssignments>{assignments}</listOfEventAssignments></event></listOfEvents>')
+
+
+def test_time_triggered_events_match_scipy_in_pieces(tmp_path, boehm):
+    # at t = 40 (a measurement time: it sees the state after the event) STAT5A is set to twice
+    # STAT5B; an event at t = 1000 (after the last measurement) never fires
+    folder = _copy(tmp_path, "Boehm_JProteomeRes2014")
+    model = folder / "model_Boehm_JProteomeRes2014.xml"
+    math = '<math xmlns="http://www.w3.org/1998/Math/MathML">'
+    events = (_event("boost", "<geq/>TIME<cn> 40 </cn>",
+                     f'<eventAssignment variable="STAT5A">{math}<apply><times/><cn> 2 </cn><ci> STAT5B </ci>'
+                     '</apply></math></eventAssignment>')
+              + _event("late", "<geq/>TIME<cn> 1000 </cn>",
+                       f'<eventAssignment variable="STAT5B">{math}<cn> 0 </cn></math></eventAssignment>')
+              .replace("<listOfEvents>", ""))
+    events = events.replace("</listOfEvents><event", "<event")
+    model.write_text(model.read_text().replace("</model>", events + "</model>"))
+    problem = sp.load(folder / "Boehm_JProteomeRes2014.yaml")
+
+    x = boehm.x_nominal
+    ys = np.asarray(jax.jit(problem.simulate)(x))[0]  # (16 times, 8 states)
+    ts = problem.layout.save_times
+    theta = problem.layout.theta_nominal.copy()
+    theta[problem.layout.estimated] = 10.0 ** x
+    P = np.asarray(problem.layout.parameters.values(jax.numpy.asarray(theta)))[0]
+    params = {n: P[k] for k, n in enumerate(problem.model.params)}
+    y0 = np.asarray(ys[0])
+    f = jax.jit(lambda t, y: problem.model.rhs(t, y, params))
+
+    def piece(y, t0, t1, t_eval):
+        return scipy.integrate.solve_ivp(lambda t, y: np.asarray(f(t, y)), (t0, t1), y, method="Radau",
+                                         t_eval=t_eval, rtol=1e-11, atol=1e-13)
+    before = piece(y0, 0.0, 40.0, np.append(ts[ts < 40], 40.0)).y.T
+    y40 = before[-1].copy()
+    y40[0] = 2 * y40[1]
+    after = piece(y40, 40.0, ts[-1], ts[ts >= 40]).y.T
+    expected = np.concatenate([before[:-1], after])
+    np.testing.assert_allclose(ys, expected, rtol=1e-6, atol=1e-9 * np.abs(expected).max())
+    assert not np.allclose(ys, np.asarray(jax.jit(boehm.simulate)(x))[0], rtol=1e-3)  # the event acted
 
 
 def test_profile_interval_is_where_the_likelihood_ratio_crosses_the_chi_square_quantile():
@@ -148,3 +208,68 @@ def test_profile_refuses_unknown_parameters_and_values_outside_the_bounds(boehm)
     for bad in ([np.nan], []):  # (NaN passes a comparison with the bounds)
         with pytest.raises(simkit.InputError, match="non-empty 1-d array within its bounds"):
             boehm.profile("k_phos", bad, fit)
+
+
+PRIORS = {  # parameter: (objectivePriorType, objectivePriorParameters); k_phos's x is its log10
+    "Epo_degradation_BaF3": ("uniform", (0.0, 1.0)),
+    "k_exp_hetero": ("normal", (0.0, 1e-3)),
+    "k_exp_homo": ("laplace", (0.01, 0.005)),
+    "k_imp_hetero": ("logNormal", (-4.0, 1.5)),
+    "k_imp_homo": ("logLaplace", (11.0, 2.0)),
+    "k_phos": ("parameterScaleUniform", (-5.0, 5.0)),
+    "sd_pSTAT5A_rel": ("parameterScaleNormal", (0.5, 0.3)),
+    "sd_pSTAT5B_rel": ("parameterScaleLaplace", (1.0, 0.5)),
+}
+
+
+def _expected_prior(kind, a, b, x, v):
+    """-log density of SciPy's distribution (the parameterScale types at the log10 value x)."""
+    import scipy.stats as st
+
+    return -{
+        "uniform": lambda: st.uniform.logpdf(v, a, b - a),
+        "normal": lambda: st.norm.logpdf(v, a, b),
+        "laplace": lambda: st.laplace.logpdf(v, a, b),
+        "logNormal": lambda: st.lognorm.logpdf(v, s=b, scale=np.exp(a)),
+        "logLaplace": lambda: st.laplace.logpdf(np.log(v), a, b) - np.log(v),  # density of v itself
+        "parameterScaleUniform": lambda: st.uniform.logpdf(x, a, b - a),
+        "parameterScaleNormal": lambda: st.norm.logpdf(x, a, b),
+        "parameterScaleLaplace": lambda: st.laplace.logpdf(x, a, b),
+    }[kind]()
+
+
+def test_objective_priors_match_scipy_and_add_to_the_likelihood(tmp_path, boehm):
+    from simkit.petab.noise import NORMAL_OFFSET
+    from simkit.petab.priors import SQUARES, Priors, negative_log_prior
+
+    # a problem with the priors that have a sum-of-squares form (Levenberg-Marquardt's)
+    folder = _copy(tmp_path, "Boehm_JProteomeRes2014")
+    table = folder / "parameters_Boehm_JProteomeRes2014.tsv"
+    lines = table.read_text().splitlines()
+    rows = [lines[0] + "\tobjectivePriorType\tobjectivePriorParameters"]
+    for line in lines[1:]:
+        kind, (a, b) = PRIORS.get(line.split("\t")[0], ("", (None, None)))
+        rows.append(line + (f"\t{kind}\t{a!r};{b!r}" if kind in SQUARES else "\t\t"))
+    table.write_text("\n".join(rows) + "\n")
+    problem = sp.load(folder / "Boehm_JProteomeRes2014.yaml")
+
+    x = boehm.x_nominal + np.linspace(-0.2, 0.2, len(boehm.x_nominal))
+    v = 10.0 ** x
+    expected = {p: _expected_prior(PRIORS[p][0], *PRIORS[p][1], x[i], v[i])
+                for i, p in enumerate(problem.parameter_ids) if p in PRIORS}
+    smooth = sum(e for p, e in expected.items() if PRIORS[p][0] in SQUARES)
+    assert float(problem.negative_log_prior(x)) == pytest.approx(smooth, rel=1e-12)
+    value, likelihood, r = jax.jit(lambda x: (problem.objective(x), boehm.objective(x), problem._residuals(x)))(x)
+    assert float(value) == pytest.approx(float(likelihood) + smooth, rel=1e-12)
+    # half the squares less the offsets (a pair per measurement and per prior) is the objective
+    assert 0.5 * float(np.sum(np.asarray(r) ** 2)) - r.shape[0] // 2 * NORMAL_OFFSET == pytest.approx(float(value),
+                                                                                                      rel=1e-10)
+    outside = x.copy()
+    outside[0] = 0.5  # 10**0.5 is outside the uniform prior's (0, 1)
+    assert float(problem.negative_log_prior(outside)) == np.inf
+
+    # every type, the Laplace ones too (not smooth: no sum-of-squares form, fits use L-BFGS-B)
+    every = Priors(tuple(PRIORS.get(p, ("",))[0] for p in problem.parameter_ids),
+                   np.array([PRIORS.get(p, ("", (0.0, 0.0)))[1] for p in problem.parameter_ids]))
+    assert not every.squares
+    assert float(negative_log_prior(every, x, v)) == pytest.approx(sum(expected.values()), rel=1e-12)

@@ -20,6 +20,7 @@ from ..errors import DependencyError, InputError
 from ..model import ODEModel
 from .mapping import SourceTable, Sources
 from .noise import check_noise_model
+from .priors import Priors, read_priors
 from .sbml import SbmlModel, UnsupportedFeatureError, read_sbml
 
 SCALES = ("lin", "log", "log10")
@@ -87,29 +88,25 @@ class Layout:
     pre_parameters: Sources            # (n_pairs, n_params)
     pre_state_override: np.ndarray     # (n_pairs, n_states) bool
     pre_state_values: Sources          # (n_pairs, n_states)
-    save_times: np.ndarray             # (n_times,)
+    save_times: np.ndarray             # (n_times,), inf last where a measurement is at steady state
     observables: tuple[Observable, ...]
     measurement_pair: tuple[np.ndarray, ...]   # per observable: (n_meas_j,) pair index
     measurement_time: tuple[np.ndarray, ...]   # per observable: (n_meas_j,) index into save_times
     measurement_value: tuple[np.ndarray, ...]  # per observable: (n_meas_j,)
     observable_overrides: tuple[Sources, ...]  # per observable: (n_meas_j, n_observable_parameters)
     noise_overrides: tuple[Sources, ...]       # per observable: (n_meas_j, n_noise_parameters)
+    priors: Priors                     # objective priors of the estimated parameters
 
 
 def _check_tables(problem: Any, petab: Any) -> None:
     pdf = problem.parameter_df
-    for column in ("objectivePriorType", "objectivePriorParameters"):
-        if column in pdf.columns and not pdf[column].map(_missing).all():
-            raise UnsupportedFeatureError(
-                f"PEtab objective priors ({column} in the parameter table) are not supported")
     for scale in pdf["parameterScale"].unique():
         if scale not in SCALES:
             raise UnsupportedFeatureError(f"PEtab parameterScale {scale!r} is not supported (supported: lin, log, log10)")
     mdf = problem.measurement_df
-    if not np.all(np.isfinite(mdf["time"].to_numpy(dtype=float))):
-        raise UnsupportedFeatureError("PEtab steady-state measurements (time = inf) are not supported")
-    if (mdf["time"].to_numpy(dtype=float) < 0).any():
-        raise InputError("PEtab measurement times must be >= 0 (simulations start at t = 0)")
+    times = mdf["time"].to_numpy(dtype=float)
+    if np.isnan(times).any() or (times < 0).any():
+        raise InputError("PEtab measurement times must be >= 0 or inf (simulations start at t = 0)")
     if getattr(problem, "mapping_df", None) is not None and len(problem.mapping_df):
         raise UnsupportedFeatureError("PEtab mapping tables are not supported")
     for column in ("observableTransformation", "noiseDistribution"):
@@ -248,6 +245,7 @@ def build_layout(problem: Any, sbml: SbmlModel) -> Layout:
         measurement_value=tuple(np.array(v, dtype=float) for v in per_value),
         observable_overrides=tuple(table.build(v) for v in per_obs),
         noise_overrides=tuple(table.build(v) for v in per_noise),
+        priors=read_priors(pdf, estimated, _missing),
     )
 
 

@@ -1,11 +1,14 @@
 """The PEtab objective as one pure JAX function of the estimated parameters.
 
 ``objective(x)``: ``x`` the estimated parameters on their PEtab scales, ``(n_est,)``; returns
-the negative log-likelihood of all measurements (`simkit.petab.noise`). Each simulation
+the negative log-likelihood of all measurements (`simkit.petab.noise`) plus the negative
+log-densities of the parameters' objective priors (`simkit.petab.priors`). Each simulation
 condition is one `simkit.solve` with a stiff solver (conditions one after another under
 ``jax.lax.map``, so the solve compiles once); a condition with a pre-equilibration
 condition first integrates that one to steady state and starts from there (species set in
-the simulation condition are reset). A failed solve gives ``inf``.
+the simulation condition are reset); measurements at time ``inf`` are of the simulation
+condition's steady state, the state after integrating it for ``steady_state_time``. A failed
+solve gives ``inf``.
 """
 
 from __future__ import annotations
@@ -16,14 +19,16 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .._solve import solve
 from ..errors import InputError
 from ..model import ODEModel
 from ..status import Status
 from .noise import negative_log_likelihood, normal_residuals
+from .priors import negative_log_prior, prior_residuals
 from .layout import Layout, Observable
-from .sbml import SbmlModel, lambdify_vector
+from .sbml import SbmlModel, UnsupportedFeatureError, lambdify_vector
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,8 +44,9 @@ class SolverOptions:
     max_steps : int
         Step budget per solve.
     steady_state_time : float
-        Pre-equilibration integrates from 0 to this time (model time units); the state there
-        is taken as the steady state (it is not checked to be one).
+        Pre-equilibration, and a measurement at time ``inf``, integrate from 0 to this time
+        (model time units); the state there is taken as the steady state (it is not checked
+        to be one).
     """
 
     rtol: float = 1e-8
@@ -88,27 +94,67 @@ def unscale(x: Any, scales: tuple[str, ...]) -> Any:
 
 def build_objective(model: ODEModel, sbml: SbmlModel, layout: Layout, theta_ids: list[str],
                     options: SolverOptions) -> tuple[Callable[[Any], Any], Callable[[Any], Any], Callable[[Any], Any] | None]:
-    """``(objective, simulate, residuals)``: ``objective(x) -> scalar`` negative log-likelihood;
+    """``(objective, simulate, residuals, prior)``: ``objective(x) -> scalar`` negative
+    log-likelihood plus ``prior(x)``, the priors' negative log-density (0 without priors);
     ``simulate(x) -> (ys, P, theta, ok)``: the states at the save times of every condition
     pair ``(n_pairs, n_times, n_states)``, each pair's model parameters ``(n_pairs, n_params)``,
     all PEtab parameters on the linear scale ``(n_theta,)``, and whether every solve succeeded;
-    ``residuals(x) -> (2 n_measurements,)`` with ``objective = sum(residuals**2) / 2 -
-    n_measurements * NORMAL_OFFSET`` (`simkit.petab.noise.normal_residuals`), or None where an
-    observable's noise is not normal."""
+    ``residuals(x) -> (2 n_terms,)``, a pair per measurement and per prior, with ``objective =
+    sum(residuals**2) / 2 - n_terms * NORMAL_OFFSET`` (`simkit.petab.noise.normal_residuals`,
+    `simkit.petab.priors.prior_residuals`), or None where an observable's noise is not normal
+    or a prior is a Laplace one."""
     _, initial = sbml.to_jax()
     names = sbml.parameter_ids
     save_times = jnp.asarray(layout.save_times)
-    t_end = float(layout.save_times[-1])
+    finite = layout.save_times[np.isfinite(layout.save_times)]  # (time inf, sorted last: the steady state)
+    steady = finite.size < layout.save_times.size
+    t_end = float(finite[-1]) if finite.size else 0.0
     has_pre = bool(layout.preequilibrated.any())
     functions = [observable_function(o, sbml, theta_ids, layout.observables) for o in layout.observables]
+    if sbml.events and has_pre:
+        raise UnsupportedFeatureError("SBML events in a PEtab problem with pre-equilibration are not supported")
+    if sbml.events:
+        event_times, assign = sbml.events_to_jax()
+        at_start = [e.at_start for e in sbml.events]
+
+    def solve_on(params: Any, y0: Any, t0: Any, t1: Any, ts: Any) -> tuple[Any, Any]:
+        sol = solve(model, (t0, t1), y0=y0, params=params, saveat=ts, solver=options.solver,
+                    rtol=options.rtol, atol=options.atol, max_steps=options.max_steps, throw=False)
+        return sol.ys, sol.status <= int(Status.EVENT)
 
     def run(p: Any, y0: Any, t1: float, ts: Any) -> tuple[Any, Any]:
         params = {n: p[k] for k, n in enumerate(names)}
-        if t1 == 0.0:
+        if t1 == 0.0 and not sbml.events:
             return jnp.broadcast_to(y0, (ts.shape[0], y0.shape[0])), jnp.bool_(True)
-        sol = solve(model, (0.0, t1), y0=y0, params=params, saveat=ts, solver=options.solver,
-                    rtol=options.rtol, atol=options.atol, max_steps=options.max_steps, throw=False)
-        return sol.ys, sol.status <= int(Status.EVENT)
+        if not sbml.events:
+            return solve_on(params, y0, 0.0, t1, ts)
+        return run_with_events(params, y0, t1, ts)
+
+    def run_with_events(params: Any, y0: Any, t1: float, ts: Any) -> tuple[Any, Any]:
+        """Solve from event to event (one solve in a scan), each event setting its states as
+        it fires; a save time at an event's time sees the state after it."""
+        at = event_times(params)
+        at = jnp.where(at <= 0.0, jnp.where(jnp.asarray(at_start), 0.0, jnp.inf), at)
+        order = jnp.argsort(at, stable=True)
+        ends = jnp.concatenate([jnp.clip(at[order], 0.0, t1), jnp.asarray([t1], at.dtype)])
+        starts = jnp.concatenate([jnp.zeros((1,), at.dtype), ends[:-1]])
+        last = jnp.arange(ends.shape[0]) == ends.shape[0] - 1
+
+        def segment(carry: Any, piece: Any) -> tuple[Any, None]:
+            y, ys, ok = carry
+            a, b, k, final = piece
+            seg, seg_ok = solve_on(params, y, a, b, jnp.concatenate([jnp.clip(ts, a, b), b[None]]))
+            inside = (ts >= a) & jnp.where(final, ts <= b, ts < b)
+            ys = jnp.where(inside[:, None], seg[:-1], ys)
+            y = seg[-1]
+            fired = jax.lax.switch(jnp.minimum(k, len(assign) - 1), assign, b, y, params)
+            y = jnp.where(~final & (at[jnp.minimum(k, len(assign) - 1)] <= t1), fired, y)
+            return (y, ys, ok & seg_ok), None
+
+        empty = jnp.zeros((ts.shape[0], y0.shape[0]), y0.dtype)
+        index = jnp.concatenate([order, jnp.zeros((1,), order.dtype)])
+        (_, ys, ok), _ = jax.lax.scan(segment, (y0, empty, jnp.bool_(True)), (starts, ends, index, last))
+        return ys, ok
 
     def initial_state(p: Any, override: Any, values: Any) -> Any:
         return jnp.where(override, values, initial({n: p[k] for k, n in enumerate(names)}))
@@ -138,7 +184,11 @@ def build_objective(model: ODEModel, sbml: SbmlModel, layout: Layout, theta_ids:
             pre = jnp.asarray(layout.preequilibrated)[:, None]
             y0 = jnp.where(pre & ~override, yss, y0)
             ok_pre = jnp.all(oks)
-        ys, oks = jax.lax.map(lambda a: run(a[0], a[1], t_end, save_times), (P, y0))
+        ys, oks = jax.lax.map(lambda a: run(a[0], a[1], t_end, jnp.asarray(finite)), (P, y0))
+        if steady:  # measurements at time inf: the state after steady_state_time
+            tss = jnp.asarray([options.steady_state_time])
+            yss, oks_ss = jax.lax.map(lambda a: run(a[0], a[1], options.steady_state_time, tss), (P, y0))
+            ys, oks = jnp.concatenate([ys, yss], axis=1), oks & oks_ss
         return ys, P, theta, ok_pre & jnp.all(oks)
 
     def observable_terms(x: Any) -> tuple[list[tuple[int, Any, Any]], Any]:
@@ -156,23 +206,30 @@ def build_objective(model: ODEModel, sbml: SbmlModel, layout: Layout, theta_ids:
             terms.append((j, jnp.asarray(layout.measurement_value[j]), h_sigma))
         return terms, ok
 
+    def prior(x: Any) -> Any:
+        x = jnp.asarray(x, dtype=jnp.result_type(float))
+        return negative_log_prior(layout.priors, x, unscale(x, layout.scales))
+
     def residuals(x: Any) -> Any:
         terms, ok = observable_terms(x)
         parts = []
         for j, measured, h_sigma in terms:
             r, c = normal_residuals(measured, h_sigma[:, 0], h_sigma[:, 1], layout.observables[j].transformation)
             parts += [r, c]
+        if layout.priors.any:
+            x = jnp.asarray(x, dtype=jnp.result_type(float))
+            parts += list(prior_residuals(layout.priors, x, unscale(x, layout.scales)))
         out = jnp.concatenate(parts)
         return jnp.where(ok, out, jnp.inf)
 
     def objective(x: Any) -> Any:
         terms, ok = observable_terms(x)
-        total = jnp.zeros(())
+        total = prior(x) if layout.priors.any else jnp.zeros(())
         for j, measured, h_sigma in terms:
             obs = layout.observables[j]
             total = total + jnp.sum(negative_log_likelihood(measured, h_sigma[:, 0], h_sigma[:, 1], obs.distribution,
                                                             obs.transformation))
         return jnp.where(ok, total, jnp.inf)
 
-    least_squares = all(o.distribution == "normal" for o in layout.observables)
-    return objective, simulate, (residuals if least_squares else None)
+    least_squares = all(o.distribution == "normal" for o in layout.observables) and layout.priors.squares
+    return objective, simulate, (residuals if least_squares else None), prior

@@ -195,7 +195,7 @@ class PetabProblem:
 
     def __init__(self, model: ODEModel, layout: Layout, parameter_ids: tuple[str, ...], objective: Any,
                  simulate: Any, options: SolverOptions, lower: np.ndarray, upper: np.ndarray, name: str,
-                 residuals: Any = None) -> None:
+                 residuals: Any = None, prior: Any = None) -> None:
         self.model, self.layout, self.parameter_ids, self.options = model, layout, parameter_ids, options
         self.name = name
         self.scales = layout.scales
@@ -203,6 +203,7 @@ class PetabProblem:
         self.lower, self.upper = lower, upper
         self.conditions = layout.pairs
         self._objective, self._simulate, self._residuals = objective, simulate, residuals
+        self._prior = prior
         # (XLA:CPU's classic code generator, as for every fit of kernel solves: `simkit._codegen`)
         self._value_and_grad = codegen_jit()(jax.value_and_grad(objective))
 
@@ -212,7 +213,9 @@ class PetabProblem:
                 f"measurements={sum(v.size for v in self.layout.measurement_value)})")
 
     def objective(self, x: Any) -> Any:
-        """PEtab's negative log-likelihood at ``x``.
+        """PEtab's objective at ``x``: the negative log-likelihood of the measurements, plus
+        the negative log-density of the parameters' priors where the parameter table gives
+        them (`negative_log_prior`).
 
         Pure JAX: ``jax.jit``, ``jax.grad`` and ``jax.vmap`` apply.
 
@@ -236,6 +239,31 @@ class PetabProblem:
         (9,)
         """
         return self._objective(x)
+
+    def negative_log_prior(self, x: Any) -> Any:
+        """The part of `objective` that the parameters' objective priors contribute
+        (``objectivePriorType`` in the parameter table; `simkit.petab.priors`): 0 where the
+        problem has none. ``objective(x) - negative_log_prior(x)`` is the negative
+        log-likelihood alone.
+
+        Parameters
+        ----------
+        x : array_like
+            ``(n_est,)`` estimated parameters on their PEtab scales.
+
+        Returns
+        -------
+        jax.Array
+            Scalar; ``inf`` outside a uniform prior's range.
+
+        Examples
+        --------
+        >>> import simkit.petab
+        >>> problem = simkit.petab.load("Boehm_JProteomeRes2014/Boehm_JProteomeRes2014.yaml")
+        >>> float(problem.negative_log_prior(problem.x_nominal))  # no priors in this problem
+        0.0
+        """
+        return self._prior(x) if self._prior is not None else jnp.zeros(())
 
     def value_and_grad(self, x: Any) -> tuple[Any, Any]:
         """``(objective(x), gradient)``, compiled once per problem.
@@ -319,10 +347,11 @@ class PetabProblem:
         x0, lower, upper = jnp.asarray(x0), jnp.asarray(lower), jnp.asarray(upper)
         if method == "least_squares":
             if self._residuals is None:
-                raise InputError("method='least_squares' needs normal noise on every observable; use method='lbfgsb'")
+                raise InputError("method='least_squares' needs normal noise on every observable and no Laplace "
+                                 "priors; use method='lbfgsb'")
             out = least_squares_bounded(self._residuals, x0, lower, upper, max_iter=max_iter, lanes=lanes)
-            n_measurements = sum(len(v) for v in self.layout.measurement_value)
-            return out._replace(cost=out.cost - n_measurements * NORMAL_OFFSET)
+            n_terms = jax.eval_shape(self._residuals, x0[0]).shape[0] // 2  # a pair per measurement and prior
+            return out._replace(cost=out.cost - n_terms * NORMAL_OFFSET)
         if method == "lbfgsb":
             return minimize_bounded(self._objective, x0, lower, upper, max_iter=max_iter, gtol=gtol, ftol=ftol,
                                     lanes=lanes)
@@ -331,8 +360,8 @@ class PetabProblem:
     def fit(self, starts: Any = 10, *, seed: int = 0, method: str | None = None, max_iter: int = 500,
             gtol: float = 1e-6, ftol: float = 0.0, lanes: int | None = None) -> PetabFit:
         """Multi-start bounded fit: projected Levenberg-Marquardt on the weighted residuals
-        (`simkit.fitting.least_squares_bounded`) where every observable's noise is normal,
-        projected L-BFGS-B on the objective (`simkit.fitting.minimize_bounded`) otherwise.
+        (`simkit.fitting.least_squares_bounded`) where every observable's noise is normal and
+        no prior is a Laplace one, projected L-BFGS-B on the objective (`simkit.fitting.minimize_bounded`) otherwise.
 
         The least-squares form holds each measurement's weighted residual ``(m - h) / s`` and a
         second residual carrying the noise's normalisation ``log(2 pi s^2) / 2`` (estimated
@@ -350,7 +379,8 @@ class PetabProblem:
         seed : int
             Seed of the drawn starts.
         method : {"least_squares", "lbfgsb"}, optional
-            Default: "least_squares" where every observable's noise is normal, else "lbfgsb".
+            Default: "least_squares" where every observable's noise is normal and no prior is a
+            Laplace one, else "lbfgsb".
         max_iter : int, optional
             Accepted steps per start.
         gtol : float, optional
@@ -466,8 +496,8 @@ def load(yaml_path: str | Path, *, rtol: float = 1e-8, atol: float = 1e-10, solv
     max_steps : int
         Step budget per solve.
     steady_state_time : float
-        How long pre-equilibration integrates (model time units) before taking the state as
-        the steady state.
+        How long pre-equilibration, and a measurement at time ``inf``, integrate (model time
+        units) before taking the state as the steady state.
 
     Returns
     -------
@@ -476,10 +506,10 @@ def load(yaml_path: str | Path, *, rtol: float = 1e-8, atol: float = 1e-10, solv
     Raises
     ------
     simkit.petab.UnsupportedFeatureError
-        A PEtab or SBML feature that is not supported (named in the message): SBML events,
-        algebraic rules, fast reactions, variable stoichiometry, delays; PEtab priors,
-        steady-state measurements (time inf), mapping tables, noise distributions other than
-        normal and laplace, observable transformations and parameter scales other than lin,
+        A PEtab or SBML feature that is not supported (named in the message): SBML events
+        other than those triggered at a time, algebraic rules, fast reactions, variable stoichiometry, delays; PEtab prior types
+        PEtab 1.0 does not define, mapping tables, noise distributions other than normal and
+        laplace, observable transformations and parameter scales other than lin,
         log and log10, non-SBML models.
     InputError
         Missing files, undefined symbols, inconsistent tables.
@@ -511,5 +541,6 @@ def load(yaml_path: str | Path, *, rtol: float = 1e-8, atol: float = 1e-10, solv
     model = ode_model(sbml, layout, name)
     options = SolverOptions(rtol=rtol, atol=atol, solver=solver, max_steps=max_steps,
                             steady_state_time=steady_state_time)
-    objective, simulate, residuals = build_objective(model, sbml, layout, theta_ids, options)
-    return PetabProblem(model, layout, ids, objective, simulate, options, lower, upper, name, residuals)
+    objective, simulate, residuals, prior = build_objective(model, sbml, layout, theta_ids, options)
+    return PetabProblem(model, layout, ids, objective, simulate, options, lower, upper, name, residuals,
+                        prior if layout.priors.any else None)

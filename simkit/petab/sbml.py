@@ -3,7 +3,8 @@
 `read_sbml` reads a model with python-libsbml and turns its MathML into SymPy (sbmlmath):
 species, parameters and compartments, reactions (kinetic laws with their local parameters,
 constant stoichiometries), rate rules, assignment rules, initial assignments and function
-definitions (expanded). SBML features outside that set are refused by name
+definitions (expanded), and events triggered at a time (``time >= t_e``, ``t_e`` a formula of
+parameters) that assign states. SBML features outside that set are refused by name
 (`UnsupportedFeatureError`). `SbmlModel.to_jax` turns the expressions into JAX code with
 ``sympy.lambdify``.
 
@@ -50,6 +51,23 @@ def _imports() -> tuple[Any, Any, Any]:
 
 
 @dataclasses.dataclass(frozen=True)
+class TimedEvent:
+    """An SBML event triggered when time reaches ``time`` (a formula of parameters).
+
+    At that time it sets the states ``targets`` (indices into ``state_ids``) to ``values``
+    (formulas of states, parameters and time, evaluated just before it). ``at_start``: the
+    trigger's ``initialValue`` is false, so an event whose time is at or before 0 fires at 0
+    (else it never fires).
+    """
+
+    id: str
+    time: Any
+    targets: tuple[int, ...]
+    values: tuple[Any, ...]
+    at_start: bool
+
+
+@dataclasses.dataclass(frozen=True)
 class SbmlModel:
     """An SBML model as SymPy expressions of plain symbols named by SBML ids.
 
@@ -74,6 +92,8 @@ class SbmlModel:
         The symbol for time.
     name : str
         The model's id.
+    events : tuple of TimedEvent
+        Events triggered at a time, in document order.
     """
 
     state_ids: tuple[str, ...]
@@ -84,6 +104,7 @@ class SbmlModel:
     assignments: dict[str, Any]
     time: Any
     name: str
+    events: tuple[TimedEvent, ...] = ()
 
     def substitute(self, expr: Any) -> Any:
         """``expr`` with assignment-rule targets replaced by their expressions (recursively)."""
@@ -106,6 +127,24 @@ class SbmlModel:
             return init([params[n] for n in names])
 
         return rhs, initial
+
+    def events_to_jax(self) -> tuple[Callable[..., Any], tuple[Callable[..., Any], ...]]:
+        """``(times, assign)``: ``times(params) -> (n_events,)`` the events' times, and per
+        event ``assign(t, y, params) -> (n_states,)``, the state after it fires; pure JAX."""
+        import jax.numpy as jnp
+
+        _, _, sympy = _imports()
+        ys = [sympy.Symbol(s) for s in self.state_ids]
+        ps = [sympy.Symbol(p) for p in self.parameter_ids]
+        names = self.parameter_ids
+        times = lambdify_vector([ps], [e.time for e in self.events])
+
+        def assigner(event: TimedEvent) -> Callable[..., Any]:
+            values = lambdify_vector([self.time, ys, ps], event.values)
+            targets = jnp.asarray(event.targets, dtype=jnp.int32)
+            return lambda t, y, params: y.at[targets].set(values(t, list(y), [params[n] for n in names]))
+
+        return (lambda params: times([params[n] for n in names])), tuple(assigner(e) for e in self.events)
 
 
 def lambdify_vector(args: Sequence[Any], exprs: Sequence[Any]) -> Callable[..., Any]:
@@ -158,8 +197,8 @@ def read_sbml(path_or_document: Any) -> SbmlModel:
     Raises
     ------
     UnsupportedFeatureError
-        Events, algebraic rules, fast reactions, variable stoichiometry, delays or non-constant
-        compartments without rate rules.
+        Events other than those triggered at a time, algebraic rules, fast reactions, variable
+        stoichiometry, delays or non-constant compartments without rate rules.
     InputError
         The file has SBML errors.
     """
@@ -175,9 +214,6 @@ def read_sbml(path_or_document: Any) -> SbmlModel:
     if doc.convert(props) != libsbml.LIBSBML_OPERATION_SUCCESS:
         raise InputError("SBML function definitions could not be expanded")
     model = doc.getModel()
-    if model.getNumEvents():
-        raise UnsupportedFeatureError(
-            f"SBML events ({model.getNumEvents()} in model {model.getId()!r}) are not supported")
     time = sympy.Symbol("time")
 
     def math(obj: Any) -> Any:
@@ -315,6 +351,40 @@ def read_sbml(path_or_document: Any) -> SbmlModel:
         unknown = {s.name for s in expr.free_symbols} - known
         if unknown:
             raise InputError(f"SBML model {model.getId()!r}: formula uses undefined symbols {sorted(unknown)}")
+    events = tuple(_timed_event(e, math, state_ids, parameter_ids, assignments, time)
+                   for e in model.getListOfEvents())
     return SbmlModel(state_ids=tuple(state_ids), rates=rate_exprs, initial=tuple(init_exprs),
                      parameter_ids=tuple(parameter_ids), parameter_values=values,
-                     assignments=assignments, time=time, name=model.getId() or "sbml_model")
+                     assignments=assignments, time=time, name=model.getId() or "sbml_model", events=events)
+
+
+def _timed_event(event: Any, math: Callable[[Any], Any], state_ids: list[str], parameter_ids: list[str],
+                 assignments: dict[str, Any], time: Any) -> TimedEvent:
+    """The `TimedEvent` of an SBML event, or `UnsupportedFeatureError` naming what it uses."""
+    eid = event.getId() or "(no id)"
+    if event.isSetDelay() or event.isSetPriority():
+        raise UnsupportedFeatureError(f"SBML event {eid!r}: event delays and priorities are not supported")
+    trigger = event.getTrigger()
+    condition = math(trigger) if trigger is not None and trigger.getMath() is not None else None
+    at = None
+    if condition is not None and type(condition).__name__ in ("GreaterThan", "StrictGreaterThan") and condition.lhs == time:
+        at = condition.rhs
+    elif condition is not None and type(condition).__name__ in ("LessThan", "StrictLessThan") and condition.rhs == time:
+        at = condition.lhs
+    if at is not None:
+        at = _substitute(at, assignments)
+    if at is None or not {s.name for s in at.free_symbols} <= set(parameter_ids):
+        raise UnsupportedFeatureError(
+            f"SBML event {eid!r}: only events triggered at a time are supported (a trigger 'time >= t_e' "
+            f"with t_e a formula of constant parameters), got trigger {condition}")
+    targets, values = [], []
+    for assignment in event.getListOfEventAssignments():
+        variable = assignment.getVariable()
+        if variable not in state_ids:
+            raise UnsupportedFeatureError(
+                f"SBML event {eid!r} assigns {variable!r}: events that assign other than species or "
+                "rate-rule variables are not supported")
+        targets.append(state_ids.index(variable))
+        values.append(_substitute(math(assignment), assignments))
+    return TimedEvent(id=eid, time=at, targets=tuple(targets), values=tuple(values),
+                      at_start=not trigger.getInitialValue())
