@@ -1,5 +1,6 @@
 """The SciPy yardstick itself: exact solutions, implicit methods with the jacfwd Jacobian."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -139,3 +140,32 @@ def test_advection_takes_one_velocity_for_every_axis():
     u = jnp.asarray(one.u0)
     np.testing.assert_array_equal(one.rhs(0.0, u, one.params, one.space), per_axis.rhs(0.0, u, per_axis.params,
                                                                                       per_axis.space))
+
+
+def test_scipy_functions_compute_on_the_host_whatever_the_default_device(monkeypatch):
+    # SciPy calls the rhs one small evaluation at a time: on an accelerator machine each call
+    # must not be a round trip to the accelerator (here a CPU device other than the first
+    # stands in for it)
+    from simkit.reference import scipy_ivp
+
+    compiled, seen = scipy_ivp._compiled, []
+
+    def spy(rhs):
+        f, jac = compiled(rhs)
+
+        def record(g):
+            def call(*args):
+                out = g(*args)
+                seen.append(out.devices())
+                return out
+            return call
+        return record(f), record(jac)
+
+    monkeypatch.setattr(scipy_ivp, "_compiled", spy)
+    model = models.get("lotka_volterra")
+    with jax.default_device(jax.devices()[-1]):
+        ref = reference.solve_ivp(model, (0.0, 1.0), saveat=3, method="Radau", rtol=1e-8, atol=1e-10)
+    assert len(jax.devices()) > 1 and seen
+    assert all(devices == {jax.devices("cpu")[0]} for devices in seen)
+    expected = reference.solve_ivp(model, (0.0, 1.0), saveat=3, method="Radau", rtol=1e-8, atol=1e-10)
+    np.testing.assert_array_equal(ref.ys, expected.ys)

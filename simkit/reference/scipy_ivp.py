@@ -71,6 +71,46 @@ def _compiled(rhs: Any) -> tuple[Any, Any]:
     return f, jac
 
 
+def scipy_functions(model: ODEModel, params: Mapping[str, Any] | None = None) -> tuple[Any, Any]:
+    """The model's rhs and its ``jax.jacfwd`` Jacobian as NumPy functions of ``(t, y)``, for
+    SciPy's solvers, computed on the host's CPU whatever JAX's default device is.
+
+    SciPy calls them one small evaluation at a time: on an accelerator each call would be a
+    round trip to the device (and on a TPU float64 is emulated), so the parameters are
+    committed to the first CPU device and each call runs there. Each function is compiled
+    once per rhs (shared by every call with other numbers).
+
+    Parameters
+    ----------
+    model : ODEModel
+        The model; its ``rhs(t, y, params)``.
+    params : mapping, optional
+        Parameter values overriding the model's defaults.
+
+    Returns
+    -------
+    tuple of callables
+        ``fun(t, y) -> (n_states,)`` and ``jac(t, y) -> (n_states, n_states)``, NumPy float64
+        (``t`` in the model's time unit, ``y`` ``(n_states,)``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from simkit import models
+    >>> from simkit.reference import scipy_functions
+    >>> fun, jac = scipy_functions(models.get("lotka_volterra"))
+    >>> fun(0.0, np.array([10.0, 5.0])).shape, jac(0.0, np.array([10.0, 5.0])).shape
+    ((2,), (2, 2))
+    """
+    from ..placement import _host
+
+    f, jac = _compiled(model.rhs)
+    p = {k: np.asarray(v, np.float64) for k, v in model.merged_params(params).items()}
+    host = _host()
+    p = jax.device_put(p, host) if host is not None else {k: jnp.asarray(v) for k, v in p.items()}
+    return (lambda t, y: np.asarray(f(t, y, p))), (lambda t, y: np.asarray(jac(t, y, p)))
+
+
 @functools.lru_cache(maxsize=1)
 def _zeroed_bdf() -> type:
     from scipy.integrate import BDF
@@ -229,15 +269,10 @@ def solve_ivp(
         raise InputError("reference.solve_ivp: saveat must be a count or an array of times, not 'steps'")
     t_eval = save_grid(t0, t1, save.ts) if save.kind == "linspace" else np.asarray(save.ts, float)
     check_save_times(t_eval, t0, t1)
-    p = {k: jnp.asarray(v, jnp.float64) for k, v in merged.items()}
-    f, jac = _compiled(model.rhs)
-
-    def fun(t: float, y: np.ndarray) -> np.ndarray:
-        return np.asarray(f(t, y, p))
-
+    fun, jac = scipy_functions(model, merged)
     kwargs = dict(options)
     if use_jacobian and method in IMPLICIT:
-        kwargs["jac"] = lambda t, y: np.asarray(jac(t, y, p))
+        kwargs["jac"] = jac
     out = scipy_solve_ivp(
         fun, (t0, t1), y_init, method=scipy_method(method), t_eval=t_eval, rtol=rtol, atol=atol, **kwargs
     )

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import jax
 import numpy as np
 import scipy.integrate
 
 from .. import models
 from .._solve import solve
 from ..kernels import BDF, RadauIIA5
+from ..reference import scipy_functions
 from ..models.chemistry import (E5_REFERENCE_T1E13, HIRES_REFERENCE_T321, ROBERTSON_REFERENCE_T1E11, e5,
                                 robertson_rates_rhs)
 
@@ -34,14 +34,6 @@ PROBLEMS = {
 PAIRS = (("RadauIIA5", RadauIIA5(), "Radau"), ("BDF", BDF(), "BDF"))
 
 
-def _scipy_problem(model: Any) -> tuple[Any, Any]:
-    """``(rhs, jac)`` of ``model`` as NumPy functions of ``(t, y)`` (the Jacobian by jacfwd)."""
-    p = {k: float(v) for k, v in model.params.items()}
-    f = jax.jit(lambda t, y: model.rhs(t, y, p))
-    jac = jax.jit(jax.jacfwd(lambda t, y: model.rhs(t, y, p), argnums=1))
-    return (lambda t, y: np.asarray(f(t, y))), (lambda t, y: np.asarray(jac(t, y)))
-
-
 def _error(y: Any, ref: Any, floor: float) -> float:
     ref = np.asarray(ref, float)
     return float(np.max(np.abs(np.asarray(y, float) - ref) / np.maximum(np.abs(ref), floor)))
@@ -53,7 +45,7 @@ def step_counts(rtols: tuple[float, ...] = RTOLS) -> dict[str, Any]:
     rows = []
     for name, (make, t1, atol_of, floor, ref) in PROBLEMS.items():
         m = make()
-        rhs, jac = _scipy_problem(m)
+        rhs, jac = scipy_functions(m)
         for rtol in rtols:
             atol = atol_of(rtol)
             for label, kernel, method in PAIRS:
