@@ -21,30 +21,28 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def test_profile_of_a_quadratic_is_its_exact_profile():
-    # f(x) = (x - m)^T A (x - m) / 2: fixing x_i = v and minimising over the rest leaves
+    # the case profiles with PetabProblem.profile on its grid; on a problem whose objective is
+    # f(x) = (x - m)^T A (x - m) / 2, fixing x_i = v and minimising over the rest leaves
     # (v - m_i)^2 / (2 (A^-1)_ii), so the statistic 2 (f - f_min) is (v - m_i)^2 / (A^-1)_ii
+    from simkit.petab import PetabFit, PetabProblem
+
     a = jnp.array([[2.0, 0.6, 0.0], [0.6, 1.0, 0.3], [0.0, 0.3, 0.5]])
     m = jnp.array([0.2, -0.1, 0.4])
-    problem = types.SimpleNamespace(_objective=lambda x: 0.5 * (x - m) @ a @ (x - m), parameter_ids=("a", "b", "c"),
-                                    lower=np.full(3, -5.0), upper=np.full(3, 5.0))
-    profile = petab_case.profile(problem, np.asarray(m), "a", 0.25)
+    problem = PetabProblem.__new__(PetabProblem)  # only what profiling reads
+    problem._objective = lambda x: 0.5 * (x - m) @ a @ (x - m)
+    problem._residuals, problem.parameter_ids = None, ("a", "b", "c")
+    problem.lower, problem.upper = np.full(3, -5.0), np.full(3, 5.0)
+    fit = PetabFit(x=np.asarray(m)[None], cost=np.zeros(1), status=np.zeros(1, int), n_iter=np.zeros(1, int),
+                   at_bound=np.zeros((1, 3), int), starts=np.asarray(m)[None], parameter_ids=problem.parameter_ids)
+    grid = petab_case.profile_grid(problem, np.asarray(m), "a", 0.25)
     # 3 steps each side, but 0.2 + 3 * 0.25 = 0.95 and 0.2 - 3 * 0.25 = -0.55: all inside
-    np.testing.assert_allclose(profile["values"], 0.2 + 0.25 * np.arange(-3, 4))
-    assert np.isnan(profile["cost"][3])  # the estimate: the fit's own cost, filled in by the case
-    expected = (profile["values"] - 0.2) ** 2 / np.linalg.inv(np.asarray(a))[0, 0]
-    mask = ~np.isnan(profile["cost"])
-    np.testing.assert_allclose(2 * profile["cost"][mask], expected[mask], atol=1e-8)
+    np.testing.assert_allclose(grid, 0.2 + 0.25 * np.array([-3, -2, -1, 1, 2, 3]))
+    profile = problem.profile("a", grid, fit, method="lbfgsb", ftol=petab_case.PROFILE_FTOL)
+    expected = (grid - 0.2) ** 2 / np.linalg.inv(np.asarray(a))[0, 0]
+    np.testing.assert_allclose(2 * profile.cost, expected, atol=1e-8)
     # a grid that reaches a bound stops there: c's estimate 0.4 is 0.1 below its upper bound
     problem.upper = np.array([5.0, 5.0, 0.5])
-    upward = petab_case.profile(problem, np.asarray(m), "c", 0.2)
-    np.testing.assert_allclose(upward["values"], [-0.2, 0.0, 0.2, 0.4])
-
-
-def test_interval_from_a_profile():
-    values = np.array([-3.0, -2.0, -1.0, 0.0, 1.0, 2.0])
-    delta = np.array([9.0, 4.0, 1.0, 0.0, 1.0, 2.0])
-    assert petab_case.crossing(values, delta, 3.0, lower=True) == pytest.approx(-5 / 3)  # 2/3 of the way from -1 to -2
-    assert np.isnan(petab_case.crossing(values, delta, 3.0, lower=False))  # never reaches 3 above
+    np.testing.assert_allclose(petab_case.profile_grid(problem, np.asarray(m), "c", 0.2), [-0.2, 0.0, 0.2])
 
 
 def _made_up_result(passed: bool) -> dict:
@@ -53,7 +51,7 @@ def _made_up_result(passed: bool) -> dict:
     profiles = [{"name": "k", "values": np.array([0.9, 1.0, 1.1]), "delta": np.array([5.0, 0.0, 4.0]),
                  "interval": (0.93, 1.08)},
                 {"name": "s", "values": np.array([0.0, 1.0]), "delta": np.array([0.0, 0.0]),
-                 "interval": (np.nan, np.nan)}]
+                 "interval": (-np.inf, np.inf)}]
     rows = [dict(name="check one", metric=1e-9, bound=1e-6, passed=True, note="n1"),
             dict(name="check two", metric=0.5, bound=0.1, passed=passed, note="n2")]
     return {"rows": rows, "passed": passed, "seconds": 42.0, "x_best": np.array([1.0, 0.5]), "cost_best": 138.2,

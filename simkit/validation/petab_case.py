@@ -17,10 +17,9 @@ stopped in local optima between 147.5 and 249.7, in 75 s of CPU time.
 
 The fits are `PetabProblem.fit` with one start per call, its default for this problem:
 projected Levenberg-Marquardt on the weighted residuals, one compiled program for all of
-them. The objective at the nominal values (a start with no steps) and every profile point (a
-start with one parameter's bounds equal) run in a second program:
-`simkit.fitting.minimize_bounded` (projected L-BFGS-B) on the problem's objective, one start
-at a time. The figure's simulation at the best fit compiles one more program, a plain solve.
+them. The objective at the nominal values (a start with no steps) and the profiles
+(`PetabProblem.profile`; its intervals `PetabProfile.interval`) run in a second program:
+projected L-BFGS-B (``method="lbfgsb"``) on the problem's objective, one start at a time. The figure's simulation at the best fit compiles one more program, a plain solve.
 On one core of a shared 2-core machine, without the persistent compilation cache, the case
 took 47 s of CPU time (most of it compiling).
 """
@@ -41,6 +40,7 @@ REFERENCE = 138.22199693517703
 NOMINAL_RTOL = 1e-6  # simkit's objective at the nominal values against REFERENCE, relative
 BEST_ATOL = 0.1  # the best fit against REFERENCE (the collection's convergence criterion)
 PROFILE_ATOL = 0.01  # how far a profile point may lie below the best fit (convergence of both)
+PROFILE_FTOL = 2.2e-9  # each profile point's L-BFGS-B stops on a relative decrease below this
 N_STARTS = 4
 START_HALF_WIDTH = 1.0  # starts uniform in published optimum +- this, in decades (log10 scale)
 SEED = 2014
@@ -70,51 +70,19 @@ def available() -> bool:
     return all(importlib.util.find_spec(m) is not None for m in ("petab", "libsbml", "sbmlmath", "sympy"))
 
 
-def _minimize(problem: Any, x0: np.ndarray, lower: np.ndarray, upper: np.ndarray, **limits: Any) -> Any:
-    """One start of `minimize_bounded` (projected L-BFGS-B) on the problem's objective: the
-    objective at a point (``max_iter=0``) and the profile points, all in one compiled program."""
-    import jax.numpy as jnp
-
-    from ..fitting.bounded import minimize_bounded
-
-    return minimize_bounded(problem._objective, jnp.asarray(x0, dtype=float)[None, :], jnp.asarray(lower),
-                            jnp.asarray(upper), gtol=1e-6, **limits)
-
-
-def crossing(values: np.ndarray, delta: np.ndarray, cut: float, *, lower: bool) -> float:
-    """Where a profile ``delta(values)`` (``values`` increasing) first crosses ``cut`` going
-    down (``lower``) or up from its minimum, by linear interpolation; ``nan`` where the grid
-    does not reach ``cut`` on that side."""
-    k = int(np.argmin(delta))
-    steps = range(k, 0, -1) if lower else range(k, len(values) - 1)
-    for i in steps:
-        j = i - 1 if lower else i + 1
-        if delta[i] <= cut < delta[j]:
-            return float(values[i] + (cut - delta[i]) * (values[j] - values[i]) / (delta[j] - delta[i]))
-    return float("nan")
-
-
-def profile(problem: Any, x_best: np.ndarray, name: str, step: float, n_steps: int = 3) -> dict[str, Any]:
-    """The profile of parameter ``name``: at ``x_best[i] + k * step`` (``k = -n_steps..n_steps``,
-    values strictly inside the bounds) the other parameters re-fitted, each point started from
-    the optimum of its neighbour nearer the estimate. Returns ``values`` and ``cost`` (``(m,)``,
-    sorted by value; the estimate itself with the fit's cost)."""
+def profile_grid(problem: Any, x_best: np.ndarray, name: str, step: float, n_steps: int = 3) -> np.ndarray:
+    """The values at which parameter ``name`` is profiled: ``x_best[i] + k * step`` for ``k =
+    +-1 .. +-n_steps``, each side stopping at its first value not strictly inside the bounds;
+    ascending."""
     i = problem.parameter_ids.index(name)
-    values, costs = [float(x_best[i])], [np.nan]
+    values = []
     for side in (-1, 1):
-        x = np.array(x_best, dtype=float)
         for k in range(1, n_steps + 1):
             v = float(x_best[i] + side * k * step)
             if not problem.lower[i] < v < problem.upper[i]:
                 break
-            lower, upper = np.array(problem.lower, dtype=float), np.array(problem.upper, dtype=float)
-            lower[i] = upper[i] = x[i] = v
-            out = _minimize(problem, x, lower, upper)
-            x = np.array(out.x[0])
             values.append(v)
-            costs.append(float(out.cost[0]))
-    order = np.argsort(values)
-    return {"name": name, "values": np.asarray(values)[order], "cost": np.asarray(costs)[order]}
+    return np.sort(np.asarray(values))
 
 
 def observables(problem: Any, x: np.ndarray) -> list[dict[str, Any]]:
@@ -166,8 +134,8 @@ def boehm() -> dict[str, Any]:
 
     start = time.perf_counter()
     problem = petab.load(problem_path())
-    nominal = float(_minimize(problem, problem.x_nominal, problem.lower, problem.upper,
-                              max_iter=0, max_eval=1).cost[0])
+    # (a start with no steps of the one-start L-BFGS-B program that the profiles use)
+    nominal = float(problem.fit(problem.x_nominal[None, :], method="lbfgsb", max_iter=0).cost[0])
     rng = np.random.default_rng(SEED)
     starts = np.clip(problem.x_nominal + rng.uniform(-START_HALF_WIDTH, START_HALF_WIDTH,
                                                      (N_STARTS, len(problem.parameter_ids))),
@@ -180,14 +148,16 @@ def boehm() -> dict[str, Any]:
     bounds = [f"{n} at its {'lower' if s < 0 else 'upper'} bound" for n, s in
               zip(problem.parameter_ids, best.at_bound[0]) if s != 0]
 
-    profiles = [profile(problem, x_best, name, step) for name, step in PROFILES.items()]
-    lowest = min(cost_best, *(float(np.nanmin(p["cost"])) for p in profiles))
+    profiles = []
+    for name, step in PROFILES.items():
+        prof = problem.profile(name, profile_grid(problem, x_best, name, step), best, method="lbfgsb",
+                               ftol=PROFILE_FTOL)
+        order = np.argsort(np.r_[prof.values, prof.best_value])  # the estimate itself drawn with the fit's cost
+        profiles.append({"name": name, "values": np.r_[prof.values, prof.best_value][order],
+                         "delta": 2.0 * (np.r_[prof.cost, cost_best][order] - cost_best),
+                         "interval": prof.interval(CONFIDENCE), "lowest": float(np.min(prof.cost))})
+    lowest = min(cost_best, *(p["lowest"] for p in profiles))
     threshold = float(stats.chi2.ppf(CONFIDENCE, 1))
-    for p in profiles:
-        cost = np.where(np.isnan(p["cost"]), cost_best, p["cost"])
-        p["delta"] = 2.0 * (cost - lowest)
-        p["interval"] = (crossing(p["values"], p["delta"], threshold, lower=True),
-                         crossing(p["values"], p["delta"], threshold, lower=False))
     seconds = time.perf_counter() - start
 
     nominal_rel = abs(nominal - REFERENCE) / abs(REFERENCE)
@@ -195,7 +165,7 @@ def boehm() -> dict[str, Any]:
     below = max(0.0, cost_best - lowest)
 
     def words(interval: tuple[float, float]) -> str:
-        return "(" + ", ".join("open" if np.isnan(v) else f"{v:.3f}" for v in interval) + ")"
+        return "(" + ", ".join(f"{v:.3f}" if np.isfinite(v) else "open" for v in interval) + ")"
 
     rows = [
         dict(name="objective at the nominal parameters vs the collection's reference", metric=nominal_rel,
@@ -240,8 +210,8 @@ def figure(result: dict[str, Any], path: str) -> None:
         ax.axhline(result["threshold"], color="0.5", ls="--", lw=0.8, label=f"{CONFIDENCE:.0%} threshold")
         ax.axvline(result["x_best"][i], color="C3", lw=0.8, label="estimate")
         lo, hi = p["interval"]
-        lo = p["values"][0] if np.isnan(lo) else lo
-        hi = p["values"][-1] if np.isnan(hi) else hi
+        lo = lo if np.isfinite(lo) else p["values"][0]
+        hi = hi if np.isfinite(hi) else p["values"][-1]
         ax.axvspan(lo, hi, color="C1", alpha=0.15, label="profile interval")
         ax.set_xlabel(f"log10 {p['name']}", fontsize=8)
         ax.set_ylabel("likelihood-ratio statistic", fontsize=8)
