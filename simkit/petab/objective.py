@@ -93,7 +93,8 @@ def unscale(x: Any, scales: tuple[str, ...]) -> Any:
 
 
 def build_objective(model: ODEModel, sbml: SbmlModel, layout: Layout, theta_ids: list[str],
-                    options: SolverOptions) -> tuple[Callable[[Any], Any], Callable[[Any], Any], Callable[[Any], Any] | None]:
+                    options: SolverOptions) -> tuple[Callable[[Any], Any], Callable[[Any], Any],
+                                                     Callable[[Any], Any] | None, Callable[[Any], Any]]:
     """``(objective, simulate, residuals, prior)``: ``objective(x) -> scalar`` negative
     log-likelihood plus ``prior(x)``, the priors' negative log-density (0 without priors);
     ``simulate(x) -> (ys, P, theta, ok)``: the states at the save times of every condition
