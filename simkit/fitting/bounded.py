@@ -407,7 +407,8 @@ def minimize_bounded(fun: Callable, x0: Any, lower: Any, upper: Any, *, method: 
         Converged when an accepted step lowers ``fun`` by at most ``ftol * max(|f|, 1)``
         (default 2.2e-9, SciPy's ``factr = 1e7`` times machine epsilon).
     max_eval : int, optional
-        Evaluations of ``fun`` with its gradient per start (default ``20 * max_iter``).
+        Evaluations of ``fun`` with its gradient per start (default ``20 * max_iter``, at least
+        1: ``max_iter=0`` evaluates the start only).
     memory : int
         Curvature pairs kept (default 10).
     lanes : int, optional
@@ -442,7 +443,8 @@ def minimize_bounded(fun: Callable, x0: Any, lower: Any, upper: Any, *, method: 
     if method != "lbfgsb":
         raise InputError(f"minimize_bounded: method must be 'lbfgsb', got {method!r}")
     x0, lower, upper = _check("minimize_bounded", x0, lower, upper)
-    max_eval = 20 * max_iter if max_eval is None else max_eval
+    if max_eval is None:  # (max_iter = 0: the start's own evaluation)
+        max_eval = 20 * max_iter if _traced(max_iter) else max(20 * max_iter, 1)
     for name, value in (("max_iter", max_iter), ("max_eval", max_eval), ("memory", memory)):
         if not _traced(value) and (isinstance(value, bool) or int(value) != value or value < (0 if name == "max_iter" else 1)):
             raise InputError(f"minimize_bounded: {name} must be a whole number >= {0 if name == 'max_iter' else 1}, "
@@ -611,7 +613,8 @@ def least_squares_bounded(residuals: Callable, x0: Any, lower: Any, upper: Any, 
         Converged when a trial step is below ``xtol * (|x| + xtol)`` in every variable
         (default 1e-12).
     max_eval : int, optional
-        Evaluations (residuals with their Jacobian) per start (default ``10 * max_iter``).
+        Evaluations (residuals with their Jacobian) per start (default ``10 * max_iter``, at
+        least 1: ``max_iter=0`` evaluates the start only).
     lanes : int, optional
         As for `minimize_bounded`.
 
@@ -636,7 +639,8 @@ def least_squares_bounded(residuals: Callable, x0: Any, lower: Any, upper: Any, 
     ([[0.7086, 0.5]], [[0, 1]], [0])
     """
     x0, lower, upper = _check("least_squares_bounded", x0, lower, upper)
-    max_eval = 10 * max_iter if max_eval is None else max_eval
+    if max_eval is None:  # (max_iter = 0: the start's own evaluation)
+        max_eval = 10 * max_iter if _traced(max_iter) else max(10 * max_iter, 1)
     for name, value in (("max_iter", max_iter), ("max_eval", max_eval)):
         if not _traced(value) and (isinstance(value, bool) or int(value) != value or value < (0 if name == "max_iter" else 1)):
             raise InputError(f"least_squares_bounded: {name} must be a whole number, got {value!r}")

@@ -107,6 +107,17 @@ def test_least_squares_steps_that_cross_a_bound_re_solve_the_others_with_it_ther
     assert int(np.sum(out.n_iter)) <= 125, np.asarray(out.n_iter)  # (119)
 
 
+def test_no_steps_evaluates_the_start():
+    fun = lambda x: jnp.sum((x - 1.0) ** 2)  # noqa: E731
+    x0 = jnp.array([[0.5, 3.0]])
+    out = minimize_bounded(fun, x0, jnp.zeros(2), jnp.full(2, 2.0), max_iter=0)
+    np.testing.assert_array_equal(out.x, jnp.clip(x0, 0.0, 2.0))
+    assert float(out.cost[0]) == float(fun(jnp.array([0.5, 2.0]))) and int(out.n_iter[0]) == 0
+    residuals = lambda x: x - 1.0  # noqa: E731
+    out = least_squares_bounded(residuals, x0, jnp.zeros(2), jnp.full(2, 2.0), max_iter=0)
+    assert float(out.cost[0]) == 0.5 * float(jnp.sum(residuals(jnp.array([0.5, 2.0])) ** 2))
+
+
 def test_bad_input_is_refused_before_compiling():
     with pytest.raises(ShapeError, match=r"\(n_starts, n\)"):
         minimize_bounded(rosenbrock, np.zeros(4), LOWER, UPPER)
