@@ -273,3 +273,26 @@ def test_objective_priors_match_scipy_and_add_to_the_likelihood(tmp_path, boehm)
                    np.array([PRIORS.get(p, ("", (0.0, 0.0)))[1] for p in problem.parameter_ids]))
     assert not every.squares
     assert float(negative_log_prior(every, x, v)) == pytest.approx(sum(expected.values()), rel=1e-12)
+
+
+def test_starts_follow_the_initialization_priors(tmp_path, boehm):
+    # PEtab's initializationPriorType says how starts are drawn; without one, uniform within
+    # the bounds on the scale (the draws of the other parameters are unchanged by it)
+    folder = _copy(tmp_path, "Boehm_JProteomeRes2014")
+    table = folder / "parameters_Boehm_JProteomeRes2014.tsv"
+    lines = table.read_text().splitlines()
+    cells = {"k_phos": "parameterScaleNormal\t4.2;0.1", "k_exp_homo": "logNormal\t-5.0;0.5",
+             "Epo_degradation_BaF3": "parameterScaleUniform\t"}  # (no parameters: the bounds)
+    rows = [lines[0] + "\tinitializationPriorType\tinitializationPriorParameters"]
+    rows += [line + "\t" + cells.get(line.split("\t")[0], "\t") for line in lines[1:]]
+    table.write_text("\n".join(rows) + "\n")
+    problem = sp.load(folder / "Boehm_JProteomeRes2014.yaml")
+    starts, uniform = problem.sample_starts(4000, seed=3), boehm.sample_starts(4000, seed=3)
+    phos, homo = problem.parameter_ids.index("k_phos"), problem.parameter_ids.index("k_exp_homo")
+    assert abs(starts[:, phos].mean() - 4.2) < 0.01 and abs(starts[:, phos].std() - 0.1) < 0.01
+    # log10 of a log-normal value: normal with mean -5 / ln 10 and sd 0.5 / ln 10
+    assert abs(starts[:, homo].mean() + 5.0 / np.log(10)) < 0.01
+    assert abs(starts[:, homo].std() - 0.5 / np.log(10)) < 0.01
+    others = [i for i in range(len(problem.parameter_ids)) if i not in (phos, homo)]
+    np.testing.assert_array_equal(starts[:, others], uniform[:, others])
+    assert ((starts >= problem.lower) & (starts <= problem.upper)).all()

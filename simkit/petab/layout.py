@@ -96,6 +96,7 @@ class Layout:
     observable_overrides: tuple[Sources, ...]  # per observable: (n_meas_j, n_observable_parameters)
     noise_overrides: tuple[Sources, ...]       # per observable: (n_meas_j, n_noise_parameters)
     priors: Priors                     # objective priors of the estimated parameters
+    start_priors: Priors               # the distributions starts are drawn from (default: uniform)
 
 
 def _check_tables(problem: Any, petab: Any) -> None:
@@ -246,6 +247,7 @@ def build_layout(problem: Any, sbml: SbmlModel) -> Layout:
         observable_overrides=tuple(table.build(v) for v in per_obs),
         noise_overrides=tuple(table.build(v) for v in per_noise),
         priors=read_priors(pdf, estimated, _missing),
+        start_priors=read_priors(pdf, estimated, _missing, use="initialization"),
     )
 
 

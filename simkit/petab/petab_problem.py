@@ -310,7 +310,9 @@ class PetabProblem:
         return self._simulate(jnp.asarray(x, dtype=float))[0]
 
     def sample_starts(self, n: int, seed: int = 0) -> np.ndarray:
-        """``(n, n_est)`` starts uniform within the bounds on the parameters' scales.
+        """``(n, n_est)`` starts uniform within the bounds on the parameters' scales, or drawn
+        from a parameter's ``initializationPriorType`` where the parameter table gives one
+        (the types of `simkit.petab.priors`), then clipped to the bounds.
 
         Parameters
         ----------
@@ -332,8 +334,13 @@ class PetabProblem:
         >>> starts.shape, bool(((starts >= problem.lower) & (starts <= problem.upper)).all())
         ((4, 9), True)
         """
+        from .priors import sample
+
         rng = np.random.default_rng(seed)
-        return self.lower + rng.random((n, len(self.parameter_ids))) * (self.upper - self.lower)
+        starts = self.lower + rng.random((n, len(self.parameter_ids))) * (self.upper - self.lower)
+        for i, draws in sample(self.layout.start_priors, rng, n, self.scales).items():
+            starts[:, i] = np.clip(np.nan_to_num(draws, nan=self.lower[i]), self.lower[i], self.upper[i])
+        return starts
 
     def _minimize(self, method: str | None, x0: Any, lower: Any, upper: Any, max_iter: int, gtol: float,
                   ftol: float, lanes: int | None) -> Any:

@@ -12,7 +12,8 @@ pyPESTO evaluates them). For a value ``v`` (``u = log v`` for the log types):
 - logLaplace ``(location; scale of log v)``: ``log(2 scale) + log v + |u - location| / scale``
 
 The objective of a problem with priors is its negative log-likelihood plus these terms: the
-negative log-posterior up to a constant.
+negative log-posterior up to a constant. The same types in ``initializationPriorType`` (and
+``initializationPriorParameters``) say how starts are drawn (`sample`).
 """
 
 from __future__ import annotations
@@ -52,30 +53,41 @@ class Priors:
         return all(t in SQUARES for t in self.types if t)
 
 
-def read_priors(parameter_df: Any, estimated: np.ndarray, missing: Any) -> Priors:
-    """The `Priors` of the estimated rows of a PEtab parameter table (``missing(cell)``: the
-    cell is empty). Priors of parameters that are not estimated are ignored (PEtab)."""
+def read_priors(parameter_df: Any, estimated: np.ndarray, missing: Any, use: str = "objective") -> Priors:
+    """The `Priors` of the estimated rows of a PEtab parameter table: ``use`` "objective"
+    (``objectivePriorType``, ``objectivePriorParameters``) or "initialization" (the
+    distribution starts are drawn from). ``missing(cell)``: the cell is empty. Priors of
+    parameters that are not estimated are ignored (PEtab); a ``parameterScaleUniform`` without
+    parameters spans the bounds."""
     n = len(estimated)
     types, parameters = [""] * n, np.zeros((n, 2))
-    if "objectivePriorType" not in parameter_df.columns:
+    type_column, parameter_column = f"{use}PriorType", f"{use}PriorParameters"
+    if type_column not in parameter_df.columns:
         return Priors(tuple(types), parameters)
     ids = [str(i) for i in parameter_df.index]
     for k, row in enumerate(estimated):
-        kind = parameter_df["objectivePriorType"].iloc[row]
+        kind = parameter_df[type_column].iloc[row]
         if missing(kind):
             continue
         kind, pid = str(kind).strip(), ids[row]
         if kind not in PRIOR_TYPES:
-            raise UnsupportedFeatureError(f"parameter {pid!r}: PEtab objectivePriorType {kind!r} is not supported "
+            raise UnsupportedFeatureError(f"parameter {pid!r}: PEtab {type_column} {kind!r} is not supported "
                                           f"(supported: {', '.join(PRIOR_TYPES)})")
-        cell = parameter_df["objectivePriorParameters"].iloc[row] if "objectivePriorParameters" in parameter_df else None
+        cell = parameter_df[parameter_column].iloc[row] if parameter_column in parameter_df else None
+        if kind == "parameterScaleUniform" and missing(cell):
+            if use == "initialization":
+                continue  # the default start distribution
+            scale = str(parameter_df["parameterScale"].iloc[row])
+            bounds = [float(parameter_df[c].iloc[row]) for c in ("lowerBound", "upperBound")]
+            cell = ";".join(repr(float(np.log(b) if scale == "log" else np.log10(b) if scale == "log10" else b))
+                            for b in bounds)
         try:
             a, b = (float(v) for v in str(cell).split(";"))
         except ValueError:
-            raise InputError(f"parameter {pid!r}: objectivePriorParameters must be two numbers 'a;b' for "
-                             f"objectivePriorType {kind!r}, got {cell!r}") from None
+            raise InputError(f"parameter {pid!r}: {parameter_column} must be two numbers 'a;b' for "
+                             f"{type_column} {kind!r}, got {cell!r}") from None
         if not (math.isfinite(a) and math.isfinite(b)):
-            raise InputError(f"parameter {pid!r}: objectivePriorParameters must be finite, got {cell!r}")
+            raise InputError(f"parameter {pid!r}: {parameter_column} must be finite, got {cell!r}")
         if "Uniform" in kind or kind == "uniform":
             if not a < b:
                 raise InputError(f"parameter {pid!r}: a {kind} prior needs lower < upper, got {cell!r}")
@@ -86,6 +98,24 @@ def read_priors(parameter_df: Any, estimated: np.ndarray, missing: Any) -> Prior
             raise InputError(f"parameter {pid!r}: a {kind} prior needs a positive lower bound")
         types[k], parameters[k] = kind, (a, b)
     return Priors(tuple(types), parameters)
+
+
+def sample(priors: Priors, rng: np.random.Generator, n: int, scales: tuple[str, ...]) -> dict[int, np.ndarray]:
+    """``n`` draws of each parameter that has a prior, on its scale: ``{index: (n,)}``."""
+    out = {}
+    for i, kind in enumerate(priors.types):
+        if not kind:
+            continue
+        a, b = (float(p) for p in priors.parameters[i])
+        base = kind.replace("parameterScale", "").replace("log", "").lower()
+        w = (rng.uniform(a, b, n) if base == "uniform" else rng.normal(a, b, n) if base == "normal"
+             else rng.laplace(a, b, n))
+        if not kind.startswith("parameterScale"):  # a value (or for the log types its log) on the linear scale
+            v = np.exp(w) if kind.startswith("log") else w
+            with np.errstate(divide="ignore", invalid="ignore"):
+                w = np.log(v) if scales[i] == "log" else np.log10(v) if scales[i] == "log10" else v
+        out[i] = w
+    return out
 
 
 def _value(kind: str, x: Any, v: Any) -> Any:
