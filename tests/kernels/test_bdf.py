@@ -21,6 +21,8 @@ from simkit.kernels.linalg import SMALL_SYSTEM
 from simkit.models.chemistry import HIRES_REFERENCE_T321
 from simkit.models.oscillators import VAN_DER_POL_STIFF_REFERENCE as VDP_REFERENCE
 
+from robertson_numpy import robertson_numpy
+
 BDF = simkit.BDF()
 ROB_TS = np.concatenate([[0.0], np.logspace(-5, 5, 21)])  # the one Robertson layout of this file
 ROB_RTOL, ROB_ATOL = 1e-6, 1e-10
@@ -125,16 +127,6 @@ def test_each_order_converges_at_its_order():
 
 
 # -- Robertson against SciPy --------------------------------------------------------------------
-
-ROB_RATES = tuple(models.get("robertson").params[k] for k in ("k1", "k2", "k3"))  # read once: SciPy calls
-# robertson_numpy tens of thousands of times, and building the model each time took 3/4 of its time
-
-
-def robertson_numpy(t, y):
-    k1, k2, k3 = ROB_RATES
-    return np.array([-k1 * y[0] + k3 * y[1] * y[2], k1 * y[0] - k3 * y[1] * y[2] - k2 * y[1] ** 2,
-                     k2 * y[1] ** 2])
-
 
 def rob_solve(**kw):
     return simkit.solve(models.get("robertson"), (0.0, 1e5), saveat=ROB_TS, rtol=kw.pop("rtol", ROB_RTOL),

@@ -18,6 +18,8 @@ from simkit.kernels.radau import RADAU_IIA5, RadauIIA5Method, pair_lu, pair_solv
 from simkit.models.chemistry import HIRES_REFERENCE_T321
 from simkit.models.oscillators import VAN_DER_POL_STIFF_REFERENCE
 
+from robertson_numpy import robertson_numpy
+
 ROB_SAVE = 21
 RADAU = simkit.RadauIIA5()
 
@@ -98,16 +100,6 @@ def test_observed_order_of_step_and_dense_output():
     slope = lambda e: np.polyfit(np.log(hs), np.log(e), 1)[0]  # noqa: E731
     assert abs(slope(glob) - 5) < 0.4, glob
     assert abs(slope(dens) - 4) < 0.4, dens
-
-
-ROB_RATES = tuple(models.get("robertson").params[k] for k in ("k1", "k2", "k3"))  # read once: SciPy calls
-# robertson_numpy tens of thousands of times, and building the model each time took 3/4 of its time
-
-
-def robertson_numpy(t, y):
-    k1, k2, k3 = ROB_RATES
-    return np.array([-k1 * y[0] + k3 * y[1] * y[2], k1 * y[0] - k3 * y[1] * y[2] - k2 * y[1] ** 2,
-                     k2 * y[1] ** 2])
 
 
 def rob_solve(rtol, span=(0.0, 1e5), **kw):
