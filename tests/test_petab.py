@@ -296,3 +296,18 @@ def test_starts_follow_the_initialization_priors(tmp_path, boehm):
     others = [i for i in range(len(problem.parameter_ids)) if i not in (phos, homo)]
     np.testing.assert_array_equal(starts[:, others], uniform[:, others])
     assert ((starts >= problem.lower) & (starts <= problem.upper)).all()
+
+
+def test_a_uniform_prior_without_parameters_spans_the_bounds_on_the_scale():
+    import pandas as pd
+
+    from simkit.petab.layout import _missing
+    from simkit.petab.priors import read_priors
+
+    table = pd.DataFrame({"parameterScale": ["log10", "lin"], "lowerBound": [1e-3, -2.0], "upperBound": [1e3, 5.0],
+                          "objectivePriorType": ["parameterScaleUniform"] * 2}, index=["a", "b"])
+    priors = read_priors(table, np.array([0, 1]), _missing)
+    np.testing.assert_allclose(priors.parameters, [[-3.0, 3.0], [-2.0, 5.0]])
+    # for the starts it is the default draw: no prior recorded
+    table = table.rename(columns={"objectivePriorType": "initializationPriorType"})
+    assert read_priors(table, np.array([0, 1]), _missing, use="initialization").types == ("", "")

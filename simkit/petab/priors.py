@@ -77,10 +77,11 @@ def read_priors(parameter_df: Any, estimated: np.ndarray, missing: Any, use: str
         if kind == "parameterScaleUniform" and missing(cell):
             if use == "initialization":
                 continue  # the default start distribution
+            from .layout import to_scale  # (layout imports this module)
+
             scale = str(parameter_df["parameterScale"].iloc[row])
-            bounds = [float(parameter_df[c].iloc[row]) for c in ("lowerBound", "upperBound")]
-            cell = ";".join(repr(float(np.log(b) if scale == "log" else np.log10(b) if scale == "log10" else b))
-                            for b in bounds)
+            bounds = parameter_df[["lowerBound", "upperBound"]].iloc[row].to_numpy(dtype=float)
+            cell = ";".join(repr(float(b)) for b in to_scale(bounds, (scale, scale)))
         try:
             a, b = (float(v) for v in str(cell).split(";"))
         except ValueError:

@@ -155,8 +155,8 @@ def boehm() -> dict[str, Any]:
         order = np.argsort(np.r_[prof.values, prof.best_value])  # the estimate itself drawn with the fit's cost
         profiles.append({"name": name, "values": np.r_[prof.values, prof.best_value][order],
                          "delta": 2.0 * (np.r_[prof.cost, cost_best][order] - cost_best),
-                         "interval": prof.interval(CONFIDENCE), "lowest": float(np.min(prof.cost))})
-    lowest = min(cost_best, *(p["lowest"] for p in profiles))
+                         "interval": prof.interval(CONFIDENCE)})
+    lowest = cost_best + min(float(np.min(p["delta"])) for p in profiles) / 2  # (each delta holds the estimate's 0)
     threshold = float(stats.chi2.ppf(CONFIDENCE, 1))
     seconds = time.perf_counter() - start
 
