@@ -29,7 +29,7 @@ PROCESS_WORDS = re.compile(
 ALLOWED_FILES: dict[str, str] = {
     "tests/test_wording.py": "names the words it looks for, in its description, pattern and examples",
     "tests/data/petab/Blasi_CellSystems2016/model_Blasi_CellSystems2016.xml":
-        "a copy of the collection's file, kept unchanged; its notes cite a journal's 'ISSUE 1'",
+        "a copy of the collection's file, kept unchanged; its notes cite the journal's volume and number",
 }
 ALLOWED_PHRASES: dict[str, str] = {
     "test session starts": "pytest's own banner, in a committed log of a test run",
