@@ -73,6 +73,8 @@ def compile_times(args):
         variants.append(("straight-line", linalg.SMALL_SYSTEM))
     lowered = []
     for name, model, t_span, solver in _kernel_cases():
+        if args.cases and not any(c in f"{type(solver).__name__}:{name}" for c in args.cases):
+            continue
         for variant, straight in variants:
             if variant != "rolled" and name == "lorenz":
                 continue
@@ -287,6 +289,8 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     parser.add_argument("--threads", type=int, default=6)
     parser.add_argument("--variants", action="store_true", help="also the straight-line small LU on a TPU")
+    parser.add_argument("--cases", nargs="+", default=[],
+                        help="compile: only the cases whose 'Solver:problem' (e.g. 'Rodas5P:hires') contains one of these")
     parser.add_argument("--members", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--peer-max", type=int, default=100_000)
     parser.add_argument("--save-times", action="store_true", help="save at t1 given as an array of times")
@@ -300,7 +304,9 @@ def main() -> None:
     rows = parts[args.part](args)
     meta = dict(device=str(DEVICE), platform=DEVICE.platform, jax=jax.__version__, python=sys.version.split()[0],
                 host=platform.processor() or platform.machine(), cpu_count=os.cpu_count(),
-                dtype=jnp.dtype(_config.float_dtype()).name, date=time.strftime("%Y-%m-%d"))
+                dtype=jnp.dtype(_config.float_dtype()).name, date=time.strftime("%Y-%m-%d"),
+                optimization_level=jax.config.jax_optimization_level,
+                exec_time_optimization_effort=jax.config.jax_exec_time_optimization_effort)
     with open(args.out, "w") as f:
         json.dump(dict(meta=meta, rows=rows), f, indent=1)
 
