@@ -100,6 +100,24 @@ def test_noise_models_match_the_petab_library(distribution, transformation):
     np.testing.assert_allclose(ours, theirs, rtol=1e-13)
 
 
+@pytest.mark.parametrize("transformation", ["log", "log10"])
+def test_a_simulation_at_or_below_zero_under_a_log_is_finite_and_poor(transformation):
+    # a solve's noise around a quantity that decayed to zero (Perelson's virus load: -1e-8):
+    # the log reads the smallest normal float instead of giving NaN, flat in the simulation
+    from simkit.petab.noise import NORMAL_OFFSET, normal_residuals
+
+    m, s = np.full(3, 2.0), np.full(3, 0.5)
+    h = jax.numpy.array([-1e-8, 0.0, np.finfo(float).tiny])
+    nll = np.asarray(negative_log_likelihood(m, h, s, "normal", transformation))
+    assert np.all(np.isfinite(nll)) and nll[0] == nll[1] == nll[2] > 1e4
+    grad = jax.grad(lambda h: jax.numpy.sum(negative_log_likelihood(m[:2], h, s[:2], "laplace", transformation)))(h[:2])
+    np.testing.assert_array_equal(np.asarray(grad), 0.0)
+    r, c = normal_residuals(m, h, s, transformation)
+    np.testing.assert_allclose(0.5 * (r**2 + c**2) - NORMAL_OFFSET, nll, rtol=1e-12)
+    positive = np.asarray(negative_log_likelihood(m, jax.numpy.array([1e-300, 1.0, 3.0]), s, "normal", transformation))
+    assert np.all(np.isfinite(positive)) and positive[0] < nll[0]  # positive values untouched
+
+
 def _copy(tmp_path: Path, name: str) -> Path:
     target = tmp_path / name
     target.mkdir()

@@ -551,12 +551,17 @@ def _lm_lane(n: int, lower, upper, max_iter, max_eval, gtol, ftol, xtol, dtype):
         small_step = ~starting & (jnp.max(jnp.abs(lane["delta"]) - xtol * (jnp.abs(lane["x"]) + xtol),
                                           initial=-1.0) <= 0)
         point, predicted, delta = trial(new_x, g, jtj, damping)
-        status = jnp.where(
-            starting & ~good, int(FitStatus.NONFINITE),
-            jnp.where((accept & (pg <= gtol)) | small_decrease | small_step, int(FitStatus.CONVERGED),
-                      jnp.where(~jnp.isfinite(damping) | (damping > 1e30), int(FitStatus.OPTIMIZER_FAILED),
-                                jnp.where(accept & (n_iter >= max_iter), int(FitStatus.MAX_ITERATIONS),
-                                          jnp.where(n_eval >= max_eval, int(FitStatus.MAX_EVALUATIONS), -1)))))
+        # the first test that holds decides (-1: none, the lane goes on); a step shrunk below
+        # xtol by trials whose residuals were not finite is no convergence
+        tests = [(starting & ~good, FitStatus.NONFINITE),
+                 (small_step & ~good, FitStatus.OPTIMIZER_FAILED),
+                 ((accept & (pg <= gtol)) | small_decrease | small_step, FitStatus.CONVERGED),
+                 (~jnp.isfinite(damping) | (damping > 1e30), FitStatus.OPTIMIZER_FAILED),
+                 (accept & (n_iter >= max_iter), FitStatus.MAX_ITERATIONS),
+                 (n_eval >= max_eval, FitStatus.MAX_EVALUATIONS)]
+        status = jnp.asarray(-1)
+        for holds, code in reversed(tests):
+            status = jnp.where(holds, int(code), status)
         done = ~idle & (status >= 0)
         out = dict(lane, finished=done, phase=jnp.where(idle | done, _IDLE, _TRIAL).astype(jnp.int32),
                    point=jnp.where(done, new_x, point), x=new_x, f=new_f, g=g, jtj=jtj, predicted=predicted, delta=delta,

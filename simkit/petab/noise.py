@@ -12,7 +12,9 @@ transformation ``lin``, ``log`` or ``log10`` (PEtab 1.0, "Noise distributions"):
 - laplace, log10: ``log(2 s m log(10)) + |log10 m - log10 h| / s``
 
 The ``m`` factors are the Jacobian of the transformation, so the value is the density of the
-untransformed measurement.
+untransformed measurement. Under a log transformation a simulated ``h`` at or below zero (a
+solve's noise around a quantity that decayed to zero) counts as the smallest normal float:
+a finite, very poor value instead of NaN.
 """
 
 from __future__ import annotations
@@ -48,10 +50,25 @@ def _transform(value: Any, transformation: str) -> Any:
     return value
 
 
+def _positive(simulation: Any, transformation: str) -> Any:
+    """The simulated value a log transformation reads: at least the smallest normal float.
+    A positive quantity that decays to zero comes out of a solve as noise of either sign
+    below its absolute tolerance (Perelson's virus load at -1e-8 after t = 4 for some
+    starts); its log was NaN, which made the start's objective NaN and stalled the
+    optimiser's steps near it. At the floor the value is finite and very poor (log10 of
+    2.2e-308 is -308) and flat in the parameters."""
+    if transformation == "lin":
+        return simulation
+    simulation = jnp.asarray(simulation)
+    return jnp.maximum(simulation, jnp.finfo(simulation.dtype).tiny)
+
+
 def _residual(measurement: Any, simulation: Any, transformation: str) -> tuple[Any, Any]:
-    """``transform(m) - transform(h)`` and the log of the transformation's Jacobian
+    """``transform(m) - transform(h)`` (``h`` at least the smallest normal float under a log
+    transformation: `_positive`) and the log of the transformation's Jacobian
     ``|d transform(m) / dm|^-1`` at the measurement (0 on the linear scale)."""
-    residual = _transform(measurement, transformation) - _transform(simulation, transformation)
+    residual = _transform(measurement, transformation) - _transform(_positive(simulation, transformation),
+                                                                    transformation)
     if transformation == "log":
         return residual, jnp.log(measurement)
     if transformation == "log10":

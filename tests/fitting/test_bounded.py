@@ -70,6 +70,15 @@ def test_no_nan_where_the_function_fails_beyond_a_bound_or_far_out():
     assert np.isfinite(float(out.cost[1]))
 
 
+def test_least_squares_does_not_call_a_step_stopped_by_nan_trials_converged():
+    # residuals that are NaN a little above the start, where the gradient points: every trial
+    # is refused, the damping climbs until the step is below xtol; that was reported CONVERGED
+    residuals = lambda x: jnp.where(x[0] > 1.0, jnp.nan, x - 3.0)  # noqa: E731
+    out = least_squares_bounded(residuals, jnp.array([[1.0]]), jnp.zeros(1), jnp.full(1, 10.0))
+    assert np.asarray(out.status).tolist() == [FitStatus.OPTIMIZER_FAILED]
+    assert float(out.x[0, 0]) == 1.0 and float(out.cost[0]) == 2.0 and int(out.n_iter[0]) == 0
+
+
 def test_least_squares_bounded_matches_scipy_least_squares():
     # exponential decay y = a exp(-k t) + c, with c held at its lower bound 0.2 (the data's is 0.1)
     t = np.linspace(0.0, 4.0, 25)
