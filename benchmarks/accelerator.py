@@ -4,6 +4,7 @@ multi-start fit. Run on the accelerator machine, one process per precision:
     python benchmarks/accelerator.py compile --out results.json            # float64
     SIMKIT_ENABLE_X64=0 python benchmarks/accelerator.py compile --out ...  # float32
     python benchmarks/accelerator.py ensemble|stencil|fit --out ...
+    python benchmarks/accelerator.py size --compile-results results.json --out ...  # anywhere
 
 Every figure is the median of several repetitions after a first call; the first call (trace,
 lower, compile, run) is reported apart. Agreement is against the same call on the host's CPU
@@ -126,6 +127,37 @@ def compile_times(args):
             record["first_call_s"] = record["lower_s"] + record["compile_s"] + record["first_run_s"]
         out.append(record)
         print(json.dumps(record), flush=True)
+    return out
+
+
+def program_sizes(args):
+    """Each kernel's program (the compile part's) lowered for ``--platform`` from this machine
+    (JAX lowers for another platform without its device): StableHLO operations in all and
+    those with a float64 result, beside the float64 compile times of ``--compile-results``
+    (a run of the compile part on that platform) and their ratio."""
+    import re
+
+    compiled = {}
+    if args.compile_results:
+        with open(args.compile_results) as f:
+            compiled = {(r["case"], r["solver"]): r.get("compile_s") for r in json.load(f)["rows"]
+                        if r.get("variant", "rolled") == "rolled"}
+    dtype = _config.float_dtype()
+    out = []
+    for name, model, t_span, solver in _kernel_cases():
+        fn = jax.jit(_program(model, t_span, solver, 1e-8 if dtype == jnp.float64 else 1e-5))
+        y0 = jnp.asarray(model.y0, dtype)
+        params = {k: jnp.asarray(v, dtype) for k, v in model.params.items()}
+        text = fn.trace(y0, params).lower(lowering_platforms=(args.platform,)).as_text()
+        lines = [line for line in text.splitlines() if re.search(r"= \"?stablehlo\.", line)]
+        row = dict(case=name, solver=str(solver), platform=args.platform, ops=len(lines),
+                   float64_ops=sum(bool(re.search(r"-> tensor<[0-9x]*f64>|: tensor<[0-9x]*f64>$", line))
+                                   for line in lines))
+        seconds = compiled.get((name, str(solver)))
+        if seconds:
+            row.update(compile_s=seconds, compile_ms_per_float64_op=1e3 * seconds / max(row["float64_ops"], 1))
+        out.append(row)
+        print(json.dumps(row), flush=True)
     return out
 
 
@@ -285,12 +317,15 @@ def multistart_fit(args):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("part", choices=["compile", "ensemble", "stencil", "fit"])
+    parser.add_argument("part", choices=["compile", "size", "ensemble", "stencil", "fit"])
     parser.add_argument("--out", required=True)
     parser.add_argument("--threads", type=int, default=6)
     parser.add_argument("--variants", action="store_true", help="also the straight-line small LU on a TPU")
     parser.add_argument("--cases", nargs="+", default=[],
                         help="compile: only the cases whose 'Solver:problem' (e.g. 'Rodas5P:hires') contains one of these")
+    parser.add_argument("--platform", default="tpu", help="size: the platform to lower for")
+    parser.add_argument("--compile-results", default=None,
+                        help="size: a compile part's JSON whose compile times go beside the sizes")
     parser.add_argument("--members", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--peer-max", type=int, default=100_000)
     parser.add_argument("--save-times", action="store_true", help="save at t1 given as an array of times")
@@ -300,7 +335,7 @@ def main() -> None:
     parser.add_argument("--where", nargs="+", default=["default", "host"], choices=["default", "host"],
                         help="fit: on JAX's default device, on the host's CPU, or both")
     args = parser.parse_args()
-    parts = {"compile": compile_times, "ensemble": lorenz_ensemble, "stencil": stencils, "fit": multistart_fit}
+    parts = {"compile": compile_times, "size": program_sizes, "ensemble": lorenz_ensemble, "stencil": stencils, "fit": multistart_fit}
     rows = parts[args.part](args)
     meta = dict(device=str(DEVICE), platform=DEVICE.platform, jax=jax.__version__, python=sys.version.split()[0],
                 host=platform.processor() or platform.machine(), cpu_count=os.cpu_count(),
