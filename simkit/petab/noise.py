@@ -54,7 +54,7 @@ def _positive(simulation: Any, transformation: str) -> Any:
     """The simulated value a log transformation reads: at least the smallest normal float.
     A positive quantity that decays to zero comes out of a solve as noise of either sign
     below its absolute tolerance (Perelson's virus load at -1e-8 after t = 4 for some
-    starts); its log was NaN, which made the start's objective NaN and stalled the
+    starts); its log would be NaN, which makes a start's objective NaN and stalls the
     optimiser's steps near it. At the floor the value is finite and very poor (log10 of
     2.2e-308 is -308) and flat in the parameters."""
     if transformation == "lin":
