@@ -4,6 +4,7 @@
 #   bash benchmarks/accelerator_machine.sh lane       # the accelerator lane, float64 and float32
 #   bash benchmarks/accelerator_machine.sh compile    # compile time per kernel, both precisions
 #   bash benchmarks/accelerator_machine.sh bench      # ensembles, stencils, a multi-start fit
+# (COMPILE_CASES="DOP853 Rodas5P:hires" with compile64: only those kernel cases)
 # simkit's pure-Python dependencies that the machine's package index lacks travel as wheels in
 # .whl-tpu/ (pip download --no-deps ... diffrax equinox lineax optimistix jaxopt jaxtyping
 # wadler_lindig h5netcdf); the others come from the machine's own index (KINDS.md of the
@@ -47,7 +48,7 @@ for part in "$@"; do
     lane64) lane f64 "${LANE64_SECONDS:-250}" "${LANE_K64:-}" ;;
     lane32) lane f32 "${LANE32_SECONDS:-250}" "${LANE_K32:-}" ;;
     compile) compile_times f64 200 --variants; compile_times f32 80 ;;
-    compile64) compile_times f64 "${COMPILE_SECONDS:-560}" --threads 1 ;;  # one compile at a time: clean per-kernel times
+    compile64) compile_times f64 "${COMPILE_SECONDS:-560}" --threads 1 ${COMPILE_CASES:+--cases $COMPILE_CASES} ;;  # one compile at a time: clean per-kernel times
     bench)
       SIMKIT_ENABLE_X64=0 timeout 90 python3 benchmarks/accelerator.py ensemble --out "$OUT/ensemble_f32.json" > "$OUT/bench.log" 2>&1
       SIMKIT_ENABLE_X64=0 timeout 50 python3 benchmarks/accelerator.py stencil --out "$OUT/stencil_f32.json" >> "$OUT/bench.log" 2>&1
