@@ -47,6 +47,61 @@ def _onto(base, coeffs, ks, hs):
     return out
 
 
+# In float64 on a TPU the stages go through a loop (`_stages`): XLA's TPU backend emulates
+# float64, and its compile time follows the program's size, 12-21 ms per float64 operation
+# (benchmarks/results/accelerator_program_size_f64.json); written out, the stages and their
+# sums are about half of an explicit kernel's program (Tsit5 on Lorenz: 563 of 1,141
+# operations), twice over (the step, and its redo for dense output). Elsewhere they stay
+# written out: a loop over them is slower on a CPU and in float32 on a TPU. `ROLLED_STAGES`
+# ("always") takes the loop on every platform, for tests.
+ROLLED_STAGES = "tpu-float64"
+
+
+def _rolled_stages(rhs, t, y, ks, hs, params, c, a, last):
+    """Stages ``len(ks) .. last - 1`` of an explicit tableau (``c``, lower-triangular ``a``)
+    in a ``fori_loop``: stage ``i`` is ``rhs(t + c_i h, y + sum_j (h a_ij) k_j)``; the stages
+    as a list, ``ks`` first."""
+    first = len(ks)
+    shape = (last,) + y.shape
+    stages = jnp.zeros(shape, y.dtype).at[:first].set(jnp.stack(ks))
+    a = jnp.asarray(a[:last, :last], y.dtype)
+    c = jnp.asarray(c[:last], y.dtype)
+
+    def stage(i, stages):
+        weights = (hs * a[i]).reshape((last,) + (1,) * y.ndim)
+        return stages.at[i].set(rhs(t + c[i] * hs, y + jnp.sum(weights * stages, axis=0), params))
+
+    stages = jax.lax.fori_loop(first, last, stage, stages)
+    return [stages[i] for i in range(last)]
+
+
+def _written_out_stages(rhs, t, y, ks, hs, params, c, a, last):
+    ks = list(ks)
+    for i in range(len(ks), last):
+        ks.append(rhs(t + float(c[i]) * hs, _onto(y, a[i, :i], ks, hs), params))
+    return ks
+
+
+def _stages(rhs, t, y, ks, hs, params, c, a, last):
+    """``ks`` extended to stages ``0 .. last - 1`` of an explicit tableau: written out, or
+    in float64 on a TPU (`ROLLED_STAGES`) in a loop, chosen when the program is lowered."""
+    args = (rhs, t, y, list(ks), hs, params, c, a, last)
+    if ROLLED_STAGES == "always":
+        return _rolled_stages(*args)
+    if jnp.result_type(y) != jnp.float64:
+        return _written_out_stages(*args)
+    flat, tree = jax.tree_util.tree_flatten((t, y, list(ks), hs, params))
+
+    def on(form):
+        def run(*leaves):
+            t, y, ks, hs, params = jax.tree_util.tree_unflatten(tree, leaves)
+            return jnp.stack(form(rhs, t, y, ks, hs, params, c, a, last))
+        return run
+
+    stacked = jax.lax.platform_dependent(*flat, tpu=on(_rolled_stages), default=on(_written_out_stages))
+    return [stacked[i] for i in range(last)]
+
+
 def _scale(y, y_new, rtol, atol):
     # at least the smallest normal number: XLA:CPU flushes subnormals to zero, so with atol = 0
     # a state below ~2e-308 / rtol had a zero scale, a NaN error and a false "non-finite" stop
@@ -231,9 +286,7 @@ class ExplicitRK(_HairerPI, _RecomputeDense):
 
     def step(self, rhs, t, y, f, hs, params, rtol, atol):
         tab = self.tableau
-        ks = [f]
-        for i in range(1, len(tab.c)):
-            ks.append(rhs(t + float(tab.c[i]) * hs, _onto(y, tab.a[i, :i], ks, hs), params))
+        ks = _stages(rhs, t, y, [f], hs, params, tab.c, tab.a, len(tab.c))
         y_new = _onto(y, tab.b, ks, hs)
         err = hs * _combine(tab.e, ks)
         err_norm = _rms(err / _scale(y, y_new, rtol, atol))
@@ -276,9 +329,7 @@ class DOP853Method(_HairerPI, _RecomputeDense):
 
     def step(self, rhs, t, y, f, hs, params, rtol, atol):
         tab = self.tableau
-        ks = [f]
-        for i in range(1, 12):
-            ks.append(rhs(t + float(tab.c[i]) * hs, _onto(y, tab.a[i, :i], ks, hs), params))
+        ks = _stages(rhs, t, y, [f], hs, params, tab.c, tab.a, 12)
         increment = _combine(tab.b, ks)
         y_new = y + hs * increment
         sk = _scale(y, y_new, rtol, atol)
@@ -301,8 +352,7 @@ class DOP853Method(_HairerPI, _RecomputeDense):
         # sums of bare stages with DOP853's large coefficients overflowed in float32 where
         # the step's did not, and every save after t0 was NaN with status success (a state
         # of 1e37, found by probing)
-        for i in range(13, 16):  # the three stages only the dense output needs
-            ks.append(rhs(t + float(tab.c[i]) * hs, _onto(y, tab.a[i, :i], ks, hs), params))
+        ks = _stages(rhs, t, y, ks, hs, params, tab.c, tab.a, 16)  # the three only the dense output needs
         ydiff = y_new - y
         bspl = hs * ks[0] - ydiff
         r4 = ydiff - hs * ks[12] - bspl

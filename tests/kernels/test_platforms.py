@@ -6,6 +6,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import simkit
+from simkit import models
+from simkit.kernels import methods
 from simkit.kernels.platforms import just_below, lower_nextafter_by_arithmetic_on_tpu, nextafter_by_arithmetic
 
 
@@ -47,3 +50,38 @@ def test_a_tpu_program_lowers_nextafter_in_float_arithmetic_once_asked_and_a_cpu
     assert "next_after" not in fn.trace(x).lower(lowering_platforms=("tpu",)).as_text()
     assert "next_after" in fn.trace(x).lower().as_text()
     np.testing.assert_array_equal(fn(x), np.nextafter(np.asarray(x), np.inf))
+
+
+@pytest.mark.parametrize("solver", [simkit.Tsit5(), simkit.DOPRI5(), simkit.DOP853()], ids=str)
+def test_stages_in_a_loop_give_the_written_out_step_to_rounding(solver, monkeypatch):
+    """The explicit methods' stages in a ``fori_loop`` (float64 on a TPU) against their
+    written-out form (elsewhere): step, error norm, stages and the dense output."""
+    lorenz = models.get("lorenz")
+    method, rhs, params = solver.method(), lorenz.rhs, lorenz.params
+    y = jnp.asarray([1.5, -2.0, 20.0])
+    f, hs = rhs(0.3, y, params), 0.01
+
+    def step_and_dense():
+        y_new, err, dense, f_new = method.step(rhs, 0.3, y, f, hs, params, 1e-8, 1e-10)
+        seg = method.expand(rhs, params, 0.3, hs, method.keep(y, f, y_new, dense, f_new), 1e-8, 1e-10)
+        return y_new, err, dense, method.interpolate(rhs, params, seg, 0.4)
+
+    written = step_and_dense()
+    monkeypatch.setattr(methods, "ROLLED_STAGES", "always")
+    rolled = step_and_dense()
+    # the error estimate (in units of the tolerance) is a difference of nearly equal sums:
+    # other rounding shows in it at 1e-11 (a step-size factor needs two digits)
+    for a, b, tol in zip(rolled, written, (1e-13, 1e-9, 1e-13, 1e-13)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=tol, atol=tol)
+
+
+def test_a_float64_explicit_solve_for_a_tpu_loops_over_its_stages():
+    """Lowered for a TPU, Tsit5's float64 program holds its stages in loops (a smaller program:
+    XLA's TPU compile time follows the float64 operations); for a CPU, written out."""
+    lorenz = models.get("lorenz")
+    fn = jax.jit(lambda y0: simkit.solve(lorenz, (0.0, 1.0), y0=y0, solver=simkit.Tsit5(), saveat=5,
+                                         throw=False).ys)
+    y0 = jnp.asarray(lorenz.y0, jnp.float64)
+    loops = lambda text: text.count("stablehlo.while")  # noqa: E731
+    tpu, cpu = (fn.trace(y0).lower(lowering_platforms=(p,)).as_text() for p in ("tpu", "cpu"))
+    assert loops(tpu) >= loops(cpu) + 2  # the step's stages, and their redo for dense output
