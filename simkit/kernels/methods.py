@@ -9,6 +9,7 @@ so a step is one straight-line block of XLA code.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
@@ -82,23 +83,35 @@ def _written_out_stages(rhs, t, y, ks, hs, params, c, a, last):
     return ks
 
 
-def _stages(rhs, t, y, ks, hs, params, c, a, last):
-    """``ks`` extended to stages ``0 .. last - 1`` of an explicit tableau: written out, or
-    in float64 on a TPU (`ROLLED_STAGES`) in a loop, chosen when the program is lowered."""
-    args = (rhs, t, y, list(ks), hs, params, c, a, last)
+def _stages_by_platform(written, rolled, rhs, params, *arrays):
+    """``written(rhs, params, *arrays)`` or ``rolled(...)`` (each the stages as one stacked
+    array): the rolled form in float64 on a TPU (`ROLLED_STAGES`), chosen when the program is
+    lowered, else the written-out one."""
     if ROLLED_STAGES == "always":
-        return _rolled_stages(*args)
-    if jnp.result_type(y) != jnp.float64:
-        return _written_out_stages(*args)
-    flat, tree = jax.tree_util.tree_flatten((t, y, list(ks), hs, params))
+        return rolled(rhs, params, *arrays)
+    if jnp.result_type(arrays[1]) != jnp.float64:  # (t, y, ...): the state's precision
+        return written(rhs, params, *arrays)
+    flat, tree = jax.tree_util.tree_flatten((params, arrays))
 
     def on(form):
         def run(*leaves):
-            t, y, ks, hs, params = jax.tree_util.tree_unflatten(tree, leaves)
-            return jnp.stack(form(rhs, t, y, ks, hs, params, c, a, last))
+            params, arrays = jax.tree_util.tree_unflatten(tree, leaves)
+            return form(rhs, params, *arrays)
         return run
 
-    stacked = jax.lax.platform_dependent(*flat, tpu=on(_rolled_stages), default=on(_written_out_stages))
+    return jax.lax.platform_dependent(*flat, tpu=on(rolled), default=on(written))
+
+
+def _stages(rhs, t, y, ks, hs, params, c, a, last):
+    """``ks`` extended to stages ``0 .. last - 1`` of an explicit tableau: written out, or
+    in float64 on a TPU (`ROLLED_STAGES`) in a loop."""
+    def written(rhs, params, t, y, ks, hs):
+        return jnp.stack(_written_out_stages(rhs, t, y, ks, hs, params, c, a, last))
+
+    def rolled(rhs, params, t, y, ks, hs):
+        return jnp.stack(_rolled_stages(rhs, t, y, ks, hs, params, c, a, last))
+
+    stacked = _stages_by_platform(written, rolled, rhs, params, t, y, list(ks), hs)
     return [stacked[i] for i in range(last)]
 
 
@@ -362,6 +375,42 @@ class DOP853Method(_HairerPI, _RecomputeDense):
         return y + theta * (ydiff + th1 * (bspl + theta * (r4 + th1 * tmp)))
 
 
+def _rosenbrock_written(tab, rhs, params, t, y, f, hs, inv_h, jac_t, lu):
+    """A Rosenbrock step's stages ``k_i``, written out (trace-time zero terms skipped)."""
+    ks = []
+    for i in range(len(tab.m)):
+        fi = f if i == 0 else rhs(t + float(tab.alpha[i]) * hs, y + _combine(tab.a[i, :i], ks), params)
+        rhs_i = fi
+        if jac_t is not None and float(tab.d[i]) != 0.0:
+            rhs_i = rhs_i + (hs * float(tab.d[i])) * jac_t
+        coupling = _combine(tab.c[i, :i], ks) if i > 0 else None
+        if coupling is not None:
+            rhs_i = rhs_i + coupling * inv_h
+        ks.append(solve(lu, rhs_i))
+    return jnp.stack(ks)
+
+
+def _rosenbrock_rolled(tab, rhs, params, t, y, f, hs, inv_h, jac_t, lu):
+    """`_rosenbrock_written` with stages 1 .. s - 1 in a ``fori_loop`` (one rhs and one
+    solve in the program instead of s)."""
+    s = len(tab.m)
+    a, c = jnp.asarray(tab.a[:s, :s], y.dtype), jnp.asarray(tab.c[:s, :s], y.dtype)
+    alpha, d = jnp.asarray(tab.alpha[:s], y.dtype), jnp.asarray(tab.d[:s], y.dtype)
+    column = (s,) + (1,) * y.ndim
+
+    def rhs_of(i, fi, ks):
+        out = fi + jnp.sum((c[i] * inv_h).reshape(column) * ks, axis=0)
+        return out if jac_t is None else out + (hs * d[i]) * jac_t
+
+    ks = jnp.zeros((s,) + y.shape, y.dtype).at[0].set(solve(lu, rhs_of(0, f, jnp.zeros((s,) + y.shape, y.dtype))))
+
+    def stage(i, ks):
+        fi = rhs(t + alpha[i] * hs, y + jnp.sum(a[i].reshape(column) * ks, axis=0), params)
+        return ks.at[i].set(solve(lu, rhs_of(i, fi, ks)))
+
+    return jax.lax.fori_loop(1, s, stage, ks)
+
+
 class Rosenbrock(_Stateless):
     """Rosenbrock method (Rodas4, Rodas5P) with the Jacobian from ``jax.jacfwd`` and a
     dense LU per step (`simkit.kernels.linalg`)."""
@@ -408,20 +457,9 @@ class Rosenbrock(_Stateless):
         inv_h = 1.0 / hs
         w = jnp.eye(n, dtype=y.dtype) * (inv_h / tab.gamma) - jac_y
         lu = factor(w)
-        ks = []
-        for i in range(len(tab.m)):
-            if i == 0:
-                fi = f
-            else:
-                fi = rhs(t + float(tab.alpha[i]) * hs, y + _combine(tab.a[i, :i], ks), params)
-            rhs_i = fi
-            if jac_t is not None and float(tab.d[i]) != 0.0:
-                rhs_i = rhs_i + (hs * float(tab.d[i])) * jac_t
-            if i > 0:
-                coupling = _combine(tab.c[i, :i], ks)
-                if coupling is not None:
-                    rhs_i = rhs_i + coupling * inv_h
-            ks.append(solve(lu, rhs_i))
+        stacked = _stages_by_platform(functools.partial(_rosenbrock_written, tab), functools.partial(_rosenbrock_rolled, tab),
+                                      rhs, params, t, y, f, hs, inv_h, jac_t, lu)
+        ks = [stacked[i] for i in range(len(tab.m))]
         y_new = y + _combine(tab.m, ks)
         err_norm = _rms(ks[-1] / _scale(y, y_new, rtol, atol))
         dense = jnp.stack([_combine(row, ks) for row in tab.dense])

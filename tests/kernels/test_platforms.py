@@ -75,6 +75,22 @@ def test_stages_in_a_loop_give_the_written_out_step_to_rounding(solver, monkeypa
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("solver", [simkit.Rodas5P(), simkit.Rodas4()], ids=str)
+@pytest.mark.parametrize("model", ["robertson", "hires"])
+def test_rosenbrock_stages_in_a_loop_give_the_written_out_step_to_rounding(solver, model, monkeypatch):
+    m = models.get(model)
+    method, rhs, params = solver.method(), m.rhs, m.params
+    y = jnp.asarray(m.y0, jnp.float64) * 1.1 + 1e-3
+    f, hs = rhs(0.5, y, params), 1e-3
+    written = method.step(rhs, 0.5, y, f, hs, params, 1e-8, 1e-10)[:3]
+    monkeypatch.setattr(methods, "ROLLED_STAGES", "always")
+    rolled = method.step(rhs, 0.5, y, f, hs, params, 1e-8, 1e-10)[:3]
+    # (the error norm, in units of the tolerance: the last stage, at rounding's level of the
+    # state here, 1e-18 in HIRES's units)
+    for a, b, tol in zip(rolled, written, (1e-13, 1e-7, 1e-12)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=tol, atol=tol)
+
+
 def test_a_float64_explicit_solve_for_a_tpu_loops_over_its_stages():
     """Lowered for a TPU, Tsit5's float64 program holds its stages in loops (a smaller program:
     XLA's TPU compile time follows the float64 operations); for a CPU, written out."""
