@@ -4,7 +4,8 @@ A method provides ``init``, ``step`` (proposed state, scaled error norm, the dat
 dense output needs, and ``f(t + h, y_new)`` when the step produces it) and
 ``interpolate``; the step-size controller belongs to the method (Hairer's controllers
 from DOPRI5, DOP853 and RODAS). Tableau loops are Python loops: unrolled at trace time,
-so a step is one straight-line block of XLA code.
+so a step is one straight-line block of XLA code, except in float64 on a TPU, where the
+stages run in a ``fori_loop`` (`ROLLED_STAGES`).
 """
 
 from __future__ import annotations
@@ -60,8 +61,8 @@ ROLLED_STAGES = "tpu-float64"
 
 def _rolled_stages(rhs, t, y, ks, hs, params, c, a, last):
     """Stages ``len(ks) .. last - 1`` of an explicit tableau (``c``, lower-triangular ``a``)
-    in a ``fori_loop``: stage ``i`` is ``rhs(t + c_i h, y + sum_j (h a_ij) k_j)``; the stages
-    as a list, ``ks`` first."""
+    in a ``fori_loop``: stage ``i`` is ``rhs(t + c_i h, y + sum_j (h a_ij) k_j)``; all the
+    stages, ``ks`` first, stacked."""
     first = len(ks)
     shape = (last,) + y.shape
     stages = jnp.zeros(shape, y.dtype).at[:first].set(jnp.stack(ks))
@@ -72,8 +73,7 @@ def _rolled_stages(rhs, t, y, ks, hs, params, c, a, last):
         weights = (hs * a[i]).reshape((last,) + (1,) * y.ndim)
         return stages.at[i].set(rhs(t + c[i] * hs, y + jnp.sum(weights * stages, axis=0), params))
 
-    stages = jax.lax.fori_loop(first, last, stage, stages)
-    return [stages[i] for i in range(last)]
+    return jax.lax.fori_loop(first, last, stage, stages)
 
 
 def _written_out_stages(rhs, t, y, ks, hs, params, c, a, last):
@@ -109,7 +109,7 @@ def _stages(rhs, t, y, ks, hs, params, c, a, last):
         return jnp.stack(_written_out_stages(rhs, t, y, ks, hs, params, c, a, last))
 
     def rolled(rhs, params, t, y, ks, hs):
-        return jnp.stack(_rolled_stages(rhs, t, y, ks, hs, params, c, a, last))
+        return _rolled_stages(rhs, t, y, ks, hs, params, c, a, last)
 
     stacked = _stages_by_platform(written, rolled, rhs, params, t, y, list(ks), hs)
     return [stacked[i] for i in range(last)]
