@@ -254,12 +254,8 @@ def stencils(args):
                                name="heat")
         dt = 0.2 / n**2
         steps = 200
-        roll = jax.jit(lambda u: sk.rollout(heat, u0=u, dt=dt, steps=steps, stepper=sk.ForwardEuler())[0][-1])
         u0 = jnp.asarray(heat.u0, dtype)
-        start = time.perf_counter()
-        jax.block_until_ready(roll(u0))
-        first = time.perf_counter() - start
-        _, t = _timed(roll, u0, repeats=3)
+        first, t, fields = _rollout_both(lambda u: sk.rollout(heat, u0=u, dt=dt, steps=steps, stepper=sk.ForwardEuler())[0][-1], u0)
 
         def plain(u):
             def body(_, u):
@@ -269,10 +265,10 @@ def stencils(args):
 
         plain = jax.jit(plain)
         _, tp = _timed(plain, u0[0], repeats=3)
-        per_step = t / steps
-        row = dict(workload="heat_euler", n=n, dtype=jnp.dtype(dtype).name, first_call_s=first, step_s=per_step,
+        per_step = t["default"] / steps
+        row = dict(workload="heat_euler", n=n, dtype=jnp.dtype(dtype).name, first_call_s=first["default"], step_s=per_step,
                    bytes_per_s=2 * n * n * itemsize / per_step, fraction_of_elementwise=2 * n * n * itemsize / per_step / bandwidth,
-                   plain_roll_step_s=tp / steps, plain_over_simkit=tp / t)
+                   plain_roll_step_s=tp / steps, plain_over_simkit=tp / t["default"], **_schedules(first, t, fields, steps))
         out.append(row)
         print(json.dumps(row), flush=True)
 
@@ -281,15 +277,43 @@ def stencils(args):
         grid = sk.Grid((n, n), gs.grid.lower if hasattr(gs.grid, "lower") else 0.0, 2.5)
         model = gs.replace(grid=grid, u0=np.concatenate([np.ones((1, n, n)), np.zeros((1, n, n))]) + 0.01 * np.random.default_rng(0).random((2, n, n)))
         steps = 20
-        roll = jax.jit(lambda u: sk.rollout(model, u0=u, dt=0.5, steps=steps)[0][-1])
         u0 = jnp.asarray(model.u0, dtype)
-        start = time.perf_counter()
-        jax.block_until_ready(roll(u0))
-        first = time.perf_counter() - start
-        _, t = _timed(roll, u0, repeats=3)
-        out.append(dict(workload="gray_scott_rk4", n=n, dtype=jnp.dtype(dtype).name, first_call_s=first, step_s=t / steps))
+        # within RK4's stability limit (dt |lambda| <= 2.78, |lambda| <= 8 D / dx^2): a blown-up
+        # field would leave nothing to compare
+        gs_dt = min(0.5, 2.0 * min(grid.spacing) ** 2 / (8 * max(model.params["diffusivity_u"], model.params["diffusivity_v"])))
+        first, t, fields = _rollout_both(lambda u: sk.rollout(model, u0=u, dt=gs_dt, steps=steps)[0][-1], u0)
+        step_s = t["default"] / steps
+        out.append(dict(workload="gray_scott_rk4", n=n, dtype=jnp.dtype(dtype).name, dt=gs_dt, first_call_s=first["default"], step_s=step_s,
+                        bytes_per_s=2 * model.u0.size * itemsize / step_s,
+                        fraction_of_elementwise=2 * model.u0.size * itemsize / step_s / bandwidth,
+                        **_schedules(first, t, fields, steps)))
         print(json.dumps(out[-1]), flush=True)
     return out
+
+
+def _rollout_both(fn, u0):
+    """First call and run time of a rollout with simkit's default schedule (row blocks where
+    `simkit.stencil.blocked` takes them) and with XLA's loop; the final fields of both."""
+    from simkit.stencil import blocked
+
+    first, t, fields = {}, {}, {}
+    default_mode = blocked.MODE
+    for name, mode in (("default", default_mode), ("xla_loop", "never")):
+        blocked.MODE = mode
+        jax.clear_caches()
+        roll = jax.jit(fn)
+        start = time.perf_counter()
+        jax.block_until_ready(roll(u0))
+        first[name] = time.perf_counter() - start
+        fields[name], t[name] = _timed(roll, u0, repeats=3)
+    blocked.MODE = default_mode
+    return first, t, fields
+
+
+def _schedules(first, t, fields, steps):
+    diff = float(jnp.max(jnp.abs(fields["default"] - fields["xla_loop"])))
+    return dict(xla_loop_step_s=t["xla_loop"] / steps, xla_loop_first_call_s=first["xla_loop"],
+                max_abs_diff_default_vs_xla_loop=diff)
 
 
 def multistart_fit(args):

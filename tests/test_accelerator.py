@@ -193,6 +193,37 @@ def test_stencil_integrate_rollout_and_imex(heat):
     _close(np.asarray(imex.us[-1]).reshape(-1), exact_imex, 1e3 * FIELD_TOL, floor=0.1)
 
 
+def test_stencil_row_blocks_match_xla_loop(monkeypatch):
+    """A periodic 2-D rollout in row blocks (`simkit.stencil.blocked`, several steps per pass;
+    Mosaic on a TPU, interpreted elsewhere) equals XLA's loop to float32 rounding: heat by
+    Euler, Gray-Scott by RK4; in float64 no plan is made (the kernel is float32)."""
+    from simkit.stencil import blocked
+
+    monkeypatch.setattr(blocked, "BLOCK_BYTES", 64 * 1024)
+    rows, columns = 64, 256
+    gs = models.get("gray_scott")
+    rng = np.random.default_rng(0)
+    gsm = gs.replace(grid=sk.Grid((rows, columns), 0.0, 2.5),
+                     u0=np.concatenate([np.ones((1, rows, columns)), np.zeros((1, rows, columns))])
+                     + 0.05 * rng.random((2, rows, columns)))
+    heat = simkit.PDEModel(rhs=lambda t, u, p, space: p["d"] * sk.laplacian(space.pad(u), space.spacing),
+                           grid=sk.Grid((rows, columns)), bcs=sk.Periodic(), params={"d": 1.0},
+                           u0=rng.random((1, rows, columns)), name="heat")
+    cases = ((heat, sk.ForwardEuler(), 0.2 / columns**2, 12), (gsm, sk.RK4(), 0.5, 6))
+    for model, stepper, dt, steps in cases:
+        runs = {}
+        for mode in ("never", "always"):
+            monkeypatch.setattr(blocked, "MODE", mode)
+            jax.clear_caches()
+            fn = jax.jit(lambda u: sk.rollout(model, u0=u, dt=dt, steps=steps, save_every=steps // 2, stepper=stepper)[0])
+            u0 = jnp.asarray(model.u0, _config.float_dtype())
+            runs[mode] = (np.asarray(fn(u0)), "pallas_call" in str(jax.make_jaxpr(fn)(u0)))
+        assert runs["never"][1] is False
+        assert runs["always"][1] is (not F64), model.name
+        np.testing.assert_allclose(runs["always"][0], runs["never"][0], rtol=0, atol=1e-5 * np.abs(runs["never"][0]).max())
+    jax.clear_caches()
+
+
 def test_decomposition_on_the_devices_present(heat):
     from simkit import parallel
 

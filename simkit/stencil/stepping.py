@@ -14,9 +14,10 @@ BiCGStab with global inner products.
 from __future__ import annotations
 
 import abc
+import contextlib
 import dataclasses
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar
 
 import equinox as eqx
@@ -31,6 +32,7 @@ from .._prepare import check_flag, check_number, merge_params
 from ..params import refuse_traced
 from ..errors import InputError, InputTypeError, ShapeError, SolveError
 from ..status import Status
+from . import blocked
 from .components import MAX_COMPONENTS, Components, split_rhs
 from .field_solution import FieldSolution
 from .grid import whole_number
@@ -231,7 +233,7 @@ class SSPRK3(AbstractStepper):
         # Shu-Osher form. A large field: each stage written to its own buffer (see
         # `in_own_buffer`). A small one: the stages in a loop, one copy of the rhs in the
         # program (see `LARGE_FIELD`); the same operations in the same order either way.
-        if u.size < LARGE_FIELD:
+        if compact(u):
             offset = jnp.asarray([0.0, 1.0, 0.5], u.dtype)
             keep = jnp.asarray([0.0, 0.75, 1 / 3], u.dtype)
             blend = jnp.asarray([1.0, 0.25, 2 / 3], u.dtype)
@@ -279,7 +281,7 @@ class RK4(AbstractStepper):
         # over memory per stage, the last stage fused with the sum. A small one: the stages
         # in a loop whose body reads loop parameters only, one copy of the rhs in the program
         # (see `LARGE_FIELD`); the same sum in the same order either way.
-        if u.size < LARGE_FIELD:
+        if compact(u):
             offset = jnp.asarray([0.0, 0.5, 0.5, 1.0], u.dtype)
             weight = jnp.asarray([0.0, 1.0, 2.0, 2.0], u.dtype)  # of the previous stage's k
 
@@ -608,6 +610,13 @@ form pays off after about 7,000 steps there). From 128^2 the two-buffer form win
 heat RK4 2.8x at 128^2, 7x at 256^2 (benchmarks/measurements.md)."""
 
 
+def compact(u: Any) -> bool:
+    """Whether a stepper takes its compact form (stages in a loop) for field ``u``: a field
+    of fewer than `LARGE_FIELD` values, outside a kernel's steps on a block (`plain_buffers`:
+    there the stages are written out, no array constants in the kernel)."""
+    return u.size < LARGE_FIELD and not _PLAIN_BUFFERS[0]
+
+
 def in_own_buffer(f: Callable, x: Any) -> Any:
     """``f(x)`` computed into a buffer of its own (``x`` a field or a pytree holding fields).
 
@@ -619,7 +628,7 @@ def in_own_buffer(f: Callable, x: Any) -> Any:
     numbers are constants and a short loop is unrolled: it is read from the data, ``p != p or
     p == p`` for one value ``p`` of ``x``. The other branch, never taken, is NaN."""
     leaves = [a for a in jax.tree_util.tree_leaves(x) if jnp.issubdtype(a.dtype, jnp.inexact) and a.size]
-    if not leaves:
+    if not leaves or _PLAIN_BUFFERS[0]:
         return f(x)
     probe = jax.lax.stop_gradient(leaves[0].reshape(-1)[0])
     if jnp.iscomplexobj(probe):
@@ -630,6 +639,22 @@ def in_own_buffer(f: Callable, x: Any) -> Any:
                                       else a, x)
 
     return jax.lax.cond(_always_true(probe), f, nan_like, x)
+
+
+_PLAIN_BUFFERS = [False]
+
+
+@contextlib.contextmanager
+def plain_buffers() -> Iterator[None]:
+    """Inside: `in_own_buffer(f, x)` is ``f(x)`` and the steppers write their stages out
+    (a kernel's steps on a block in on-chip memory, `simkit.stencil.blocked`: no buffers to
+    keep apart, no loops over stage constants)."""
+    before = _PLAIN_BUFFERS[0]
+    _PLAIN_BUFFERS[0] = True
+    try:
+        yield
+    finally:
+        _PLAIN_BUFFERS[0] = before
 
 
 @jax.custom_batching.custom_vmap
@@ -681,6 +706,21 @@ def components_apart(program: RolloutProgram, u0: Any) -> bool:
 def rollout_body(program: RolloutProgram, space: Space, u0, params, t0, dt, n0=0):
     """The rollout as a pure function of its inputs: ``(us, ts, diagnostics, bad)``.
 
+    A large periodic 2-D float32 field on a TPU steps in row blocks, several steps per pass
+    over memory (`simkit.stencil.blocked`; chosen when lowering, XLA's loop elsewhere)."""
+    checked = type(program.stepper).step_with_status is not AbstractStepper.step_with_status
+    plan = blocked.plan(program, space, u0, params, program.dt_rule is None and not checked)
+    if plan is None:
+        return _rollout_body(program, space, u0, params, t0, dt, n0, None)
+    if blocked.MODE == "always":
+        return _rollout_body(program, space, u0, params, t0, dt, n0, plan)
+    return jax.lax.platform_dependent(tpu=lambda: _rollout_body(program, space, u0, params, t0, dt, n0, plan),
+                                      default=lambda: _rollout_body(program, space, u0, params, t0, dt, n0, None))
+
+
+def _rollout_body(program: RolloutProgram, space: Space, u0, params, t0, dt, n0, plan):
+    """`rollout_body`, its steps in row blocks by ``plan`` (`blocked.Plan`) or in XLA's loop.
+
     Runs as is on one device (under ``jit``) and per shard on a device mesh, where `space`
     exchanges halos and reduces globally. ``bad`` is the first save block after which the
     field was non-finite anywhere (``-1``: never). Between saves the components may be
@@ -690,7 +730,7 @@ def rollout_body(program: RolloutProgram, space: Space, u0, params, t0, dt, n0=0
     the steps taken before, by earlier pieces of one run: their times are the whole run's);
     accumulated step by step it drifted (400 ulp after 20,000 steps; ``100.29999999999858``
     for 1,000 steps of 0.1). A rule's steps (``program.dt_rule``) add up (``n0`` unused)."""
-    apart = components_apart(program, u0)
+    apart = plan is None and components_apart(program, u0)
 
     def rhs(t, u):
         return program.rhs(t, u, params, space)
@@ -711,6 +751,13 @@ def rollout_body(program: RolloutProgram, space: Space, u0, params, t0, dt, n0=0
     def clock(c):  # the time of the loop's clock `c`: a step count (fixed dt) or the time itself
         return t0 + c * dt if fixed else c
 
+    def generic(u, c, params, t0, dt):  # the steps of a save block in XLA's loop, as a function of all they read
+        def one(state):
+            u, c = state
+            return program.stepper.step(lambda t, u: program.rhs(t, u, params, space), None, t0 + c * dt, u, dt,
+                                        space), c + 1
+        return repeat_in_two_buffers(one, program.save_every, (u, c))
+
     def block(carry, k):
         u, c, bad, us = carry
 
@@ -727,7 +774,10 @@ def rollout_body(program: RolloutProgram, space: Space, u0, params, t0, dt, n0=0
             return (jax.tree_util.tree_map(lambda a: jnp.where(ok, a, jnp.nan), u_new),
                     jnp.where(ok, c + (1 if fixed else h), jnp.nan))
 
-        u, c = repeat_in_two_buffers(one, program.save_every, (u, c))
+        if plan is None:
+            u, c = repeat_in_two_buffers(one, program.save_every, (u, c))
+        else:
+            u, c = blocked.advance(plan, program, space.bcs, generic, u, c, params, t0, dt, program.save_every)
         t = clock(c)
         field = stacked(u)
         nonfinite = jnp.sum(space.sum(jnp.where(jnp.isfinite(field), 0.0, 1.0)))  # global count
