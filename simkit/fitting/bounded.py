@@ -493,17 +493,19 @@ def _lm_lane(n: int, lower, upper, max_iter, max_eval, gtol, ftol, xtol, dtype):
         zeros = jnp.zeros((n,), dtype)
         return {"start": jnp.asarray(start, jnp.int32), "phase": jnp.asarray(_START, jnp.int32),
                 "finished": jnp.asarray(False), "point": x0, "x": x0, "f": jnp.asarray(jnp.inf, dtype),
-                "g": zeros, "jtj": jnp.zeros((n, n), dtype), "predicted": jnp.asarray(0.0, dtype), "delta": zeros,
+                "g": zeros, "jtj": jnp.zeros((n, n), dtype), "second": jnp.zeros((n, n), dtype),
+                "structured": jnp.asarray(False), "predicted": jnp.asarray(0.0, dtype), "delta": zeros,
                 "damping": jnp.asarray(0.0, dtype), "factor": jnp.asarray(2.0, dtype),
                 "n_iter": jnp.asarray(0, jnp.int32), "n_eval": jnp.asarray(0, jnp.int32),
                 "status": jnp.asarray(0, jnp.int32)}
 
-    def trial(x, g, jtj, damping):
-        """The damped Gauss-Newton step on the variables not held at a bound, projected;
-        the reduction of the cost its linear model predicts."""
+    def trial(x, g, jtj, model, damping):
+        """The damped step of the quadratic model ``model`` (Gauss-Newton's ``jtj``, or it plus
+        the second-order term) on the variables not held at a bound, projected; the reduction
+        of the cost the model predicts. The damping is scaled by ``jtj``'s diagonal."""
         free = ~_blocked(x, g, lower, upper)
         scale = jnp.maximum(jnp.diag(jtj), 1e-12 * jnp.max(jnp.diag(jtj), initial=0.0) + tiny)
-        damped = jtj + jnp.diag(damping * scale)
+        damped = model + jnp.diag(damping * scale)
 
         def solve_on(free, fixed_step):
             both = free[:, None] & free[None, :]
@@ -519,7 +521,7 @@ def _lm_lane(n: int, lower, upper, max_iter, max_eval, gtol, ftol, xtol, dtype):
         delta = jnp.where(jnp.any(clipped), solve_on(free & ~clipped, to_bound), delta)
         point = _project(x + delta, lower, upper)
         s = point - x
-        return point, -(jnp.dot(g, s) + 0.5 * jnp.dot(s, jtj @ s)), delta
+        return point, -(jnp.dot(g, s) + 0.5 * jnp.dot(s, model @ s)), delta
 
     def advance(lane, value):
         r, jac = value
@@ -537,6 +539,26 @@ def _lm_lane(n: int, lower, upper, max_iter, max_eval, gtol, ftol, xtol, dtype):
         new_f = jnp.where(accept, ft, f)
         g = jnp.where(accept, gt, lane["g"])
         jtj = jnp.where(accept, jtjt, lane["jtj"])
+        # the residuals' second-order term sum_i r_i hess(r_i), by a structured secant update
+        # (Dennis, Gay & Welsch 1981, NL2SOL): after each step, the next model is the one of
+        # Gauss-Newton and Gauss-Newton plus this term that predicted the step's reduction better
+        step = lane["point"] - lane["x"]
+        old = lane["second"]
+        y = gt - lane["g"]
+        y_sharp = y - jtjt @ step
+        sss = step @ old @ step
+        size = jnp.where(jnp.abs(sss) > tiny, jnp.minimum(1.0, jnp.abs(step @ y_sharp) / jnp.where(jnp.abs(sss) > tiny, jnp.abs(sss), 1.0)), 1.0)
+        scaled = size * old
+        w = y_sharp - scaled @ step
+        ys = y @ step
+        ys_safe = jnp.where(ys > tiny, ys, 1.0)
+        updated = scaled + (jnp.outer(w, y) + jnp.outer(y, w)) / ys_safe - (w @ step) * jnp.outer(y, y) / ys_safe**2
+        updated = jnp.where(ys > 1e-12 * jnp.sqrt((y @ y) * (step @ step)), updated, scaled)
+        gn_error = jnp.abs(-(lane["g"] @ step + 0.5 * step @ lane["jtj"] @ step) - actual)
+        full_error = jnp.abs(-(lane["g"] @ step + 0.5 * step @ (lane["jtj"] + old) @ step) - actual)
+        moved = accept & ~starting & good
+        second = jnp.where(starting, 0.0, jnp.where(moved & jnp.all(jnp.isfinite(updated)), updated, old))
+        structured = jnp.where(starting, False, jnp.where(moved, full_error < gn_error, lane["structured"]))
         # Nielsen's damping: down by a factor in [1/3, 1) after a good step, up doubling after a bad one
         start_damping = 1e-3
         damping = jnp.where(starting, start_damping,
@@ -550,7 +572,7 @@ def _lm_lane(n: int, lower, upper, max_iter, max_eval, gtol, ftol, xtol, dtype):
         # the last trial's step before projection (a projected one can vanish at a bound)
         small_step = ~starting & (jnp.max(jnp.abs(lane["delta"]) - xtol * (jnp.abs(lane["x"]) + xtol),
                                           initial=-1.0) <= 0)
-        point, predicted, delta = trial(new_x, g, jtj, damping)
+        point, predicted, delta = trial(new_x, g, jtj, jtj + jnp.where(structured, second, 0.0), damping)
         # the first test that holds decides (-1: none, the lane goes on); a step shrunk below
         # xtol by trials whose residuals were not finite is no convergence
         tests = [(starting & ~good, FitStatus.NONFINITE),
@@ -564,7 +586,8 @@ def _lm_lane(n: int, lower, upper, max_iter, max_eval, gtol, ftol, xtol, dtype):
             status = jnp.where(holds, int(code), status)
         done = ~idle & (status >= 0)
         out = dict(lane, finished=done, phase=jnp.where(idle | done, _IDLE, _TRIAL).astype(jnp.int32),
-                   point=jnp.where(done, new_x, point), x=new_x, f=new_f, g=g, jtj=jtj, predicted=predicted, delta=delta,
+                   point=jnp.where(done, new_x, point), x=new_x, f=new_f, g=g, jtj=jtj, second=second,
+                   structured=structured, predicted=predicted, delta=delta,
                    damping=damping, factor=factor, n_iter=n_iter.astype(jnp.int32), n_eval=n_eval.astype(jnp.int32),
                    status=jnp.where(done, status, lane["status"]).astype(jnp.int32))
         return jax.tree_util.tree_map(lambda a, b: jnp.where(idle, a, b), lane, out)
