@@ -89,10 +89,17 @@ def _block_grid(grid: Any, rows: int) -> Any:
     return Grid(shape, grid.lower, upper, grid.centering, _spacing=grid.spacing)
 
 
-def _block_space(grid: Any, bcs: Any) -> Any:
+def _block_space(grid: Any, bcs: Any, widths: list | None = None) -> Any:
     """A `Space` for an extended block: its pad wraps the block's rows (the rows that this
-    makes wrong are dropped), the whole width is the grid's own."""
+    makes wrong are dropped), the whole width is the grid's own. ``widths``: a list that
+    each pad's ghost width is appended to."""
+    from .boundary import pad
     from .pde import Space
+
+    def fill(field, bcs, width, spacing, *, ndim=None):
+        if widths is not None:
+            widths.append(width)
+        return pad(field, bcs, width, spacing, ndim=ndim)
 
     class BlockSpace(Space):
         def coordinates(self):
@@ -107,7 +114,7 @@ def _block_space(grid: Any, bcs: Any) -> Any:
         def integral(self, field):
             raise _BlockOnly("integral")
 
-    return BlockSpace(grid, bcs)
+    return BlockSpace(grid, bcs, fill=fill)
 
 
 def _stepper_fn(program: Any, space: Any) -> Callable:
@@ -124,11 +131,14 @@ def _stepper_fn(program: Any, space: Any) -> Callable:
 
 
 def _reach(program: Any, params: dict, grid: Any, bcs: Any, components: int) -> int | None:
-    """Rows one step reads on either side, measured on the host: the rows where the step's
-    derivative with respect to the middle row of a random extended block is not zero (None:
-    the rhs needs the whole grid, or its derivative is not finite)."""
+    """Rows one step reads on either side, measured on the host: the larger of the rows where
+    the step's derivative with respect to the middle row of a random extended block is not
+    zero (an ``rhs`` with its own ``jnp.roll``) and the sum of the ghost widths its pads ask
+    for (a stencil chosen by the data, whose derivative at one point shows one choice).
+    None: the rhs needs the whole grid, or its derivative is not finite."""
     rows = 4 * HALO + 8
-    space = _block_space(_block_grid(grid, rows), bcs)
+    widths: list = []
+    space = _block_space(_block_grid(grid, rows), bcs, widths)
     step = _stepper_fn(program, space)
     rng = np.random.default_rng(7)
     cpu = jax.devices("cpu")[0]
@@ -149,7 +159,8 @@ def _reach(program: Any, params: dict, grid: Any, bcs: Any, components: int) -> 
         else:
             return None
     touched = np.nonzero(np.any(tangent != 0, axis=(0, 2)))[0]
-    return int(np.max(np.abs(touched - rows // 2))) if touched.size else 0
+    measured = int(np.max(np.abs(touched - rows // 2))) if touched.size else 0
+    return max(measured, sum(widths))
 
 
 def plan(program: Any, space: Any, u0: Any, params: Any, fixed: bool) -> Plan | None:

@@ -89,6 +89,19 @@ def test_reach_is_measured_not_assumed(always):
     np.testing.assert_array_equal(np.asarray(runs["always"][0]), np.asarray(runs["never"][0]))
 
 
+def test_reach_counts_the_ghost_widths_of_a_stencil_chosen_by_the_data(always):
+    """A stencil that picks its width from the data (here: 3 rows where u > 2, never at the
+    probe's values near 1) reaches its ghost width, not what one derivative shows."""
+    def rhs(t, u, p, space):
+        wide = space.pad(u, 3)
+        near = wide.shifted({0: 1}) + wide.shifted({0: -1}) - 2 * u
+        far = wide.shifted({0: 3}) + wide.shifted({0: -3}) - 2 * u
+        return p["d"] * jnp.where(u > 2.0, far, near)
+
+    plan = _plan(_heat(rhs=rhs), sk.ForwardEuler(), save_every=8)
+    assert (plan.reach, plan.k) == (3, 2)
+
+
 def test_plan_refuses_what_a_block_cannot_do(always):
     assert _plan(_heat()) is not None
     assert _plan(_heat(rhs=lambda t, u, p, space: u * space.coordinates()[0])) is None  # position in the grid
