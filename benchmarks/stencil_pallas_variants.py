@@ -31,7 +31,6 @@ with the same number of Euler steps (copies: against the elementwise loop).  PAL
 """
 import json
 import os
-import statistics
 import sys
 import time
 import traceback
@@ -41,6 +40,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
+from stencil_shifts import elementwise, loop, timed  # the same timing and reference loops
 
 OUT = os.environ.get("OUT", "/tmp")
 CHECK = "--check" in sys.argv
@@ -68,28 +68,8 @@ def emit(**row):
         json.dump(rows, f, indent=1)
 
 
-def timed(fn, *args, repeats=5):
-    t0 = time.perf_counter()
-    jax.block_until_ready(fn(*args))
-    first = time.perf_counter() - t0
-    ts = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        ts.append(time.perf_counter() - t0)
-    return first, statistics.median(ts)
-
-
 def field(n):
     return jnp.sin(jnp.arange(n * n, dtype=jnp.float32).reshape(n, n) * 1e-3)
-
-
-def loop(step, steps):
-    return lambda u: lax.fori_loop(0, steps, lambda _, v: step(v), u)
-
-
-def elementwise(n, steps):
-    return loop(lambda v: v * 1.0001 + 0.5, steps)
 
 
 def roll_step(u):
