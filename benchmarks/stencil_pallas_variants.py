@@ -41,6 +41,7 @@ from jax import lax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 from stencil_shifts import elementwise, loop, timed  # the same timing and reference loops
+from stencil_shifts import heat_rows_kernel as shifts_heat_rows_kernel
 
 OUT = os.environ.get("OUT", "/tmp")
 CHECK = "--check" in sys.argv
@@ -114,18 +115,8 @@ def row_specs(n, bm, width=None, col=None):
 
 
 def heat_rows_kernel(bm, n):
-    """the baseline kernel body of stencil_shifts.pallas_heat."""
-    def kernel(up_ref, mid_ref, dn_ref, o_ref):
-        mid = mid_ref[...]
-        rows_ = lax.broadcasted_iota(jnp.int32, mid.shape, 0)
-        up = jnp.broadcast_to(up_ref[7:8, :], mid.shape)
-        dn = jnp.broadcast_to(dn_ref[0:1, :], mid.shape)
-        north = jnp.where(rows_ == 0, up, pltpu.roll(mid, 1, 0))
-        south = jnp.where(rows_ == bm - 1, dn, pltpu.roll(mid, bm - 1, 0))
-        west = pltpu.roll(mid, 1, 1)
-        east = pltpu.roll(mid, n - 1, 1)
-        o_ref[...] = mid + C * (north + south + west + east - 4 * mid)
-    return kernel
+    """the baseline kernel body (stencil_shifts.heat_rows_kernel)."""
+    return shifts_heat_rows_kernel(bm, n, C)
 
 
 def update(mid, north, south, west, east):

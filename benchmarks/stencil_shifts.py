@@ -110,6 +110,25 @@ def strips_heat(n, steps, strips=8):
     return loop(step, steps)
 
 
+def heat_rows_kernel(bm, n, c):
+    """The body of a Pallas heat step on a block of ``bm`` rows of ``n`` columns, with the
+    8-row blocks above and below it: its north and south neighbours at the block's edges
+    come from those, the rest by rolls within the block."""
+    from jax.experimental.pallas import tpu as pltpu
+
+    def kernel(up_ref, mid_ref, dn_ref, o_ref):
+        mid = mid_ref[...]
+        rows_ = lax.broadcasted_iota(jnp.int32, mid.shape, 0)
+        up = jnp.broadcast_to(up_ref[7:8, :], mid.shape)
+        dn = jnp.broadcast_to(dn_ref[0:1, :], mid.shape)
+        north = jnp.where(rows_ == 0, up, pltpu.roll(mid, 1, 0))
+        south = jnp.where(rows_ == bm - 1, dn, pltpu.roll(mid, bm - 1, 0))
+        west = pltpu.roll(mid, 1, 1)
+        east = pltpu.roll(mid, n - 1, 1)
+        o_ref[...] = mid + c * (north + south + west + east - 4 * mid)
+    return kernel
+
+
 def pallas_heat(bm):
     from jax.experimental import pallas as pl
     from jax.experimental.pallas import tpu as pltpu
@@ -119,17 +138,7 @@ def pallas_heat(bm):
         hb = bm // 8
         nb8 = n // 8
 
-        def kernel(up_ref, mid_ref, dn_ref, o_ref):
-            mid = mid_ref[...]
-            rows_ = lax.broadcasted_iota(jnp.int32, mid.shape, 0)
-            up = jnp.broadcast_to(up_ref[7:8, :], mid.shape)
-            dn = jnp.broadcast_to(dn_ref[0:1, :], mid.shape)
-            north = jnp.where(rows_ == 0, up, pltpu.roll(mid, 1, 0))
-            south = jnp.where(rows_ == bm - 1, dn, pltpu.roll(mid, bm - 1, 0))
-            west = pltpu.roll(mid, 1, 1)
-            east = pltpu.roll(mid, n - 1, 1)
-            o_ref[...] = mid + c * (north + south + west + east - 4 * mid)
-
+        kernel = heat_rows_kernel(bm, n, c)
         params = pltpu.CompilerParams(vmem_limit_bytes=100 * 2**20, dimension_semantics=("parallel",))
 
         def step(u):
