@@ -30,7 +30,9 @@ A rollout takes this path when all hold (`plan`), and otherwise XLA's loop, unch
   the block's shape there: set ``MODE = "never"`` for it.
 
 Derivatives (``jax.jvp``, ``jax.grad``) take XLA's loop: the kernel has a custom JVP rule that
-differentiates the same steps written in plain JAX.
+differentiates the same steps written in plain JAX. Under ``jax.vmap`` the members run one after
+another through the kernel (`jax.lax.map`; Mosaic has no batched scalar memory blocks for
+per-member parameters).
 """
 
 from __future__ import annotations
@@ -206,6 +208,7 @@ def _kernel_call(plan: Plan, program: Any, bcs: Any, names: tuple[str, ...], sha
     blocks, halo_blocks = rows // bm, rows // H
     per_block = bm // H
 
+    @jax.custom_batching.custom_vmap
     def call(u, times, scalars):
         steps = times.shape[0]
 
@@ -234,6 +237,15 @@ def _kernel_call(plan: Plan, program: Any, bcs: Any, names: tuple[str, ...], sha
             scratch_shapes=[pltpu.VMEM((2, components, E, columns), jnp.float32)],
             compiler_params=pltpu.CompilerParams(vmem_limit_bytes=100 * 2**20, dimension_semantics=("parallel",)),
             interpret=plan.interpret)(times, scalars, u, u, u)
+
+    @call.def_vmap
+    def call_batched(axis_size, in_batched, u, times, scalars):
+        # one member after another (each a whole field): Mosaic has no batched scalar memory
+        # blocks, which a batched pallas_call over per-member parameters would need
+        args = tuple(a if batched else jnp.broadcast_to(a, (axis_size,) + a.shape)
+                     for a, batched in zip((u, times, scalars), in_batched))
+        return jax.lax.map(lambda member: call(*member), args), True
+
     return call
 
 

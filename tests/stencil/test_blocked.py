@@ -140,7 +140,10 @@ def test_the_kernel_lowers_for_a_tpu(monkeypatch):
     jax.clear_caches()
     model = _heat()
     fn = jax.jit(lambda u: sk.rollout(model, u0=u, dt=1e-6, steps=8, stepper=sk.ForwardEuler())[0][-1])
+    # and under jax.vmap over a parameter (members one after another: no batched scalar memory)
+    members = jax.jit(jax.vmap(lambda d: sk.rollout(model, {"d": d}, dt=1e-6, steps=8, stepper=sk.ForwardEuler())[0][-1]))
     with simkit.precision("float32"):
         text = jax.export.export(fn, platforms=["tpu"])(jax.ShapeDtypeStruct((1, ROWS, COLUMNS), jnp.float32)).mlir_module()
-    assert "tpu_custom_call" in text
+        batched = jax.export.export(members, platforms=["tpu"])(jax.ShapeDtypeStruct((3,), jnp.float32)).mlir_module()
+    assert "tpu_custom_call" in text and "tpu_custom_call" in batched
     jax.clear_caches()
