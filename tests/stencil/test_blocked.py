@@ -56,6 +56,8 @@ def _both(fn, *args):
                                                       (sk.RK4(), 6, 3)])
 def test_rollout_in_row_blocks_equals_xla_loop(always, stepper, steps, save_every):
     model = _heat()
+    plan = _plan(model, stepper, save_every)
+    assert plan.k == min(8 // plan.reach, save_every)  # SSPRK3: 3 passes of 2 steps and one of 1
     u0 = jnp.asarray(model.u0, jnp.float32)
     dt = 0.2 / COLUMNS**2
     runs = _both(lambda u: sk.rollout(model, u0=u, dt=dt, steps=steps, save_every=save_every, stepper=stepper)[0], u0)
