@@ -4,7 +4,7 @@ multi-start fit. Run on the accelerator machine, one process per precision:
     python benchmarks/accelerator.py compile --out results.json            # float64
     SIMKIT_ENABLE_X64=0 python benchmarks/accelerator.py compile --out ...  # float32
     python benchmarks/accelerator.py ensemble|stencil|fit --out ...
-    python benchmarks/accelerator.py size --compile-results results.json --out ...  # anywhere
+    python benchmarks/accelerator.py size --compile-results results.json --lines 8 --out ...  # anywhere
 
 Every figure is the median of several repetitions after a first call; the first call (trace,
 lower, compile, run) is reported apart. Agreement is against the same call on the host's CPU
@@ -145,20 +145,51 @@ def program_sizes(args):
     dtype = _config.float_dtype()
     out = []
     for name, model, t_span, solver in _kernel_cases():
+        if args.cases and not any(c in f"{type(solver).__name__}:{name}" for c in args.cases):
+            continue
         fn = jax.jit(_program(model, t_span, solver, 1e-8 if dtype == jnp.float64 else 1e-5))
         y0 = jnp.asarray(model.y0, dtype)
         params = {k: jnp.asarray(v, dtype) for k, v in model.params.items()}
-        text = fn.trace(y0, params).lower(lowering_platforms=(args.platform,)).as_text()
+        lowered = fn.trace(y0, params).lower(lowering_platforms=(args.platform,))
+        text = lowered.as_text()
         lines = [line for line in text.splitlines() if re.search(r"= \"?stablehlo\.", line)]
         row = dict(case=name, solver=str(solver), platform=args.platform, ops=len(lines),
                    float64_ops=sum(bool(re.search(r"-> tensor<[0-9x]*f64>|: tensor<[0-9x]*f64>$", line))
                                    for line in lines))
+        if args.lines:
+            row["float64_ops_by_line"] = _float64_ops_by_line(lowered.as_text(debug_info=True), args.lines)
         seconds = compiled.get((name, str(solver)))
         if seconds:
             row.update(compile_s=seconds, compile_ms_per_float64_op=1e3 * seconds / max(row["float64_ops"], 1))
         out.append(row)
         print(json.dumps(row), flush=True)
     return out
+
+
+def _float64_ops_by_line(text: str, top: int) -> list:
+    """The ``top`` source lines (simkit's or the model's innermost frame) that the StableHLO
+    operations with a float64 result come from, with their counts: where a program's size is."""
+    import collections
+    import re
+
+    locations = dict(re.findall(r"^(#loc\d+) = loc\((.*)\)$", text, re.M))
+
+    def innermost(loc, depth=0):
+        found = re.search(r'"[^"]*?(simkit/[^"]+)":(\d+)', locations.get(loc, loc))
+        if found:
+            return f"{found.group(1)}:{found.group(2)}"
+        for inner in re.findall(r"#loc\d+", locations.get(loc, "")) if depth < 30 else []:
+            where = innermost(inner, depth + 1)
+            if where:
+                return where
+        return None
+
+    counts = collections.Counter()
+    for line in text.splitlines():
+        loc = re.search(r"loc\((#loc\d+)\)\s*$", line)
+        if loc and re.search(r"= \"?stablehlo\.", line) and re.search(r"-> tensor<[0-9x]*f64>|: tensor<[0-9x]*f64>$", line.split(" loc(")[0]):
+            counts[innermost(loc.group(1)) or "?"] += 1
+    return [[where, n] for where, n in counts.most_common(top)]
 
 
 def lorenz_ensemble(args):
@@ -346,8 +377,10 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=6)
     parser.add_argument("--variants", action="store_true", help="also the straight-line small LU on a TPU")
     parser.add_argument("--cases", nargs="+", default=[],
-                        help="compile: only the cases whose 'Solver:problem' (e.g. 'Rodas5P:hires') contains one of these")
+                        help="compile, size: only the cases whose 'Solver:problem' (e.g. 'Rodas5P:hires') contains one of these")
     parser.add_argument("--platform", default="tpu", help="size: the platform to lower for")
+    parser.add_argument("--lines", type=int, default=0,
+                        help="size: also the N source lines with the most float64 operations, per case")
     parser.add_argument("--compile-results", default=None,
                         help="size: a compile part's JSON whose compile times go beside the sizes")
     parser.add_argument("--members", type=int, nargs="+", default=[100_000, 1_000_000])
