@@ -142,9 +142,11 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     from .validation import run
     from .validation.report import default_out_dir
 
+    if args.resume and args.quick and args.out is None:
+        raise InputError("validate --resume --quick: give --out (a quick run without it writes a new folder)")
     out = args.out if args.out is not None else default_out_dir(args.quick)
     _check_writable_dir(out, "--out" if args.out is not None else "report folder")
-    summary = run(out_dir=out, quick=args.quick)
+    summary = run(out_dir=out, quick=args.quick, resume=args.resume)
     return 0 if summary["passed"] else 1
 
 
@@ -199,6 +201,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="a faster run: fewer tolerances in the work-precision cases")
     p.add_argument("--out", help="output folder (default: validation/report; with --quick, "
                    "a new folder simkit-validation-quick-<date>-<time> here)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue a run that stopped, in the same folder: the parts it finished "
+                        "(kept in <folder>/.partial until the report is written) are not run again")
     p.set_defaults(func=_cmd_validate)
 
     args = parser.parse_args(argv)

@@ -102,14 +102,26 @@ def test_validation_does_not_import_the_command():
 # -- where the report goes; the distribution's name, licence and citation -------------------
 
 def _fake_run(calls):
-    def run(out_dir=None, quick=False, verbose=True):
+    def run(out_dir=None, quick=False, verbose=True, resume=False):
         import os
 
-        calls.append((out_dir, quick))
+        calls.append((out_dir, quick) + (("resume",) if resume else ()))
         with open(os.path.join(out_dir, "report.md"), "w") as fh:
             fh.write("# stub\n")
         return {"passed": True}
     return run
+
+
+def test_validate_resume_is_passed_on_and_needs_out_for_a_quick_run(tmp_path, monkeypatch, capsys):
+    import simkit.validation
+
+    calls = []
+    monkeypatch.setattr(simkit.validation, "run", _fake_run(calls))
+    monkeypatch.chdir(tmp_path)
+    assert main(["validate", "--quick", "--resume"]) == 2
+    assert "give --out" in capsys.readouterr().err
+    assert main(["validate", "--quick", "--resume", "--out", "mine"]) == 0
+    assert calls == [("mine", True, "resume")]
 
 
 def test_quick_validate_without_out_writes_to_a_new_folder(tmp_path, monkeypatch):
@@ -209,3 +221,27 @@ def test_every_option_of_every_command_has_a_help_string():
         assert parser.description, name
         for action in parser._actions:
             assert action.help and action.help != argparse.SUPPRESS, (name, action.dest)
+
+
+def test_validation_parts_are_stored_whole_and_dropped_when_done_or_stale(tmp_path):
+    from simkit.validation.parts import FOLDER, Parts
+
+    calls = []
+
+    def compute(value):
+        def f():
+            calls.append(value)
+            return value
+        return f
+
+    parts = Parts(str(tmp_path), {"simkit": "1"}, resume=False)
+    assert parts.get("a", compute({"x": [1.0, 2.0]})) == {"x": [1.0, 2.0]}
+    assert parts.get("unpicklable", compute(lambda: 0))() == 0  # computed, not stored
+    assert sorted(os.listdir(tmp_path / FOLDER)) == ["a.pkl", "fingerprint.json"]  # no .tmp left
+    again = Parts(str(tmp_path), {"simkit": "1"}, resume=True)
+    assert again.get("a", compute("recomputed")) == {"x": [1.0, 2.0]} and again.resumed == ["a"]
+    assert Parts(str(tmp_path), {"simkit": "1"}, resume=False).get("a", compute("fresh")) == "fresh"  # not resumed
+    assert Parts(str(tmp_path), {"simkit": "2"}, resume=True).get("a", compute("other")) == "other"  # stale
+    assert len(calls) == 4
+    again.finish()
+    assert not (tmp_path / FOLDER).exists()

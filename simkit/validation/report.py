@@ -18,6 +18,7 @@ from . import parallel as parallel_cases
 from . import petab_case
 from . import stiff_steps
 from .cases import MODEL_CASES, run_model_case, solvers_for
+from .parts import Parts
 from .work_precision import ERROR_AXIS_LABEL, ERROR_DEFINITION, PROBLEMS, work_precision
 
 FULL_TOLERANCES = [1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10]
@@ -108,16 +109,20 @@ def default_out_dir(quick: bool, now: float | None = None) -> str:
 
 
 def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True,
-        progress: bool | None = None) -> dict[str, Any]:
+        progress: bool | None = None, resume: bool = False) -> dict[str, Any]:
     """Run every validation case, write ``out_dir/report.md`` and its PNGs.
 
     ``quick`` uses three tolerances for the work-precision diagrams instead of eight.
     ``out_dir`` defaults to `default_out_dir` (``validation/report``, or a new folder for a
     quick run). ``verbose`` prints one line per case on stdout; ``progress`` draws a
     ``tqdm`` bar of the cases on stderr (``None``: `simkit.progress`'s rule, i.e.
-    ``SIMKIT_PROGRESS``, else a terminal or notebook). Returns a summary with ``passed``
-    (all cases within their bounds).
+    ``SIMKIT_PROGRESS``, else a terminal or notebook). Each finished part (a model case, a
+    work-precision diagram, a section) is kept in ``out_dir/.partial`` until the report is
+    written; ``resume`` reads back those of an earlier run that stopped (same simkit version,
+    run kind, platform and precision) instead of running them again. Returns a summary with
+    ``passed`` (all cases within their bounds).
     """
+    import jax
     import matplotlib
 
     matplotlib.use("Agg")
@@ -125,6 +130,8 @@ def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True,
         out_dir = default_out_dir(quick)
     os.makedirs(out_dir, exist_ok=True)
     start = time.perf_counter()
+    parts = Parts(out_dir, {"simkit": __version__, "quick": quick, "platform": jax.default_backend(),
+                            "x64": bool(jax.config.jax_enable_x64)}, resume)
     total = (sum(len(solvers_for(name)) for name in MODEL_CASES) + len(PROBLEMS) + len(ensembles.CASES)
              + 5)  # stencils, decomposition, fitting, PEtab, stiff step counts
     bar = _progress.bar(total, "validate", progress=progress, unit="cases")
@@ -134,10 +141,12 @@ def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True,
             bar.write(msg, file=sys.stdout)  # above the bar
             sys.stdout.flush()
 
+    # each part computes its results and draws its figures; a part read back from an earlier
+    # run (`resume`) has its figures in out_dir already
     results = []
     for name in sorted(MODEL_CASES):  # the deterministic models (SDEs: ensemble cases)
         for solver in solvers_for(name):
-            r = run_model_case(name, solver)
+            r = parts.get(f"model-{name}-{solver}", lambda: run_model_case(name, solver))
             say(f"  {name:24s} {solver:18s} max error/tol {r['max_error']:9.3g}  "
                 f"(bound {r['bound']:g})  {'ok' if r['passed'] else 'FAIL'}")
             results.append(r)
@@ -149,56 +158,74 @@ def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True,
     wp: dict[str, Any] = {}
     for name in PROBLEMS:
         say(f"  work-precision {name} ...")
-        wp[name] = work_precision(name, tolerances)
-        bar.update(1)
-        _figure_wp(name, wp[name], os.path.join(out_dir, f"work_precision_{name}.png"))
 
-    ens_results = []
-    for case in ensembles.CASES:
-        r = case()
+        def diagram(name=name):
+            data = work_precision(name, tolerances)
+            _figure_wp(name, data, os.path.join(out_dir, f"work_precision_{name}.png"))
+            return data
+        wp[name] = parts.get(f"work-precision-{name}", diagram)
+        bar.update(1)
+
+    def ensemble_part():
+        out = [case() for case in ensembles.CASES]
+        ensembles.figure_statistics(out, os.path.join(out_dir, "ensemble_statistics.png"))
+        ensembles.figure_fan(next(r for r in out if r["kind"] == "fan"), os.path.join(out_dir, "ensemble_fan_lorenz.png"))
+        return out
+    ens_results = parts.get("ensembles", ensemble_part)
+    for r in ens_results:
         say(f"  ensemble: {r['name']:44s} {r['metric']:9.3g} (bound {r['bound']:g})  "
             f"{'ok' if r['passed'] else 'FAIL'}")
-        ens_results.append(r)
         bar.update(1)
-    ensembles.figure_statistics(ens_results, os.path.join(out_dir, "ensemble_statistics.png"))
-    ensembles.figure_fan(next(r for r in ens_results if r["kind"] == "fan"),
-                         os.path.join(out_dir, "ensemble_fan_lorenz.png"))
 
-    stencil_results = stencils.all_cases()
+    def stencil_part():
+        out = stencils.all_cases()
+        stencils.figure_orders(out, os.path.join(out_dir, "stencil_orders.png"))
+        return out, stencils.figure_fields(out_dir)
+    stencil_results, field_figures = parts.get("stencils", stencil_part)
     bar.update(1)
     for r in stencil_results:
         say(f"  stencil: {r['name']:56s} {r['metric']:9.3g} (bound {r['bound']:g})  "
             f"{'ok' if r['passed'] else 'FAIL'}")
-    stencils.figure_orders(stencil_results, os.path.join(out_dir, "stencil_orders.png"))
-    field_figures = stencils.figure_fields(out_dir)
 
     say("  domain decomposition (a fresh process with 8 simulated devices) ...")
-    parallel_results, scaling = parallel_cases.cases()
+
+    def parallel_part():
+        out = parallel_cases.cases()
+        parallel_cases.figure_decomposed(os.path.join(out_dir, "decomposed_gray_scott.png"))
+        return out
+    parallel_results, scaling = parts.get("decomposition", parallel_part)
     bar.update(1)
     for r in parallel_results:
         say(f"  decomposition: {r['name']:56s} {r['metric']:9.3g}  {'ok' if r['passed'] else 'FAIL'}")
-    parallel_cases.figure_decomposed(os.path.join(out_dir, "decomposed_gray_scott.png"))
 
-    fit_results = [fitting_cases.lynx_hare(), fitting_cases.pde_inverse()]
+    def fitting_part():
+        out = [fitting_cases.lynx_hare(), fitting_cases.pde_inverse()]
+        fitting_cases.figure(out[0]["result"], os.path.join(out_dir, "fit_lynx_hare.png"))
+        return [dict(r, result=str(r["result"])) if "result" in r else r for r in out]  # the report prints it
+    fit_results = parts.get("fitting", fitting_part)
     bar.update(1)
     for r in fit_results:
         say(f"  fitting: {r['name']:56s} {r['metric']:9.3g} (bound {r['bound']:g})  {'ok' if r['passed'] else 'FAIL'}")
-    fitting_cases.figure(fit_results[0]["result"], os.path.join(out_dir, "fit_lynx_hare.png"))
 
-    petab = petab_case.boehm() if petab_case.available() else None  # needs the petab extra
+    def petab_part():
+        out = petab_case.boehm()
+        petab_case.figure(out, os.path.join(out_dir, "petab_boehm.png"))
+        return out
+    petab = parts.get("petab", petab_part) if petab_case.available() else None  # needs the petab extra
     bar.update(1)
     for r in petab["rows"] if petab else []:
         say(f"  petab: {r['name']:58s} {r['metric']:9.3g} (bound {r['bound']:g})  {'ok' if r['passed'] else 'FAIL'}")
-    if petab:
-        petab_case.figure(petab, os.path.join(out_dir, "petab_boehm.png"))
-    else:
+    if not petab:
         say("  petab: skipped (needs the petab extra: pip install 'simkit-jax[petab]')")
 
-    stiff = stiff_steps.step_counts(stiff_steps.RTOLS[:2] if quick else stiff_steps.RTOLS)
+    def stiff_part():
+        out = stiff_steps.step_counts(stiff_steps.RTOLS[:2] if quick else stiff_steps.RTOLS)
+        stiff_steps.figure(out, os.path.join(out_dir, "stiff_step_counts.png"))
+        return out
+    stiff = parts.get("stiff-steps", stiff_part)
     bar.update(1)
     say(f"  stiff steps: {stiff['name']:52s} {stiff['metric']:9.3g} (bound {stiff['bound']:g})  "
         f"{'ok' if stiff['passed'] else 'FAIL'}")
-    stiff_steps.figure(stiff, os.path.join(out_dir, "stiff_step_counts.png"))
     bar.close()
 
     passed = all(r["passed"] for r in results + ens_results + stencil_results + parallel_results + fit_results
@@ -213,7 +240,8 @@ def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True,
         "# simkit validation report",
         "",
         f"simkit {__version__}, Python {platform.python_version()}, {platform.machine()}; "
-        f"{'quick' if quick else 'full'} run, {time.perf_counter() - start:.0f} s. "
+        f"{'quick' if quick else 'full'} run, {time.perf_counter() - start:.0f} s"
+        + (f" (resumed: {len(parts.resumed)} parts from the run before)" if parts.resumed else "") + ". "
         f"Overall: **{'PASS' if passed else 'FAIL'}**.",
         "",
         "## Library models against SciPy",
@@ -352,6 +380,7 @@ def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True,
             lines.append(f"| {label} | " + " | ".join(cells) + " |")
     with open(os.path.join(out_dir, "report.md"), "w") as fh:
         fh.write("\n".join(lines) + "\n")
+    parts.finish()
     say(f"wrote {os.path.join(out_dir, 'report.md')}: {'PASS' if passed else 'FAIL'}")
     return {"passed": passed, "models": results, "ensembles": ens_results, "stencils": stencil_results,
             "parallel": parallel_results, "scaling": scaling, "fitting": fit_results, "petab": petab,
