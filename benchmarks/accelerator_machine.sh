@@ -4,6 +4,7 @@
 #   bash benchmarks/accelerator_machine.sh lane       # the accelerator lane, float64 and float32
 #   bash benchmarks/accelerator_machine.sh compile    # compile time per kernel, both precisions
 #   bash benchmarks/accelerator_machine.sh bench      # ensembles, stencils, a multi-start fit
+#   bash benchmarks/accelerator_machine.sh validate   # simkit validate, resumed over calls (carry .tpu-report)
 # (COMPILE_CASES="DOP853 Rodas5P:hires" with compile64: only those kernel cases)
 # simkit's pure-Python dependencies that the machine's package index lacks travel as wheels in
 # .whl-tpu/ (pip download --no-deps ... diffrax equinox lineax optimistix jaxopt jaxtyping
@@ -61,6 +62,13 @@ for part in "$@"; do
     ensemble32)  # refilled lanes against lockstep chunks and diffrax
       SIMKIT_ENABLE_X64=0 timeout "${ENSEMBLE_SECONDS:-240}" python3 benchmarks/accelerator.py ensemble \
         --modes default refilled lockstep --out "$OUT/ensemble_f32.json" > "$OUT/ensemble.log" 2>&1 ;;
+    validate)  # simkit validate in float64, resumable: the report folder .tpu-report/ travels back in $OUT as
+      # tpu-report.tgz; unpacked here and named in the next call's carry, it comes back with its finished
+      # parts (VALIDATE_SECONDS per call)
+      timeout "${VALIDATE_SECONDS:-540}" python3 -c 'import sys; from simkit.cli import main; sys.exit(main(["validate", "--out", ".tpu-report", "--resume"]))' \
+        > "$OUT/validate.log" 2>&1
+      echo "exit $?" >> "$OUT/validate.log"
+      tar czf "$OUT/tpu-report.tgz" .tpu-report ;;
     fit) SIMKIT_ENABLE_X64=0 timeout "${FIT_SECONDS:-100}" python3 benchmarks/accelerator.py fit --starts "${FIT_STARTS:-1024}" --where ${FIT_WHERE:-default host} \
       --out "$OUT/fit_f32.json" > "$OUT/fit.log" 2>&1 ;;
   esac
