@@ -149,3 +149,26 @@ def test_the_kernel_lowers_for_a_tpu(monkeypatch):
         batched = jax.export.export(members, platforms=["tpu"])(jax.ShapeDtypeStruct((3,), jnp.float32)).mlir_module()
     assert "tpu_custom_call" in text and "tpu_custom_call" in batched
     jax.clear_caches()
+
+
+def test_a_time_dependent_rhs_sees_each_steps_time_in_row_blocks(always, tmp_path, monkeypatch):
+    """The kernel's steps take the times XLA's loop takes (t0 + n dt), also when a run is
+    written to a file in chunks (each chunk starts at the steps before it)."""
+    model = _heat(rhs=lambda t, u, p, space: p["d"] * sk.laplacian(space.pad(u), space.spacing) + jnp.sin(40.0 * t))
+    u0 = jnp.asarray(model.u0, jnp.float32)
+    dt = 0.2 / COLUMNS**2
+    runs = _both(lambda u: sk.rollout(model, u0=u, dt=dt, steps=12, save_every=4, stepper=sk.RK4(), t0=0.3)[0], u0)
+    assert runs["always"][1]
+    np.testing.assert_allclose(runs["always"][0], runs["never"][0], rtol=0, atol=1e-6)
+    files, passes = {}, []
+    advance = blocked.advance
+    monkeypatch.setattr(blocked, "advance", lambda *a: passes.append(1) or advance(*a))
+    for mode in ("never", "always"):
+        blocked.MODE = mode
+        jax.clear_caches()
+        path = sk.integrate_to_file(str(tmp_path / f"{mode}.nc"), model, dt=dt, steps=12, save_every=2, chunk=2,
+                                    stepper=sk.RK4(), t0=0.3)
+        files[mode] = simkit.load(path)
+    np.testing.assert_allclose(files["always"]["u"].values, files["never"]["u"].values, rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(files["always"]["t"].values, files["never"]["t"].values)
+    assert passes  # the file's chunks went through row blocks
