@@ -24,10 +24,12 @@ A rollout takes this path when all hold (`plan`), and otherwise XLA's loop, unch
 - a fixed ``dt``, a stepper `ForwardEuler`, `SSPRK3` or `RK4`, every parameter a scalar;
 - the right-hand side reads neither ``space.coordinates()`` nor the grid-wide ``sum``,
   ``max`` or ``integral`` (a block is not the whole grid), and one step of it reaches at
-  most ``HALO`` rows, measured on the host from the step's derivative with respect to one
-  row of the extended block (not assumed from the ghost widths: an ``rhs`` with its own
-  ``jnp.roll`` counts too). An ``rhs`` that builds arrays from ``space.grid``'s shape sees
-  the block's shape there: set ``MODE = "never"`` for it.
+  most ``HALO`` rows: the larger of what the step's derivative with respect to one row of an
+  extended block shows, measured on the host (an ``rhs`` with its own ``jnp.roll`` counts),
+  and the sum of the ghost widths its pads ask for (a stencil chosen by the data shows one
+  choice in a derivative). An ``rhs`` that builds arrays from ``space.grid``'s shape sees the
+  block's shape there: set ``MODE = "never"`` for it;
+- 8 rows of the field (all components) fit 4 ``BLOCK_BYTES`` (on-chip memory).
 
 Derivatives (``jax.jvp``, ``jax.grad``) take XLA's loop: the kernel has a custom JVP rule that
 differentiates the same steps written in plain JAX. Under ``jax.vmap`` the members run one after
@@ -188,6 +190,8 @@ def plan(program: Any, space: Any, u0: Any, params: Any, fixed: bool) -> Plan | 
     k_max = HALO // max(reach, 1)
     k = min(k_max, program.save_every)  # and a last, shorter pass where k does not divide save_every
     per_row = components * columns * 4
+    if 8 * per_row > 4 * BLOCK_BYTES:  # the smallest block would not fit on chip with its buffers
+        return None
     bm = 8
     while rows % (2 * bm) == 0 and 2 * bm * per_row <= BLOCK_BYTES:
         bm *= 2

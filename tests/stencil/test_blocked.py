@@ -111,6 +111,7 @@ def test_plan_refuses_what_a_block_cannot_do(always):
     assert _plan(_heat(rhs=lambda t, u, p, space: jnp.roll(u, 9, axis=-2) - u), sk.ForwardEuler()) is None  # 9 rows
     assert _plan(_heat(bcs=sk.Dirichlet(0.0))) is None
     assert _plan(_heat(columns=96)) is None  # columns not a multiple of 128
+    assert _plan(_heat(columns=640)) is None  # 8 rows over 4 BLOCK_BYTES (here 4 KiB): not on chip
     assert _plan(_heat(), dtype=jnp.bfloat16) is None  # float32 only
     assert _plan(_heat(), sk.IMEXEuler()) is None
 
