@@ -81,6 +81,9 @@ before JAX starts where that matters) or an environment variable read at import:
   off (``jax_enable_compilation_cache``). Left off (as above): a fresh process's first Lorenz
   solve, tracing and compiling, 3.4 s against 1.9 s from a filled cache.
 * ``x64``: float64 on or off (``jax_enable_x64``), as above.
+* ``row_blocks`` (``SIMKIT_ROW_BLOCKS=0``: off): large periodic 2-D float32 stencil runs on a
+  TPU step in row blocks (`simkit.stencil.blocked`), on by default; a rollout reads it when it
+  is prepared.
 
 simkit's own processes opt in to all of these (`configure_own_process`): the ``simkit``
 command, its validation report and the benchmarks, each leaving alone what the environment
@@ -284,6 +287,9 @@ COMPILATION_CACHE_DIR: str | None = None
 if _flag("SIMKIT_COMPILATION_CACHE", "0"):
     COMPILATION_CACHE_DIR = _set_compilation_cache(_default_cache_dir())
 
+# stencils in row blocks on a TPU (`simkit.stencil.blocked`; SIMKIT_ROW_BLOCKS=0 or `configure`: off)
+ROW_BLOCKS: bool = _flag("SIMKIT_ROW_BLOCKS", "1")
+
 # CPU devices simkit configured (SIMKIT_CPU_DEVICES or `configure`); None: JAX's or the user's
 CPU_DEVICES: int | None = None
 # whether simkit turned JAX's asynchronous CPU dispatch off (SIMKIT_CPU_ASYNC_DISPATCH=0 or `configure`)
@@ -315,7 +321,8 @@ def _check_type(name: str, value: Any, types: tuple, use: str) -> None:
 
 def configure(*, x64: bool | None = None, cpu_devices: int | bool | None = None,
               async_dispatch: bool | None = None, small_loops: int | bool | None = None,
-              compilation_cache: bool | str | os.PathLike | None = None) -> dict[str, Any]:
+              compilation_cache: bool | str | os.PathLike | None = None,
+              row_blocks: bool | None = None) -> dict[str, Any]:
     """Opt in to the process-wide settings that make simkit faster; returns the settings in effect.
 
     ``import simkit`` changes only float64 in your process; everything here is your choice,
@@ -350,13 +357,18 @@ def configure(*, x64: bool | None = None, cpu_devices: int | bool | None = None,
         ``~/.cache/simkit/jax``; ``SIMKIT_COMPILATION_CACHE=1``), so that a fresh process
         loads compiled programs, yours too when they pass JAX's thresholds. ``False`` turns
         off a cache simkit set. Any time; not applied over a cache you configured in JAX.
+    row_blocks : bool, optional
+        Large periodic 2-D float32 stencil runs step in row blocks on a TPU, several steps per
+        pass over memory (`simkit.stencil.blocked`; on by default, ``SIMKIT_ROW_BLOCKS=0``
+        turns them off): ``False`` keeps XLA's loop there, e.g. for a right-hand side that
+        builds arrays from ``space.grid``'s shape. Any time; for rollouts prepared after it.
 
     Returns
     -------
     dict
         ``x64``, ``cpu_devices`` (``None``: JAX's choice), ``async_dispatch``,
-        ``small_loops`` (XLA's threshold in bytes; ``None``: XLA's default) and
-        ``compilation_cache`` (the folder, or ``None``).
+        ``small_loops`` (XLA's threshold in bytes; ``None``: XLA's default),
+        ``compilation_cache`` (the folder, or ``None``) and ``row_blocks``.
 
     Raises
     ------
@@ -370,9 +382,9 @@ def configure(*, x64: bool | None = None, cpu_devices: int | bool | None = None,
     >>> import simkit
     >>> settings = simkit.configure()  # nothing changed: the settings in effect
     >>> sorted(settings)
-    ['async_dispatch', 'compilation_cache', 'cpu_devices', 'small_loops', 'x64']
+    ['async_dispatch', 'compilation_cache', 'cpu_devices', 'row_blocks', 'small_loops', 'x64']
     """
-    global COMPILATION_CACHE_DIR, CPU_DEVICES, CPU_SYNC_DISPATCH, SMALL_LOOP_BYTES
+    global COMPILATION_CACHE_DIR, CPU_DEVICES, CPU_SYNC_DISPATCH, SMALL_LOOP_BYTES, ROW_BLOCKS
     from .errors import InputError
 
     if x64 is not None:
@@ -393,6 +405,8 @@ def configure(*, x64: bool | None = None, cpu_devices: int | bool | None = None,
                              f"number of bytes")
     if compilation_cache is not None:
         _check_type("compilation_cache", compilation_cache, (bool, str, os.PathLike), "True, False or a folder")
+    if row_blocks is not None:
+        _check_type("row_blocks", row_blocks, (bool,), "True (the default) or False")
 
     started = _jax_started()
     if cpu_devices is not None and jax.config.jax_num_cpu_devices != count:
@@ -421,6 +435,8 @@ def configure(*, x64: bool | None = None, cpu_devices: int | bool | None = None,
         SMALL_LOOP_BYTES = threshold or None
     if x64 is not None:
         jax.config.update("jax_enable_x64", x64)
+    if row_blocks is not None:
+        ROW_BLOCKS = row_blocks
     if compilation_cache is True:
         COMPILATION_CACHE_DIR = _set_compilation_cache(_default_cache_dir()) or COMPILATION_CACHE_DIR
     elif compilation_cache is False:
@@ -437,7 +453,7 @@ def settings() -> dict[str, Any]:
     devices = jax.config.jax_num_cpu_devices
     return dict(x64=bool(jax.config.jax_enable_x64), cpu_devices=None if devices == -1 else devices,
                 async_dispatch=bool(jax.config.read("jax_cpu_enable_async_dispatch")), small_loops=_xla_small_loop_bytes(),
-                compilation_cache=jax.config.jax_compilation_cache_dir or None)
+                compilation_cache=jax.config.jax_compilation_cache_dir or None, row_blocks=ROW_BLOCKS)
 
 
 # what `configure_own_process` turns on: simkit's fastest settings on a CPU (see the docstring)

@@ -218,7 +218,7 @@ def test_configure_opts_in_before_jax_starts(tmp_path):
     got = _fresh(CONFIGURE_SCRIPT, SIMKIT_CACHE_DIR=str(tmp_path))
     cores = min(os.cpu_count() or 1, 32)
     assert got["own"] == dict(x64=True, cpu_devices=cores, async_dispatch=False, small_loops=131072,
-                              compilation_cache=str(tmp_path)), got
+                              compilation_cache=str(tmp_path), row_blocks=True), got
     assert got["devices"] == cores and got["again"] == got["own"] and got["same"] == cores
     assert len(got["late"]) == 3 and all("JAX has already started" in e for e in got["late"]), got["late"]
     assert f"or set SIMKIT_CPU_DEVICES={cores + 1} in the environment" in got["late"][0]

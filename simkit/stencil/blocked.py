@@ -14,6 +14,7 @@ most ``HALO // reach`` and the ``bm`` rows written are exact.
 
 A rollout takes this path when all hold (`plan`), and otherwise XLA's loop, unchanged:
 
+- row blocks are on (`simkit.configure` ``row_blocks``, ``SIMKIT_ROW_BLOCKS``; the default);
 - the default device is a TPU (or ``MODE = "always"``: any platform, the kernel interpreted
   off the TPU; the tests use it), and the program is lowered for a TPU
   (``jax.lax.platform_dependent``: a TPU program of a process whose default device is a CPU
@@ -28,7 +29,7 @@ A rollout takes this path when all hold (`plan`), and otherwise XLA's loop, unch
   extended block shows, measured on the host (an ``rhs`` with its own ``jnp.roll`` counts),
   and the sum of the ghost widths its pads ask for (a stencil chosen by the data shows one
   choice in a derivative). An ``rhs`` that builds arrays from ``space.grid``'s shape sees the
-  block's shape there: set ``MODE = "never"`` for it;
+  block's shape there: ``simkit.configure(row_blocks=False)`` for it;
 - 8 rows of the field (all components) fit 4 ``BLOCK_BYTES`` (on-chip memory).
 
 Derivatives (``jax.jvp``, ``jax.grad``) take XLA's loop: the kernel has a custom JVP rule that
@@ -48,8 +49,9 @@ import jax.numpy as jnp
 import numpy as np
 
 MODE = "tpu"
-"""``"tpu"``: row blocks when the default device is a TPU; ``"always"``: on any platform (the
-kernel interpreted off the TPU: for tests); ``"never"``: XLA's loop everywhere."""
+"""``"tpu"``: row blocks when the default device is a TPU (and `simkit.configure`'s
+``row_blocks`` is on); ``"always"``: on any platform (the kernel interpreted off the TPU: for
+tests); ``"never"``: XLA's loop everywhere."""
 
 HALO = 8
 """Rows read above and below a block (one sublane tile of float32)."""
@@ -171,7 +173,7 @@ def plan(program: Any, space: Any, u0: Any, params: Any, fixed: bool) -> Plan | 
     """The row-block plan of a rollout, or None for XLA's loop (see the module's list)."""
     from .boundary import Periodic
 
-    if MODE == "never" or (MODE == "tpu" and default_platform() != "tpu"):
+    if MODE == "never" or (MODE == "tpu" and (default_platform() != "tpu" or not program.row_blocks)):
         return None
     grid = program.grid
     if (not fixed or space.domain is not None or grid.ndim != 2 or u0.ndim != 3 or u0.dtype != jnp.float32

@@ -594,6 +594,7 @@ class RolloutProgram:
     save_every: int
     diagnostics: tuple[tuple[str, Callable], ...]
     dt_rule: Callable | None = None  # dt(u, params, space) -> step size, else dt is a number
+    row_blocks: bool = True  # `simkit.configure(row_blocks=...)` when the program was built (`blocked`)
 
     def with_grid(self, grid: Any) -> RolloutProgram:
         return dataclasses.replace(self, grid=grid)
@@ -818,7 +819,8 @@ def build_program(model: PDEModel, *, dt: float | Callable, steps: int, save_eve
         check_diagnostic(model, name, fn)
     return RolloutProgram(rhs=model.rhs, linear=model.linear, grid=model.grid, stepper=stepper,
                           n_saves=steps // save_every, save_every=save_every,
-                          diagnostics=tuple((diagnostics or {}).items()), dt_rule=dt if callable(dt) else None)
+                          diagnostics=tuple((diagnostics or {}).items()), dt_rule=dt if callable(dt) else None,
+                          row_blocks=_config.ROW_BLOCKS)
 
 
 def check_diagnostic(model: PDEModel, name: str, fn: Callable) -> None:

@@ -116,6 +116,21 @@ def test_plan_refuses_what_a_block_cannot_do(always):
     assert _plan(_heat(), sk.IMEXEuler()) is None
 
 
+def test_configure_turns_row_blocks_off_for_rollouts_built_after_it(monkeypatch):
+    monkeypatch.setattr(blocked, "MODE", "tpu")
+    monkeypatch.setattr(blocked, "default_platform", lambda: "tpu")
+    monkeypatch.setattr(blocked, "MIN_BYTES", 0)
+    try:
+        assert simkit.configure(row_blocks=False)["row_blocks"] is False
+        assert _plan(_heat()) is None
+        assert simkit.configure(row_blocks=True)["row_blocks"] is True
+        assert _plan(_heat()) is not None
+        with pytest.raises(simkit.InputTypeError, match="row_blocks"):
+            simkit.configure(row_blocks="no")
+    finally:
+        simkit.configure(row_blocks=True)
+
+
 def test_plan_on_a_cpu_by_default(monkeypatch):
     monkeypatch.setattr(blocked, "MODE", "tpu")
     assert _plan(_heat()) is None  # the default device is this machine's CPU
