@@ -64,9 +64,7 @@ def local_grid(grid: Grid, mesh_shape: tuple[int, ...]) -> Grid:
     from .mesh import check_split
 
     check_split(grid.shape, mesh_shape)  # (a block of 1 point failed as a Grid the user never made)
-    shape = tuple(s // d for s, d in zip(grid.shape, mesh_shape))
-    upper = tuple(lo + n * h for lo, n, h in zip(grid.lower, shape, grid.spacing))  # type: ignore[arg-type]
-    return Grid(shape, grid.lower, upper, grid.centering, _spacing=grid.spacing)
+    return grid.block(tuple(s // d for s, d in zip(grid.shape, mesh_shape)))
 
 
 def sharded_space(grid: Grid, bcs: Any, axes: tuple[tuple[str, int], ...], domain: Grid) -> Space:

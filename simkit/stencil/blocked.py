@@ -87,14 +87,6 @@ class Plan:
     interpret: bool
 
 
-def _block_grid(grid: Any, rows: int) -> Any:
-    from .grid import Grid
-
-    shape = (rows, grid.shape[1])
-    upper = tuple(lo + n * h for lo, n, h in zip(grid.lower, shape, grid.spacing))
-    return Grid(shape, grid.lower, upper, grid.centering, _spacing=grid.spacing)
-
-
 def _block_space(grid: Any, bcs: Any, widths: list | None = None) -> Any:
     """A `Space` for an extended block: its pad wraps the block's rows (the rows that this
     makes wrong are dropped), the whole width is the grid's own. ``widths``: a list that
@@ -125,14 +117,13 @@ def _block_space(grid: Any, bcs: Any, widths: list | None = None) -> Any:
 
 def _stepper_fn(program: Any, space: Any) -> Callable:
     """One step ``(t, v, params, dt) -> v`` of the program on the extended block's space."""
-    from .stepping import plain_buffers
+    from .stepping import plain_buffers, program_step
+
+    one = program_step(program, space)
 
     def step(t, v, params, dt):
-        def rhs(t, u):
-            return program.rhs(t, u, params, space)
-
         with plain_buffers():
-            return program.stepper.step(rhs, None, t, v, dt, space)
+            return one(t, v, params, dt)
     return step
 
 
@@ -144,7 +135,7 @@ def _reach(program: Any, params: dict, grid: Any, bcs: Any, components: int) -> 
     None: the rhs needs the whole grid, or its derivative is not finite."""
     rows = 4 * HALO + 8
     widths: list = []
-    space = _block_space(_block_grid(grid, rows), bcs, widths)
+    space = _block_space(grid.block((rows, grid.shape[1])), bcs, widths)
     step = _stepper_fn(program, space)
     rng = np.random.default_rng(7)
     cpu = jax.devices("cpu")[0]
@@ -169,14 +160,14 @@ def _reach(program: Any, params: dict, grid: Any, bcs: Any, components: int) -> 
     return max(measured, sum(widths))
 
 
-def plan(program: Any, space: Any, u0: Any, params: Any, fixed: bool) -> Plan | None:
+def plan(program: Any, space: Any, u0: Any, params: Any) -> Plan | None:
     """The row-block plan of a rollout, or None for XLA's loop (see the module's list)."""
     from .boundary import Periodic
 
     if MODE == "never" or (MODE == "tpu" and (default_platform() != "tpu" or not program.row_blocks)):
         return None
     grid = program.grid
-    if (not fixed or space.domain is not None or grid.ndim != 2 or u0.ndim != 3 or u0.dtype != jnp.float32
+    if (program.dt_rule is not None or space.domain is not None or grid.ndim != 2 or u0.ndim != 3 or u0.dtype != jnp.float32
             or not isinstance(space.bcs, Periodic)
             or type(program.stepper).__name__ not in STEPPERS):
         return None
@@ -210,7 +201,7 @@ def _kernel_call(plan: Plan, program: Any, bcs: Any, names: tuple[str, ...], sha
     components, rows, columns = shape
     bm, H = plan.bm, HALO
     E = bm + 2 * H
-    step = _stepper_fn(program, _block_space(_block_grid(program.grid, E), bcs))
+    step = _stepper_fn(program, _block_space(program.grid.block((E, columns)), bcs))
     blocks, halo_blocks = rows // bm, rows // H
     per_block = bm // H
 
@@ -262,7 +253,7 @@ def advance(plan: Plan, program: Any, bcs: Any, generic: Callable, u: Any, c: An
     ``generic(u, c, params, t0, dt) -> (u, c + n)``, the same steps in XLA's loop."""
     names = tuple(sorted(params))
     passes, rest = divmod(n, plan.k)
-    calls = {k: _kernel_call(plan, program, bcs, names, u.shape) for k in {plan.k, rest} - {0}}
+    call = _kernel_call(plan, program, bcs, names, u.shape)  # a pass's steps: its number of times
 
     def blocked(u, c, params, t0, dt):
         scalars = jnp.stack([jnp.asarray(params[name], jnp.float32) for name in names]
@@ -270,7 +261,7 @@ def advance(plan: Plan, program: Any, bcs: Any, generic: Callable, u: Any, c: An
 
         def one_pass(k, u, c):
             times = jnp.stack([jnp.asarray(t0 + (c + j) * dt, jnp.float32) for j in range(k)])
-            return calls[k](u, times, scalars), c + k
+            return call(u, times, scalars), c + k
 
         u, c = jax.lax.fori_loop(0, passes, lambda _, s: one_pass(plan.k, *s), (u, c))
         return one_pass(rest, u, c) if rest else (u, c)

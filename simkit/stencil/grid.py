@@ -289,6 +289,32 @@ class Grid:
         """
         return dataclasses.replace(self, shape=tuple(np.atleast_1d(shape)), _spacing=None)
 
+    def block(self, shape: Sequence[int]) -> Grid:
+        """A block of this grid: ``shape`` points per axis from this grid's `lower`, with its
+        spacing (length units) and centering (a device's share of a decomposed grid; a row
+        block of a stencil kernel). Its `upper` is ``lower + shape * spacing``, and it keeps
+        this grid's spacing exactly (its own ``(upper - lower) / n`` can differ by ulps).
+
+        Parameters
+        ----------
+        shape : sequence of int
+            Points per axis of the block (the same number of axes).
+
+        Returns
+        -------
+        Grid
+            The block's grid.
+
+        Examples
+        --------
+        >>> from simkit.stencil import Grid
+        >>> Grid((8, 8)).block((4, 8))
+        Grid(4x8 on [0, 0.5] x [0, 1], cell)
+        """
+        shape = tuple(shape)
+        upper = tuple(lo + n * h for lo, n, h in zip(self.lower, shape, self.spacing))  # type: ignore[arg-type]
+        return Grid(shape, self.lower, upper, self.centering, _spacing=self.spacing)
+
     def __repr__(self) -> str:
         box = " x ".join(f"[{lo:g}, {hi:g}]" for lo, hi in zip(self.lower, self.upper))  # type: ignore[arg-type]
         return f"Grid({'x'.join(map(str, self.shape))} on {box}, {self.centering})"

@@ -695,6 +695,14 @@ def repeat_in_two_buffers(one: Callable, n: int, state: Any) -> Any:
     return in_own_buffer(one, state) if odd else state
 
 
+def program_step(program: RolloutProgram, space: Space) -> Callable:
+    """One step ``(t, u, params, dt) -> u`` of the program's explicit stepper and right-hand
+    side on ``space`` (no linear part: the steppers that take one are not stepped this way)."""
+    def step(t, u, params, dt):
+        return program.stepper.step(lambda t, u: program.rhs(t, u, params, space), None, t, u, dt, space)
+    return step
+
+
 def components_apart(program: RolloutProgram, u0: Any) -> bool:
     """Whether the time loop carries the field's components apart (`Components`, the rhs
     evaluated per component by `split_rhs`): a large field (`LARGE_FIELD`) of 2 to
@@ -709,8 +717,7 @@ def rollout_body(program: RolloutProgram, space: Space, u0, params, t0, dt, n0=0
 
     A large periodic 2-D float32 field on a TPU steps in row blocks, several steps per pass
     over memory (`simkit.stencil.blocked`; chosen when lowering, XLA's loop elsewhere)."""
-    checked = type(program.stepper).step_with_status is not AbstractStepper.step_with_status
-    plan = blocked.plan(program, space, u0, params, program.dt_rule is None and not checked)
+    plan = blocked.plan(program, space, u0, params)
     if plan is None:
         return _rollout_body(program, space, u0, params, t0, dt, n0, None)
     if blocked.MODE == "always":
@@ -753,11 +760,9 @@ def _rollout_body(program: RolloutProgram, space: Space, u0, params, t0, dt, n0,
         return t0 + c * dt if fixed else c
 
     def generic(u, c, params, t0, dt):  # the steps of a save block in XLA's loop, as a function of all they read
-        def one(state):
-            u, c = state
-            return program.stepper.step(lambda t, u: program.rhs(t, u, params, space), None, t0 + c * dt, u, dt,
-                                        space), c + 1
-        return repeat_in_two_buffers(one, program.save_every, (u, c))
+        step = program_step(program, space)
+        return repeat_in_two_buffers(lambda s: (step(t0 + s[1] * dt, s[0], params, dt), s[1] + 1),
+                                     program.save_every, (u, c))
 
     def block(carry, k):
         u, c, bad, us = carry

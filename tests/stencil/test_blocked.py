@@ -39,7 +39,7 @@ def _plan(model, stepper=None, save_every=4, u0=None, dtype=jnp.float32):
                             diagnostics=None)
     u = jnp.asarray(model.u0 if u0 is None else u0, dtype)
     params = {k: jnp.asarray(v, dtype) for k, v in model.params.items()}
-    return blocked.plan(program, Space(program.grid, model.bcs), u, params, True)
+    return blocked.plan(program, Space(program.grid, model.bcs), u, params)
 
 
 def _both(fn, *args):
