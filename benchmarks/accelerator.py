@@ -18,6 +18,7 @@ import concurrent.futures
 import json
 import os
 import platform
+import re
 import statistics
 import sys
 import time
@@ -44,7 +45,9 @@ def _timed(fn, *args, repeats=5):
     return out, statistics.median(times)
 
 
-def _kernel_cases():
+def _kernel_cases(selected=()):
+    """``(problem, model, t_span, solver)`` of every kernel case, or of those whose
+    ``'Solver:problem'`` contains one of ``selected`` (``--cases``)."""
     lorenz, rob, hires = models.get("lorenz"), models.get("robertson"), models.get("hires")
     cases = []
     for solver in (simkit.Tsit5(), simkit.DOPRI5(), simkit.DOP853()):
@@ -52,7 +55,8 @@ def _kernel_cases():
     for solver in (simkit.Rodas5P(), simkit.Rodas4(), simkit.RadauIIA5(), simkit.BDF(), simkit.AutoSwitch()):
         cases.append(("robertson", rob, (0.0, 1e5), solver))
         cases.append(("hires", hires, (0.0, 321.8122), solver))
-    return cases
+    return [case for case in cases
+            if not selected or any(c in f"{type(case[3]).__name__}:{case[0]}" for c in selected)]
 
 
 def _program(model, t_span, solver, rtol):
@@ -73,9 +77,7 @@ def compile_times(args):
     if args.variants:
         variants.append(("straight-line", linalg.SMALL_SYSTEM))
     lowered = []
-    for name, model, t_span, solver in _kernel_cases():
-        if args.cases and not any(c in f"{type(solver).__name__}:{name}" for c in args.cases):
-            continue
+    for name, model, t_span, solver in _kernel_cases(args.cases):
         for variant, straight in variants:
             if variant != "rolled" and name == "lorenz":
                 continue
@@ -130,13 +132,16 @@ def compile_times(args):
     return out
 
 
+# a StableHLO operation in a lowered program's text, and one whose result is float64
+_STABLEHLO_OP = re.compile(r"= \"?stablehlo\.")
+_FLOAT64_RESULT = re.compile(r"-> tensor<[0-9x]*f64>|: tensor<[0-9x]*f64>$")
+
+
 def program_sizes(args):
     """Each kernel's program (the compile part's) lowered for ``--platform`` from this machine
     (JAX lowers for another platform without its device): StableHLO operations in all and
     those with a float64 result, beside the float64 compile times of ``--compile-results``
     (a run of the compile part on that platform) and their ratio."""
-    import re
-
     compiled = {}
     if args.compile_results:
         with open(args.compile_results) as f:
@@ -144,18 +149,15 @@ def program_sizes(args):
                         if r.get("variant", "rolled") == "rolled"}
     dtype = _config.float_dtype()
     out = []
-    for name, model, t_span, solver in _kernel_cases():
-        if args.cases and not any(c in f"{type(solver).__name__}:{name}" for c in args.cases):
-            continue
+    for name, model, t_span, solver in _kernel_cases(args.cases):
         fn = jax.jit(_program(model, t_span, solver, 1e-8 if dtype == jnp.float64 else 1e-5))
         y0 = jnp.asarray(model.y0, dtype)
         params = {k: jnp.asarray(v, dtype) for k, v in model.params.items()}
         lowered = fn.trace(y0, params).lower(lowering_platforms=(args.platform,))
         text = lowered.as_text()
-        lines = [line for line in text.splitlines() if re.search(r"= \"?stablehlo\.", line)]
+        lines = [line for line in text.splitlines() if _STABLEHLO_OP.search(line)]
         row = dict(case=name, solver=str(solver), platform=args.platform, ops=len(lines),
-                   float64_ops=sum(bool(re.search(r"-> tensor<[0-9x]*f64>|: tensor<[0-9x]*f64>$", line))
-                                   for line in lines))
+                   float64_ops=sum(bool(_FLOAT64_RESULT.search(line)) for line in lines))
         if args.lines:
             row["float64_ops_by_line"] = _float64_ops_by_line(lowered.as_text(debug_info=True), args.lines)
         seconds = compiled.get((name, str(solver)))
@@ -170,7 +172,6 @@ def _float64_ops_by_line(text: str, top: int) -> list:
     """The ``top`` source lines (simkit's or the model's innermost frame) that the StableHLO
     operations with a float64 result come from, with their counts: where a program's size is."""
     import collections
-    import re
 
     locations = dict(re.findall(r"^(#loc\d+) = loc\((.*)\)$", text, re.M))
 
@@ -187,7 +188,7 @@ def _float64_ops_by_line(text: str, top: int) -> list:
     counts = collections.Counter()
     for line in text.splitlines():
         loc = re.search(r"loc\((#loc\d+)\)\s*$", line)
-        if loc and re.search(r"= \"?stablehlo\.", line) and re.search(r"-> tensor<[0-9x]*f64>|: tensor<[0-9x]*f64>$", line.split(" loc(")[0]):
+        if loc and _STABLEHLO_OP.search(line) and _FLOAT64_RESULT.search(line.split(" loc(")[0]):
             counts[innermost(loc.group(1)) or "?"] += 1
     return [[where, n] for where, n in counts.most_common(top)]
 
