@@ -64,8 +64,8 @@ for part in "$@"; do
         --modes default refilled lockstep --out "$OUT/ensemble_f32.json" > "$OUT/ensemble.log" 2>&1 ;;
     validate)  # simkit validate in float64, resumable: the report folder .tpu-report/ travels back in $OUT as
       # tpu-report.tgz; unpacked here and named in the next call's carry, it comes back with its finished
-      # parts (VALIDATE_SECONDS per call)
-      timeout "${VALIDATE_SECONDS:-540}" python3 -c 'import sys; from simkit.cli import main; sys.exit(main(["validate", "--out", ".tpu-report", "--resume"]))' \
+      # parts (VALIDATE_SECONDS per call; VALIDATE_QUICK=1: the --quick report)
+      timeout "${VALIDATE_SECONDS:-540}" python3 -c 'import sys; from simkit.cli import main; sys.exit(main(["validate", "--out", ".tpu-report", "--resume"] + sys.argv[1:]))' ${VALIDATE_QUICK:+--quick} \
         > "$OUT/validate.log" 2>&1
       echo "exit $?" >> "$OUT/validate.log"
       tar czf "$OUT/tpu-report.tgz" .tpu-report ;;

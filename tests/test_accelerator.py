@@ -194,9 +194,10 @@ def test_stencil_integrate_rollout_and_imex(heat):
 
 
 def test_stencil_row_blocks_match_xla_loop(monkeypatch):
-    """A periodic 2-D rollout in row blocks (`simkit.stencil.blocked`, several steps per pass;
-    Mosaic on a TPU, interpreted elsewhere) equals XLA's loop to float32 rounding: heat by
-    Euler, Gray-Scott by RK4; in float64 no plan is made (the kernel is float32)."""
+    """A periodic 2-D float32 rollout in row blocks (`simkit.stencil.blocked`, several steps per
+    pass; Mosaic on a TPU, interpreted elsewhere) equals XLA's loop to float32 rounding: heat by
+    Euler, Gray-Scott by RK4, and heat under `jax.vmap`. With JAX's float64 on, the rollout runs
+    in `simkit.precision("float32")`; a float64 rollout makes no plan (the kernel is float32)."""
     from simkit.stencil import blocked
 
     monkeypatch.setattr(blocked, "BLOCK_BYTES", 64 * 1024)
@@ -209,18 +210,28 @@ def test_stencil_row_blocks_match_xla_loop(monkeypatch):
     heat = simkit.PDEModel(rhs=lambda t, u, p, space: p["d"] * sk.laplacian(space.pad(u), space.spacing),
                            grid=sk.Grid((rows, columns)), bcs=sk.Periodic(), params={"d": 1.0},
                            u0=rng.random((1, rows, columns)), name="heat")
-    cases = ((heat, sk.ForwardEuler(), 0.2 / columns**2, 12), (gsm, sk.RK4(), 0.5, 6))
-    for model, stepper, dt, steps in cases:
+    # (steps 12 and 6 in passes of k = 8 and 2: a last, shorter pass for heat)
+    cases = ((heat, sk.ForwardEuler(), 0.2 / columns**2, 12, False), (gsm, sk.RK4(), 0.5, 6, False),
+             (heat, sk.ForwardEuler(), 0.2 / columns**2, 12, True))
+    for model, stepper, dt, steps, batched in cases:
         runs = {}
         for mode in ("never", "always"):
             monkeypatch.setattr(blocked, "MODE", mode)
             jax.clear_caches()
-            fn = jax.jit(lambda u: sk.rollout(model, u0=u, dt=dt, steps=steps, save_every=steps // 2, stepper=stepper)[0])
-            u0 = jnp.asarray(model.u0, _config.float_dtype())
-            runs[mode] = (np.asarray(fn(u0)), "pallas_call" in str(jax.make_jaxpr(fn)(u0)))
+            with simkit.precision("float32"):
+                fn = jax.jit(lambda u: sk.rollout(model, u0=u, dt=dt, steps=steps, save_every=steps // 2,
+                                                  stepper=stepper)[0])
+                fn = jax.jit(jax.vmap(fn)) if batched else fn
+                u0 = jnp.asarray(model.u0, jnp.float32)
+                u0 = jnp.stack([u0, 1.0 - u0]) if batched else u0
+                runs[mode] = (np.asarray(fn(u0)), "pallas_call" in str(jax.make_jaxpr(fn)(u0)))
         assert runs["never"][1] is False
-        assert runs["always"][1] is (not F64), model.name
+        assert runs["always"][1] is True, model.name
+        assert runs["always"][0].dtype == np.float32
         np.testing.assert_allclose(runs["always"][0], runs["never"][0], rtol=0, atol=1e-5 * np.abs(runs["never"][0]).max())
+    if F64:  # a float64 rollout keeps XLA's loop
+        fn = jax.jit(lambda u: sk.rollout(heat, u0=u, dt=1e-6, steps=4, save_every=2)[0])
+        assert "pallas_call" not in str(jax.make_jaxpr(fn)(jnp.asarray(heat.u0)))
     jax.clear_caches()
 
 

@@ -223,14 +223,21 @@ def _kernel_call(plan: Plan, program: Any, bcs: Any, names: tuple[str, ...], sha
             jax.lax.fori_loop(jnp.int32(0), jnp.int32(steps), body, jnp.int32(0))
             o_ref[...] = ext_ref[steps % 2, :, H:H + bm, :]
 
-        smem = pl.BlockSpec(memory_space=pltpu.SMEM)
+        # block indices in int32 (Python's 0 would be int64 with JAX's float64 on: Mosaic
+        # refuses an index map that returns int64)
+        def whole(n):  # a vector in scalar memory
+            return pl.BlockSpec((n,), lambda i: (jnp.int32(0),), memory_space=pltpu.SMEM)
+
+        def rows_at(height, index):
+            return pl.BlockSpec((components, height, columns), lambda i: (jnp.int32(0), index(i), jnp.int32(0)))
+
         return pl.pallas_call(
             kernel, out_shape=jax.ShapeDtypeStruct(shape, u.dtype), grid=(blocks,),
-            in_specs=[smem, smem,
-                      pl.BlockSpec((components, H, columns), lambda i: (0, (i * per_block - 1 + halo_blocks) % halo_blocks, 0)),
-                      pl.BlockSpec((components, bm, columns), lambda i: (0, i, 0)),
-                      pl.BlockSpec((components, H, columns), lambda i: (0, ((i + 1) * per_block) % halo_blocks, 0))],
-            out_specs=pl.BlockSpec((components, bm, columns), lambda i: (0, i, 0)),
+            in_specs=[whole(steps), whole(scalars.shape[0]),
+                      rows_at(H, lambda i: (i * per_block - 1 + halo_blocks) % jnp.int32(halo_blocks)),
+                      rows_at(bm, lambda i: i),
+                      rows_at(H, lambda i: ((i + 1) * per_block) % jnp.int32(halo_blocks))],
+            out_specs=rows_at(bm, lambda i: i),
             scratch_shapes=[pltpu.VMEM((2, components, E, columns), jnp.float32)],
             compiler_params=pltpu.CompilerParams(vmem_limit_bytes=100 * 2**20, dimension_semantics=("parallel",)),
             interpret=plan.interpret)(times, scalars, u, u, u)

@@ -1,6 +1,10 @@
 """Row blocks (`simkit.stencil.blocked`): the plan's conditions, and rollouts in row blocks
 (the Pallas kernel interpreted on the CPU) against XLA's loop."""
 
+import base64
+import json
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -164,7 +168,34 @@ def test_the_kernel_lowers_for_a_tpu(monkeypatch):
         text = jax.export.export(fn, platforms=["tpu"])(jax.ShapeDtypeStruct((1, ROWS, COLUMNS), jnp.float32)).mlir_module()
         batched = jax.export.export(members, platforms=["tpu"])(jax.ShapeDtypeStruct((3,), jnp.float32)).mlir_module()
     assert "tpu_custom_call" in text and "tpu_custom_call" in batched
+    # Mosaic's TPU compile refuses int64 values (block indices included), which JAX's float64
+    # makes of Python's integers: the kernels hold none
+    kernels = _mosaic_kernels(text) + _mosaic_kernels(batched)
+    assert len(kernels) == 2 and all("func.func @transform_0" in k for k in kernels)
+    for kernel in kernels:
+        assert not re.search(r"\bi64\b", re.sub(r"array<i64[^>]*>|= -?\d+ : i64", "", kernel))
     jax.clear_caches()
+
+
+def _mosaic_kernels(stablehlo: str) -> list[str]:
+    """The Mosaic modules of a program's TPU kernels, as text (decoded from the custom calls'
+    serialized bodies)."""
+    from jax._src.interpreters import mlir
+    from jax._src.lib import tpu
+    from jax._src.lib.mlir import ir
+    from jaxlib.mlir.passmanager import PassManager
+
+    kernels = []
+    for config in re.findall(r'backend_config = "(\{\\22custom_call_config.*?)"', stablehlo):
+        body = base64.b64decode(json.loads(config.replace("\\22", '"'))["custom_call_config"]["body"])
+        context = mlir.make_ir_context()
+        tpu.register_dialect(context)
+        with context, ir.Location.unknown():
+            context.allow_unregistered_dialects = True
+            module = ir.Module.parse(body)
+            PassManager.parse("builtin.module(mosaic-serde{serialize=false})").run(module.operation)
+            kernels.append(str(module))
+    return kernels
 
 
 def test_a_time_dependent_rhs_sees_each_steps_time_in_row_blocks(always, tmp_path, monkeypatch):
