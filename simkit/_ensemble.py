@@ -32,7 +32,7 @@ from jax.sharding import PartitionSpec
 
 from . import _config, engines
 from . import progress as _progress
-from ._prepare import check_count, check_flag, check_rhs, merge_params, prepare
+from ._prepare import DEFAULT_RTOL, check_count, check_flag, check_rhs, merge_params, prepare
 from ._solve import warn_below_normal
 from .engines.kernel_queue import queue_eligible, run_queue
 from .ensemble_solution import EnsembleSolution
@@ -295,7 +295,7 @@ def ensemble(
     y0: Any = None,
     saveat: Any = None,
     solver: Any = None,
-    rtol: float = 1e-6,
+    rtol: float = DEFAULT_RTOL,
     atol: float | jax.typing.ArrayLike = 1e-9,
     max_steps: int = 100_000,
     max_step: float | None = None,

@@ -10,7 +10,7 @@ import jax
 import numpy as np
 
 from . import _config, checkpoint, io, progress
-from ._prepare import check_flag, prepare
+from ._prepare import DEFAULT_RTOL, check_flag, prepare
 from ._solve import _failure_message, finish
 from .engines import EngineResult, KernelProgram
 from .engines.kernel_engine import kernel_state0, run_kernel_piece
@@ -33,7 +33,7 @@ def solve_to_file(
     y0: Any = None,
     params: Params | None = None,
     solver: Any = None,
-    rtol: float = 1e-6,
+    rtol: float = DEFAULT_RTOL,
     atol: float | jax.typing.ArrayLike = 1e-9,
     max_steps: int = 100_000,
     max_step: float | None = None,

@@ -184,6 +184,18 @@ def test_rtol_below_machine_precision_warns():
     assert float(sol.rtol) == pytest.approx(100 * np.finfo(np.float64).eps)
 
 
+def test_float32_raises_the_default_rtol_in_silence():
+    """In float32 the defaults (1e-6 for solves, 1e-8 for fits) are below 100 epsilons: raised
+    without a warning; a tolerance the caller gave warns (pyproject turns warnings into errors)."""
+    eps32 = float(np.finfo(np.float32).eps)
+    with simkit.precision("float32"):
+        sol = simkit.solve(DECAY, saveat=3)
+        ens = simkit.ensemble(DECAY, params={"k": jnp.asarray([0.5, 1.0])}, saveat=3)
+        with pytest.warns(UserWarning, match="raised to"):
+            simkit.solve(DECAY, saveat=3, rtol=1e-6)
+    assert float(sol.rtol) == pytest.approx(100 * eps32) and float(np.max(ens.rtol)) == pytest.approx(100 * eps32)
+
+
 def test_params_of_the_wrong_kind():
     for bad in ([1.0], np.ones(1), "k=1"):
         with pytest.raises(TypeError, match="params must be a dict"):

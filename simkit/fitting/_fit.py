@@ -22,7 +22,7 @@ from .data import Dataset, check_observation
 from .drivers import BFGS, LBFGSB, AbstractDriver, BoundedLevenbergMarquardt, LevenbergMarquardt
 from .objective import AbstractLoss, as_loss
 from .parameters import ParameterSpace, build
-from .program import Problem
+from .program import FIT_RTOL, Problem
 from .result import FitResult
 from .uncertainty import uncertainty
 
@@ -176,7 +176,7 @@ def fit(
     max_iterations: int | None = None,
     max_evaluations: int = 2000,
     max_steps: int = 20_000,
-    rtol: float = 1e-8,
+    rtol: float = FIT_RTOL,
     atol: float | jax.typing.ArrayLike = 1e-10,
     ode_solver: Any = None,
     solver: Any = _UNSET,
@@ -248,7 +248,8 @@ def fit(
         ``max_evaluations`` solves of ``max_steps`` steps with their sensitivities (per
         start; starts side by side, ``lanes > 1``, wait for each other's slowest solve).
     rtol, atol : float
-        Tolerances of the solves (``atol`` a scalar or one per state, as in `simkit.solve`).
+        Tolerances of the solves (``atol`` a scalar or one per state, as in `simkit.solve`;
+        the default rtol, 1e-8, is float32's 1.2e-5 in float32).
     ode_solver : optional
         The ODE solver of the solves (as `simkit.solve`'s ``solver``).
     solver : optional

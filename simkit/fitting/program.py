@@ -261,6 +261,11 @@ def _cost_scale(loss: AbstractLoss, datasets: Sequence[Dataset]) -> float:
     return rms ** loss.data_power if np.isfinite(rms) and rms > 0 else 1.0
 
 
+# the fits' default relative tolerance of the solves (one object: a fit that leaves it gets 100
+# machine epsilons where that is larger, in float32, without the warning a given rtol gets)
+FIT_RTOL: float = 1e-8
+
+
 class Problem:
     """A fitting problem: its `FitProgram` (static), its data as arrays (traced), and the
     pure functions of the natural parameter vector ``theta`` built on them."""
@@ -293,7 +298,8 @@ class Problem:
             "y0_values": [[jnp.asarray(v, dtype) for v in (d.y0 or {}).values()] for d in self.datasets],
             "params": {k: jnp.asarray(v, dtype) for k, v in model.params.items()},
             "y0": jnp.asarray(model.y0, dtype),
-            "rtol": jnp.asarray(rtol, dtype), "atol": jnp.asarray(atol, dtype),
+            "rtol": jnp.asarray(max(rtol, 100 * float(jnp.finfo(dtype).eps)) if rtol is FIT_RTOL else rtol, dtype),
+            "atol": jnp.asarray(atol, dtype),
             "cost_scale": jnp.asarray(_cost_scale(loss, self.datasets), dtype),
         }
         self._flat_mask = np.concatenate([d.mask.reshape(-1) for d in self.datasets])
