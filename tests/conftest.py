@@ -41,7 +41,8 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 import jax  # noqa: E402
 
 jax.config.update("jax_num_cpu_devices", 4)
-jax.config.update("jax_enable_x64", True)
+if os.environ.get("SIMKIT_ENABLE_X64", "1").strip().lower() not in ("0", "false", "no", "off"):
+    jax.config.update("jax_enable_x64", True)  # (SIMKIT_ENABLE_X64=0: the float32 accelerator lane)
 jax.config.update("jax_numpy_rank_promotion", "raise")
 
 import matplotlib  # noqa: E402
