@@ -142,9 +142,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     from .validation import run
     from .validation.report import default_out_dir
 
-    if args.resume and args.quick and args.out is None:
-        raise InputError("validate --resume --quick: give --out (a quick run without it writes a new folder)")
-    out = args.out if args.out is not None else default_out_dir(args.quick)
+    out = args.out if args.out is not None else default_out_dir(args.quick, resume=args.resume)
     _check_writable_dir(out, "--out" if args.out is not None else "report folder")
     summary = run(out_dir=out, quick=args.quick, resume=args.resume)
     return 0 if summary["passed"] else 1

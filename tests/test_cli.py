@@ -1,6 +1,7 @@
 import os
 
 import numpy as np
+import pytest
 
 from simkit.cli import main
 
@@ -122,6 +123,12 @@ def test_validate_resume_is_passed_on_and_needs_out_for_a_quick_run(tmp_path, mo
     assert "give --out" in capsys.readouterr().err
     assert main(["validate", "--quick", "--resume", "--out", "mine"]) == 0
     assert calls == [("mine", True, "resume")]
+    from simkit.errors import InputError
+    from simkit.validation.report import FULL_REPORT_DIR, default_out_dir  # (the check `run` makes too)
+
+    with pytest.raises(InputError, match="give --out"):
+        default_out_dir(True, resume=True)
+    assert default_out_dir(False, resume=True) == FULL_REPORT_DIR
 
 
 def test_quick_validate_without_out_writes_to_a_new_folder(tmp_path, monkeypatch):

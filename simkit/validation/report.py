@@ -90,16 +90,22 @@ def _figure_wp(name: str, data: dict[str, Any], path: str) -> None:
 FULL_REPORT_DIR = os.path.join("validation", "report")
 
 
-def default_out_dir(quick: bool, now: float | None = None) -> str:
+def default_out_dir(quick: bool, now: float | None = None, resume: bool = False) -> str:
     """The report folder when none is given.
 
     The full report goes to ``validation/report`` (in a checkout: the committed report it
     regenerates). A quick report goes to a new folder ``simkit-validation-quick-YYYYmmdd-HHMMSS``
     in the current directory (``-2``, ``-3``, ... appended if that exists), so that it never
     overwrites a full report. ``now`` is a ``time.time()`` value (default: the present).
+    ``resume`` with ``quick`` raises `InputError`: a new folder holds no run to continue.
     """
     if not quick:
         return FULL_REPORT_DIR
+    if resume:
+        from ..errors import InputError
+
+        raise InputError("validate --resume --quick: give --out, the folder of the run to continue "
+                         "(a quick run without it writes a new folder)")
     base = "simkit-validation-quick-" + time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
     path, n = base, 1
     while os.path.exists(path):
@@ -127,7 +133,7 @@ def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True,
 
     matplotlib.use("Agg")
     if out_dir is None:
-        out_dir = default_out_dir(quick)
+        out_dir = default_out_dir(quick, resume=resume)
     os.makedirs(out_dir, exist_ok=True)
     start = time.perf_counter()
     parts = Parts(out_dir, {"simkit": __version__, "quick": quick, "platform": jax.default_backend(),
