@@ -346,7 +346,8 @@ def _along(x: Any, lo: Any, hi: Any, axis: int, start: int, stop: int, width: in
     for part, offset in ((lo, 0), (x, width), (hi, width + n)):
         first, last = max(start, offset), min(stop, offset + part.shape[axis])
         if first < last:
-            piece = lax.slice_in_dim(part, first - offset, last - offset, axis=axis)
+            # the ghosts in the field's dtype (they may come from float64 parameters)
+            piece = lax.slice_in_dim(part, first - offset, last - offset, axis=axis).astype(x.dtype)
             pieces.append((piece, first - start, last - start))
     if len(pieces) == 1:
         return pieces[0][0]

@@ -93,6 +93,18 @@ def test_windows_are_blocks_of_the_padded_array(width):
         np.testing.assert_array_equal(p.component(1).data, data[1])
 
 
+def test_a_float32_field_keeps_its_dtype_against_float64_wall_values():
+    """Wall values given as float64 arrays (for example from parameters in a float64 process)
+    make float64 ghosts; the windows of a float32 field stay float32, ghosts rounded to it."""
+    grid = sk.Grid((6, 5), 0.0, 1.0)
+    u = jnp.asarray(np.random.default_rng(2).random((6, 5)), jnp.float32)
+    wall = jnp.asarray(np.linspace(0.1, 0.9, 5), jnp.float64)  # one value per point of the face
+    p = sk.pad(u, ((sk.Dirichlet(wall), sk.Neumann(0.25)), sk.Periodic()), 1, grid.spacing)
+    assert p.data.dtype == p.shifted({0: -1, 1: 1}).dtype == p.window({0: (0, 7)}).dtype == jnp.float32
+    ghosts = np.asarray(p.shifted({0: -1}))[0]  # the row below the first: 2 wall - u[0]
+    np.testing.assert_allclose(ghosts, 2 * np.asarray(wall) - np.asarray(u[0]), rtol=1e-6)
+
+
 @pytest.mark.parametrize("width", [1, 2])
 def test_wall_values_of_the_face_shape_hold_on_every_axis(width):
     """An array value (the face's shape) once held only on the first grid axis: on the others
