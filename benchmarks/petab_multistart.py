@@ -172,6 +172,8 @@ def _others(path: Path, name: str, row: dict) -> dict:
     runs = json.loads(path.read_text())["problems"]
     if name not in runs or "pypesto_amici" not in runs[name]:
         return {}
+    if np.shape(runs[name]["starts"]) != np.shape(row["starts"]):  # another number of starts: not comparable
+        return {}
     np.testing.assert_allclose(runs[name]["starts"], row["starts"], rtol=1e-12)
     return {"pypesto_amici": runs[name]["pypesto_amici"]}
 
@@ -192,10 +194,12 @@ def main() -> None:
                         help="PetabProblem.fit's method for simkit's run")
     parser.add_argument("--ftol", type=float, default=None,
                         help="simkit's relative-decrease tolerance (default: PetabProblem.fit's, 2.2e-9)")
+    parser.add_argument("--out", type=Path, default=OUT, help="the results file (read, updated, written)")
     parser.add_argument("--pypesto", type=Path, default=PYPESTO,
                         help="pyPESTO + AMICI results on the same starts (petab_multistart_pypesto.py)")
     args = parser.parse_args()
-    document = json.loads(OUT.read_text()) if OUT.exists() else {"problems": {}}
+    out = args.out
+    document = json.loads(out.read_text()) if out.exists() else {"problems": {}}
     document["what"] = ("multi-start fits from the same starts (uniform on the parameters' scales within the bounds); "
                         "CPU and wall seconds; cpu_s and wall_s include compilation, also given apart")
     if set(args.problems) - set(args.rows_only):  # runs here: this process's pinning is the one recorded
@@ -223,8 +227,8 @@ def main() -> None:
         row["summary"] = summarise(row, others)
         document["problems"][name] = row
         print(name, json.dumps(row["summary"]), flush=True)
-        OUT.parent.mkdir(parents=True, exist_ok=True)
-        OUT.write_text(json.dumps(document, indent=1) + "\n")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(document, indent=1) + "\n")
 
 
 if __name__ == "__main__":
