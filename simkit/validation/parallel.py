@@ -81,10 +81,11 @@ def scaling(n: int = 1024, steps: int = 50, repeats: int = 3) -> dict[str, float
 
 
 def run_in_subprocess(names: list[str], timeout: int = 900) -> dict[str, Any]:
-    """`agreement` and `scaling` in a fresh process with 8 simulated devices and strict FP."""
+    """`agreement` and `scaling` in a fresh process with 8 simulated devices of the host's CPU
+    and strict FP (on an accelerator's machine too: this process may hold the accelerator)."""
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "SIMKIT_CPU_DEVICES")}
     env.update(XLA_FLAGS="--xla_force_host_platform_device_count=8", SIMKIT_STRICT_FP="1",
-               SIMKIT_COMPILATION_CACHE="0")
+               SIMKIT_COMPILATION_CACHE="0", JAX_PLATFORMS="cpu")
     code = ("import json; from simkit.validation import parallel as p; "
             f"print(json.dumps({{'agreement': p.agreement({names!r}), 'scaling': p.scaling()}}))")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, env=env)

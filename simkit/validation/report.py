@@ -193,7 +193,7 @@ def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True,
         say(f"  stencil: {r['name']:56s} {r['metric']:9.3g} (bound {r['bound']:g})  "
             f"{'ok' if r['passed'] else 'FAIL'}")
 
-    say("  domain decomposition (a fresh process with 8 simulated devices) ...")
+    say("  domain decomposition (a fresh process with 8 simulated devices of the CPU) ...")
 
     def parallel_part():
         out = parallel_cases.cases()
