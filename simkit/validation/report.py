@@ -183,11 +183,11 @@ def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True,
     ensembles.figure_fan(next(r for r in ens_results if r["kind"] == "fan"),
                          os.path.join(out_dir, "ensemble_fan_lorenz.png"))
 
-    def stencil_part():
-        out = stencils.all_cases()
-        stencils.figure_orders(out, os.path.join(out_dir, "stencil_orders.png"))
-        return out, stencils.figure_fields(out_dir)
-    stencil_results, field_figures = parts.get("stencils", stencil_part)
+    stencil_results = []
+    for group in stencils.GROUPS:  # each group a part
+        stencil_results += parts.get(f"stencils-{group.__name__}", group)
+    stencils.figure_orders(stencil_results, os.path.join(out_dir, "stencil_orders.png"))
+    field_figures = parts.get("stencil-fields", lambda: stencils.figure_fields(out_dir))
     bar.update(1)
     for r in stencil_results:
         say(f"  stencil: {r['name']:56s} {r['metric']:9.3g} (bound {r['bound']:g})  "
