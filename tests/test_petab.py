@@ -68,6 +68,9 @@ def test_least_squares_form_is_the_objective_plus_a_constant(boehm):
         assert abs(0.5 * float(np.sum(np.asarray(r) ** 2)) - n * NORMAL_OFFSET - value) <= 1e-10 * abs(value)
     with pytest.raises(simkit.InputError, match="method must be"):
         boehm.fit(boehm.x_nominal[None, :], method="newton")
+    for method in ("least_squares", "lbfgsb"):  # devices= reaches the minimiser (refused before compiling)
+        with pytest.raises(simkit.InputError, match="devices must be a non-empty list"):
+            boehm.fit(boehm.x_nominal[None, :], method=method, devices=jax.devices()[0])
 
 
 def test_bruno_objective_at_nominal():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -343,7 +344,7 @@ class PetabProblem:
         return starts
 
     def _minimize(self, method: str | None, x0: Any, lower: Any, upper: Any, max_iter: int, gtol: float,
-                  ftol: float, lanes: int | None) -> Any:
+                  ftol: float, lanes: int | None, devices: Any = None) -> Any:
         """`fit`'s minimiser from the starts ``x0`` ``(n_starts, n_est)`` within ``[lower, upper]``:
         a `simkit.fitting.BoundedResult` whose cost is the objective."""
         from ..fitting.bounded import least_squares_bounded, minimize_bounded
@@ -356,16 +357,18 @@ class PetabProblem:
             if self._residuals is None:
                 raise InputError("method='least_squares' needs normal noise on every observable and no Laplace "
                                  "priors; use method='lbfgsb'")
-            out = least_squares_bounded(self._residuals, x0, lower, upper, max_iter=max_iter, lanes=lanes)
+            out = least_squares_bounded(self._residuals, x0, lower, upper, max_iter=max_iter, lanes=lanes,
+                                        devices=devices)
             n_terms = jax.eval_shape(self._residuals, x0[0]).shape[0] // 2  # a pair per measurement and prior
             return out._replace(cost=out.cost - n_terms * NORMAL_OFFSET)
         if method == "lbfgsb":
             return minimize_bounded(self._objective, x0, lower, upper, max_iter=max_iter, gtol=gtol, ftol=ftol,
-                                    lanes=lanes)
+                                    lanes=lanes, devices=devices)
         raise InputError(f"method must be 'least_squares' or 'lbfgsb', got {method!r}")
 
     def fit(self, starts: Any = 10, *, seed: int = 0, method: str | None = None, max_iter: int = 500,
-            gtol: float = 1e-6, ftol: float = 0.0, lanes: int | None = None) -> PetabFit:
+            gtol: float = 1e-6, ftol: float = 0.0, lanes: int | None = None,
+            devices: Sequence[jax.Device] | None = None) -> PetabFit:
         """Multi-start bounded fit: projected Levenberg-Marquardt on the weighted residuals
         (`simkit.fitting.least_squares_bounded`) where every observable's noise is normal and
         no prior is a Laplace one, projected L-BFGS-B on the objective (`simkit.fitting.minimize_bounded`) otherwise.
@@ -399,7 +402,12 @@ class PetabProblem:
             (`simkit.fitting.minimize_bounded`'s default 2.2e-9 stops starts that are still
             descending along the flat valleys of these problems).
         lanes : int, optional
-            Starts run side by side (default all, batched with ``jax.vmap``).
+            Starts run side by side on each device (default: all on an accelerator, one
+            after another on a CPU; `simkit.fitting.bounded.default_lanes`).
+        devices : sequence of jax.Device, optional
+            Split the starts between these devices, each running its share (e.g.
+            ``jax.local_devices()`` after ``simkit.configure(cpu_devices=True)``; default: JAX's
+            default device). See `simkit.fitting.least_squares_bounded`.
 
         Returns
         -------
@@ -418,7 +426,7 @@ class PetabProblem:
                 x0 = x0[None, :]
             if x0.ndim != 2 or x0.shape[1] != len(self.parameter_ids):
                 raise ShapeError(f"starts must have shape (n_starts, {len(self.parameter_ids)}), got {x0.shape}")
-        out = self._minimize(method, x0, self.lower, self.upper, max_iter, gtol, ftol, lanes)
+        out = self._minimize(method, x0, self.lower, self.upper, max_iter, gtol, ftol, lanes, devices)
         cost = np.asarray(out.cost)
         order = np.argsort(np.where(np.isfinite(cost), cost, np.inf), kind="stable")
         return PetabFit(x=np.asarray(out.x)[order], cost=cost[order], status=np.asarray(out.status)[order],

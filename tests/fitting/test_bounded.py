@@ -55,6 +55,23 @@ def test_a_start_gives_the_same_answer_alone_and_in_any_batch(batch):
         np.testing.assert_array_equal(np.asarray(getattr(two_lanes, field)), np.asarray(getattr(batch, field)))
 
 
+def test_starts_split_between_devices_end_as_on_one_device(batch):
+    """devices=: the starts split between this process's CPU devices (tests/conftest.py makes
+    four) in order, the last device's share padded; each start ends as on one device (this
+    function rounds alike in every program)."""
+    devices = jax.local_devices()
+    assert len(devices) >= 4
+    for split in (devices[:4], devices[:2]):  # 6 starts: 2 a device and 2 copies of the last start, or 3 and 3
+        out = minimize_bounded(rosenbrock, STARTS, LOWER, UPPER, gtol=1e-9, ftol=0.0, lanes=len(STARTS),
+                               devices=split)
+        for field in ("x", "cost", "n_iter", "n_eval", "status", "at_bound"):
+            np.testing.assert_array_equal(np.asarray(getattr(out, field)), np.asarray(getattr(batch, field)))
+    with pytest.raises(InputError, match="devices must be a non-empty list of distinct jax devices"):
+        least_squares_bounded(lambda x: x, STARTS, LOWER, UPPER, devices=devices[0])
+    with pytest.raises(InputError, match="devices must be"):
+        minimize_bounded(rosenbrock, STARTS, LOWER, UPPER, devices=[devices[0], devices[0]])
+
+
 def test_no_nan_where_the_function_fails_beyond_a_bound_or_far_out():
     # log(1 + x) is NaN below -1: the box [0, 1e5] keeps every point finite; the optimum is
     # at the lower bound (the function rises from 0)
