@@ -41,10 +41,12 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.optimize
 
+import simkit
 import simkit.petab as sp
 from simkit.fitting import minimize_bounded
 
 OUT = Path(__file__).parent / "results" / "petab_multistart.json"
+DEVICES = None  # --devices N: simkit's fits split their starts between N CPU devices
 PYPESTO = Path(__file__).parent / "results" / "petab_multistart_pypesto.json"
 
 
@@ -66,15 +68,15 @@ def _simkit_fit(problem, x0: np.ndarray, max_iter: int, gtol: float, ftol: float
     ``method`` if given), or with ``ftol`` given, `simkit.fitting.minimize_bounded` on the
     problem's objective."""
     if method is not None:
-        fit = problem.fit(starts=x0, method=method, max_iter=max_iter)
+        fit = problem.fit(starts=x0, method=method, max_iter=max_iter, devices=DEVICES)
         order = _in_start_order(x0, fit.starts)
         return fit.cost[order], fit.status[order], fit.n_iter[order]
     if ftol is None:
-        fit = problem.fit(starts=x0, method="lbfgsb", ftol=2.2e-9, max_iter=max_iter, gtol=gtol)
+        fit = problem.fit(starts=x0, method="lbfgsb", ftol=2.2e-9, max_iter=max_iter, gtol=gtol, devices=DEVICES)
         order = _in_start_order(x0, fit.starts)
         return fit.cost[order], fit.status[order], fit.n_iter[order]
     out = minimize_bounded(problem.objective, jnp.asarray(x0), jnp.asarray(problem.lower), jnp.asarray(problem.upper),
-                           max_iter=max_iter, gtol=gtol, ftol=ftol)
+                           max_iter=max_iter, gtol=gtol, ftol=ftol, devices=DEVICES)
     return np.asarray(out.cost), np.asarray(out.status), np.asarray(out.n_iter)
 
 
@@ -110,8 +112,10 @@ def run_problem(folder: Path, n_starts: int, seed: int, max_iter: int, methods: 
                                   "weighted residuals" if fit_method == "least_squares" else
                                   ("PetabProblem.fit(method='lbfgsb', ftol=2.2e-9)" if ftol is None
                                    else "minimize_bounded(problem.objective, ...)") + " (projected L-BFGS-B")
-                                 + ", starts one after another in one compiled program); "
-                                   "compile_*: its first call, with max_iter=1 (one step per start included)"}
+                                 + (", starts one after another in one compiled program" if DEVICES is None else
+                                    f", the starts split between {len(DEVICES)} CPU devices, one after another on each")
+                                 + "); compile_*: its first call, with max_iter=1 (one step per start included)",
+                         "devices": 1 if DEVICES is None else len(DEVICES)}
     if "scipy" in methods:
         start = _clock()
         value_and_grad = jax.jit(jax.value_and_grad(problem.objective))
@@ -194,17 +198,24 @@ def main() -> None:
                         help="PetabProblem.fit's method for simkit's run")
     parser.add_argument("--ftol", type=float, default=None,
                         help="simkit's relative-decrease tolerance (default: PetabProblem.fit's, 2.2e-9)")
+    parser.add_argument("--devices", type=int, default=1,
+                        help="simkit: split the starts between this many CPU devices (pin as many cores)")
     parser.add_argument("--out", type=Path, default=OUT, help="the results file (read, updated, written)")
     parser.add_argument("--pypesto", type=Path, default=PYPESTO,
                         help="pyPESTO + AMICI results on the same starts (petab_multistart_pypesto.py)")
     args = parser.parse_args()
+    global DEVICES
+    if args.devices > 1:
+        simkit.configure(cpu_devices=args.devices)
+        DEVICES = jax.local_devices()[:args.devices]
     out = args.out
     document = json.loads(out.read_text()) if out.exists() else {"problems": {}}
     document["what"] = ("multi-start fits from the same starts (uniform on the parameters' scales within the bounds); "
                         "CPU and wall seconds; cpu_s and wall_s include compilation, also given apart")
     if set(args.problems) - set(args.rows_only):  # runs here: this process's pinning is the one recorded
         document["meta"] = {"machine": f"{platform.machine()}, {os.cpu_count()} cores shared with other jobs while measured",
-                            "pinning": f"one core, pinned, machine shared (CPU affinity {sorted(os.sched_getaffinity(0))}, "
+                            "pinning": f"{len(os.sched_getaffinity(0))} core(s), pinned, machine shared "
+                                       f"(CPU affinity {sorted(os.sched_getaffinity(0))}, "
                                        f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')})",
                             "jax": jax.__version__, "scipy": scipy.__version__,
                             "solver": "simkit.petab.load defaults: the stiff default of simkit.solve, rtol 1e-8, "

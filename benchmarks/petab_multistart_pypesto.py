@@ -50,10 +50,12 @@ def draw_starts(problem, n: int, seed: int) -> tuple[list[str], np.ndarray]:
     return [str(i) for i in est.index], lower + rng.random((n, len(lower))) * (upper - lower)
 
 
-def meta() -> dict:
+def meta(processes: int = 1) -> dict:
+    engine = "pyPESTO's single-core engine" if processes == 1 else f"pyPESTO's multi-process engine, {processes} processes"
     return {"machine": f"{platform.machine()}, {os.cpu_count()} cores shared with other jobs while measured",
-            "pinning": f"one core, pinned, machine shared (CPU affinity {sorted(os.sched_getaffinity(0))}, "
-                       f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}, pyPESTO's single-core engine)"}
+            "pinning": f"{len(os.sched_getaffinity(0))} core(s), pinned, machine shared (CPU affinity "
+                       f"{sorted(os.sched_getaffinity(0))}, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}, {engine}; "
+                       f"AMICI_PARALLEL_COMPILE={os.environ.get('AMICI_PARALLEL_COMPILE')})"}
 
 
 def main() -> None:
@@ -75,10 +77,14 @@ def main() -> None:
     parser.add_argument("--max-iter", type=int, default=500)
     parser.add_argument("--models", type=Path, default=None, help="folder of compiled AMICI models (kept)")
     parser.add_argument("--compile", action="store_true", help="only compile the models into --models")
+    parser.add_argument("--processes", type=int, default=1,
+                        help="the starts in this many processes (pyPESTO's MultiProcessEngine; pin as many cores)")
+    parser.add_argument("--out", type=Path, default=OUT, help="the results file (read, updated, written)")
     args = parser.parse_args()
+    out = args.out
     if args.compile and args.models is None:
         parser.error("--compile needs --models")
-    document = json.loads(OUT.read_text()) if OUT.exists() else {"problems": {}}
+    document = json.loads(out.read_text()) if out.exists() else {"problems": {}}
     simkit_runs = json.loads(SIMKIT.read_text())["problems"] if SIMKIT.exists() else {}
     for name in args.problems:
         with warnings.catch_warnings():
@@ -98,7 +104,8 @@ def main() -> None:
             pproblem = importer.create_problem()
             import_cpu, import_wall = cpu_seconds() - c, time.perf_counter() - w
             if args.compile:
-                record.write_text(json.dumps({"import_cpu_s": import_cpu, "import_wall_s": import_wall, **meta()}))
+                record.write_text(json.dumps({"import_cpu_s": import_cpu, "import_wall_s": import_wall,
+                                              **meta(args.processes)}))
                 print(name, "compiled", import_cpu, import_wall, flush=True)
                 continue
             compiled = None
@@ -116,7 +123,8 @@ def main() -> None:
             optimizer = optimize.FidesOptimizer(verbose=0, options={"maxiter": row["max_iter"]})
             fc, fw = cpu_seconds(), time.perf_counter()
             result = optimize.minimize(pproblem, optimizer=optimizer, n_starts=len(starts), progress_bar=False,
-                                       engine=pypesto.engine.SingleCoreEngine())
+                                       engine=pypesto.engine.SingleCoreEngine() if args.processes == 1 else
+                                       pypesto.engine.MultiProcessEngine(n_procs=args.processes))
             fit_cpu, fit_wall = cpu_seconds() - fc, time.perf_counter() - fw
         runs = sorted(result.optimize_result.list, key=lambda r: int(r["id"]))
         compile_cpu = compiled["import_cpu_s"] if compiled else import_cpu
@@ -130,20 +138,20 @@ def main() -> None:
             "fit_cpu_s": fit_cpu, "fit_wall_s": fit_wall,
             "compile_cpu_s": compile_cpu, "compile_wall_s": compile_wall,
             "load_cpu_s": import_cpu if compiled else 0.0, "load_wall_s": import_wall if compiled else 0.0,
-            "compile": ("imported and compiled once before the fit, on another core, then loaded "
+            "compile": ("imported and compiled once before the fit (its own run), then loaded "
                         f"({compiled['pinning']})" if compiled else "imported and compiled inside the timed run"),
             "versions": {"pypesto": pypesto.__version__, "amici": amici.__version__, "fides": fides.__version__},
             "note": "n_iter holds gradient evaluations (fides: one per iteration)"}
         r = row["pypesto_amici"]
         r["cpu_s"] = r["compile_cpu_s"] + r["load_cpu_s"] + r["fit_cpu_s"]
         r["wall_s"] = r["compile_wall_s"] + r["load_wall_s"] + r["fit_wall_s"]
-        row["meta"] = meta()
+        row["meta"] = meta(args.processes)
         document["problems"][name] = row
         print(name, json.dumps({k: v for k, v in r.items() if k not in ("cost", "n_iter", "n_fval", "status")}),
               "best", min(r["cost"]), "nominal", row["nll_nominal_amici"], flush=True)
         document["what"] = ("pyPESTO + AMICI + fides multi-start fits from the starts of petab_multistart.json; "
-                            "times in seconds, CPU and wall; one core, pinned, machine shared")
-        OUT.write_text(json.dumps(document, indent=1) + "\n")
+                            "times in seconds, CPU and wall; pinned (meta), machine shared")
+        out.write_text(json.dumps(document, indent=1) + "\n")
 
 
 if __name__ == "__main__":
