@@ -468,8 +468,9 @@ def minimize_bounded(fun: Callable, x0: Any, lower: Any, upper: Any, *, method: 
         Split the starts in order between these devices, each running its share on its own
         lanes (e.g. ``jax.local_devices()`` after ``simkit.configure(cpu_devices=True)``: a
         10-start PEtab fit ran its starts in 10.2 s on two CPU cores, 20.7 s on one).
-        Default: JAX's default device runs them all. A split start runs in another compiled
-        program than alone: see the module's docstring.
+        Default: JAX's default device runs them all; under the caller's ``jax.jit``,
+        ``jax.vmap`` or ``jax.grad`` the caller's program decides. A split start runs in
+        another compiled program than alone: see the module's docstring.
 
     Returns
     -------
