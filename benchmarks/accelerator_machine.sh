@@ -6,6 +6,8 @@
 #   bash benchmarks/accelerator_machine.sh bench      # ensembles, stencils, a multi-start fit
 #   bash benchmarks/accelerator_machine.sh validate   # simkit validate, resumed over calls (carry .tpu-report)
 # (COMPILE_CASES="DOP853 Rodas5P:hires" with compile64: only those kernel cases)
+# The workplace's device tool brings back at most 8 files from $OUT: a command running several parts
+# should pack its files (tar) before it ends.
 # simkit's pure-Python dependencies that the machine's package index lacks travel as wheels in
 # .whl-tpu/ (pip download --no-deps ... diffrax equinox lineax optimistix jaxopt jaxtyping
 # wadler_lindig h5netcdf); the others come from the machine's own index (KINDS.md of the
