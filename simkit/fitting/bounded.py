@@ -273,8 +273,9 @@ def _split_starts(body: Callable, x0, devices: tuple | None):
         return body(x0)
     n, share = x0.shape[0], -(-x0.shape[0] // len(devices))
     padded = jnp.concatenate([x0, jnp.broadcast_to(x0[-1:], (share * len(devices) - n,) + x0.shape[1:])])
-    spec = jax.sharding.PartitionSpec(member_mesh(devices).axis_names[0])
-    out = jax.shard_map(body, mesh=member_mesh(devices), in_specs=spec, out_specs=spec, check_vma=False)(padded)
+    mesh = member_mesh(devices)
+    spec = jax.sharding.PartitionSpec(mesh.axis_names[0])
+    out = jax.shard_map(body, mesh=mesh, in_specs=spec, out_specs=spec, check_vma=False)(padded)
     return jax.tree_util.tree_map(lambda a: a[:n], out)
 
 
