@@ -17,7 +17,7 @@ from ..params import check_key, merge_params, refuse_traced
 from ..model import ODEModel
 from ..sample import latin_hypercube
 from ..stencil.pde import PDEModel
-from .bounded import default_lanes
+from .bounded import default_lanes, devices_for
 from .data import Dataset, check_observation
 from .drivers import BFGS, LBFGSB, AbstractDriver, BoundedLevenbergMarquardt, LevenbergMarquardt
 from .objective import AbstractLoss, as_loss
@@ -172,6 +172,7 @@ def fit(
     key: Any = None,
     scales: Mapping[str, str] | None = None,
     lanes: int | None = None,
+    devices: Sequence[jax.Device] | None = None,
     confidence: float = 0.95,
     max_iterations: int | None = None,
     max_evaluations: int = 2000,
@@ -233,6 +234,12 @@ def fit(
         under ``jax.vmap`` (default: all of them on an accelerator, one on a CPU, where a
         pass waits for the lane whose solve takes the most steps). A start ends where it
         ends alone (to the rounding of a vmapped solve).
+    devices : sequence of jax.Device, optional
+        Split the starts in order between these devices, each running its share (e.g.
+        ``jax.local_devices()`` after ``simkit.configure(cpu_devices=True)``; default: JAX's
+        default device runs them all). A split start runs in another compiled program than
+        alone: its end agrees to rounding, and in a flat valley its path can differ
+        (`simkit.fitting.least_squares_bounded`).
     confidence : float
         Confidence level of the intervals (default 0.95).
     max_iterations : int, optional
@@ -363,13 +370,15 @@ def fit(
     dtype = _config.float_dtype()
     points = _given_starts(space, starts) if given else _starts(space, int(starts), jax.random.key(0) if key is None
                                                                  else check_key(key, "fit()"))
-    lanes = _default_lanes(lanes, len(points))
+    split = devices_for(devices, len(points), "fit")
+    split = split if split is not None and len(split) > 1 else None
+    lanes = _default_lanes(lanes, len(points) if split is None else -(-len(points) // len(split)))
     with _progress.bar(2, f"fit {model.name}", progress=progress if len(points) > 1 else False,
                        unit="stages") as stages:
         stages.set_postfix_str(f"{len(points)} starts", refresh=False)
         thetas, iterations, evaluations, codes, costs, least_squares, at_bound = problem.run(
             optimizer, jnp.asarray(points, dtype), max_iterations=limits["max_iterations"],
-            max_evaluations=limits["max_evaluations"], lanes=lanes)
+            max_evaluations=limits["max_evaluations"], lanes=lanes, devices=split)
         costs = np.asarray(costs)
         finite = np.isfinite(costs)
         if not finite.any():

@@ -253,7 +253,7 @@ def _lanes(lanes: int | None, n_starts: int) -> int:
     return min(int(lanes), n_starts)
 
 
-def _devices_for(devices: Any, n_starts: int, name: str) -> tuple | None:
+def devices_for(devices: Any, n_starts: int, name: str) -> tuple | None:
     """The devices ``devices=`` names for ``n_starts`` starts, at most one per start (None:
     no split); a clear error for anything but a non-empty sequence of distinct devices."""
     if devices is None:
@@ -265,7 +265,7 @@ def _devices_for(devices: Any, n_starts: int, name: str) -> tuple | None:
     return tuple(devices[:max(1, n_starts)])
 
 
-def _split_starts(body: Callable, x0, devices: tuple | None):
+def split_starts(body: Callable, x0, devices: tuple | None):
     """``body(rows)`` (a pytree of per-row results) over the rows of ``x0``, split in order
     between ``devices`` (None: all in this program); the last device's share is padded with
     copies of the last row, whose results are dropped."""
@@ -283,7 +283,7 @@ def _placed(x0, lanes: int | None, devices: Any, traced: bool, name: str) -> tup
     """``(devices, lanes per device)`` of a run from the rows of ``x0``: no split under a
     transform of the caller's (the caller's program decides where it runs)."""
     n = x0.shape[0]
-    devices = _devices_for(devices, n, name)
+    devices = devices_for(devices, n, name)
     devices = None if traced or devices is None or len(devices) == 1 else devices
     share = n if not devices else -(-n // len(devices))
     return devices, _lanes(lanes, share)
@@ -409,7 +409,7 @@ def _minimize_jit(fun, x0, lower, upper, max_iter, max_eval, gtol, ftol, *, meth
 def _minimize(fun, x0, lower, upper, max_iter, max_eval, gtol, ftol, *, method, memory, lanes, devices=None):
     n = x0.shape[1]
     fresh, advance, summary = _lbfgsb_lane(n, memory, lower, upper, max_iter, max_eval, gtol, ftol, x0.dtype)
-    return _split_starts(lambda rows: _drive(value_and_grad(fun, n), advance, fresh, summary, rows, lanes), x0,
+    return split_starts(lambda rows: _drive(value_and_grad(fun, n), advance, fresh, summary, rows, lanes), x0,
                          devices)
 
 
@@ -655,7 +655,7 @@ def _lm_lane(n: int, lower, upper, max_iter, max_eval, gtol, ftol, xtol, dtype):
 def _least_squares(residuals, x0, lower, upper, max_iter, max_eval, gtol, ftol, xtol, *, lanes, devices=None):
     n = x0.shape[1]
     fresh, advance, summary = _lm_lane(n, lower, upper, max_iter, max_eval, gtol, ftol, xtol, x0.dtype)
-    return _split_starts(lambda rows: _drive(residuals_and_jacobian(residuals, n), advance, fresh, summary, rows, lanes),
+    return split_starts(lambda rows: _drive(residuals_and_jacobian(residuals, n), advance, fresh, summary, rows, lanes),
                          x0, devices)
 
 

@@ -18,6 +18,7 @@ from .._codegen import SMALL_STATE_LIMIT, codegen_jit
 from .._solve import solve
 from ..model import ODEModel
 from ..status import Status
+from .bounded import split_starts
 from .data import Dataset
 from .drivers import AbstractDriver, minimise
 from .objective import AbstractLoss
@@ -148,16 +149,23 @@ def _at_bound(space: ParameterSpace, theta):
     return jnp.where(near(lo) | (theta <= lo), -1, jnp.where(near(hi) | (theta >= hi), 1, 0)).astype(jnp.int8)
 
 
-@codegen_jit(_suits_classic, static_argnames=("program", "optimizer", "lanes"))
+@codegen_jit(_suits_classic, static_argnames=("program", "optimizer", "lanes", "devices"))
 def run_starts(program: FitProgram, optimizer: AbstractDriver, arrays: dict, starts, max_iterations, max_evaluations,
-               lanes: int | None = None):
+               lanes: int | None = None, devices: tuple | None = None):
     """Every start (rows of ``starts``, natural values) run to its own end: final points,
     iterations, evaluations, `FitStatus` codes, costs, where the optimiser keeps them
     (`AbstractDriver.residuals_and_jacobian`) the residuals and their Jacobian in the
     natural parameters (else None), and which bound each parameter ended at (-1, 0, +1);
     one row per start. The limits are traced: changing them does not recompile. The
     bounded optimisers run all starts in one call on ``lanes`` lanes (`minimize_bounded`);
-    the others under ``jax.vmap``."""
+    the others under ``jax.vmap``. With ``devices``, the starts are split between them
+    (`simkit.fitting.bounded`), each running its share."""
+    return split_starts(lambda rows: _run_starts(program, optimizer, arrays, rows, max_iterations, max_evaluations,
+                                                  lanes), starts, devices)
+
+
+def _run_starts(program: FitProgram, optimizer: AbstractDriver, arrays: dict, starts, max_iterations,
+                max_evaluations, lanes: int | None):
     space = program.space
     limits = {"max_iterations": max_iterations, "max_evaluations": max_evaluations}
     if getattr(optimizer, "solve_starts", None) is not None:
@@ -321,6 +329,6 @@ class Problem:
         return cost(self.program, self.arrays, theta)
 
     def run(self, optimizer: AbstractDriver, starts, *, max_iterations: int, max_evaluations: int,
-            lanes: int | None = None) -> tuple:
+            lanes: int | None = None, devices: tuple | None = None) -> tuple:
         return run_starts(self.program, optimizer, self.arrays, starts, jnp.asarray(max_iterations),
-                          jnp.asarray(max_evaluations), lanes=lanes)
+                          jnp.asarray(max_evaluations), lanes=lanes, devices=devices)

@@ -3,6 +3,7 @@ likelihood losses, multi-start, profiles, identifiability, several experiments, 
 inverse problem. Limits, failed solves and count data: test_limits.py; CSV files:
 test_csv.py."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -147,6 +148,17 @@ def test_multistart_keeps_every_cost_and_returns_the_best():
     np.testing.assert_allclose(result.cov, fresh["cov"], rtol=1e-7)
     ax = result.plot_waterfall()
     assert len(ax.get_lines()[0].get_xdata()) == 6
+    # devices=: the starts split between two CPU devices end where they end on one, to the
+    # rounding of another compiled program; the projected optimiser and one on transforms
+    for optimizer in (None, fitting.LevenbergMarquardt()):
+        one = result if optimizer is None else simkit.fit(LOGISTIC, data, free=["r", "K"], bounds=BOX, starts=6,
+                                                          optimizer=optimizer)
+        split = simkit.fit(LOGISTIC, data, free=["r", "K"], bounds=BOX, starts=6, optimizer=optimizer,
+                           devices=jax.local_devices()[:2])
+        np.testing.assert_allclose(split.start_costs, one.start_costs, rtol=1e-8)
+        np.testing.assert_array_equal(split.start_status, one.start_status)
+    with pytest.raises(simkit.InputError, match="fit: devices must be"):
+        simkit.fit(LOGISTIC, data, free=["r", "K"], bounds=BOX, starts=6, devices="cpu")
 
 
 def test_levenberg_marquardt_evaluates_the_residuals_once_per_point():
