@@ -17,7 +17,7 @@ from ..params import check_key, merge_params, refuse_traced
 from ..model import ODEModel
 from ..sample import latin_hypercube
 from ..stencil.pde import PDEModel
-from .bounded import default_lanes, devices_for
+from .bounded import placed
 from .data import Dataset, check_observation
 from .drivers import BFGS, LBFGSB, AbstractDriver, BoundedLevenbergMarquardt, LevenbergMarquardt
 from .objective import AbstractLoss, as_loss
@@ -106,15 +106,6 @@ def _default_optimizer(loss: AbstractLoss, space: ParameterSpace, n_nuisance: in
     if loss.residual_form:
         return BoundedLevenbergMarquardt() if boxed else LevenbergMarquardt()
     return LBFGSB() if boxed else BFGS()
-
-
-def _default_lanes(lanes: int | None, n_starts: int) -> int:
-    """Starts side by side: `simkit.fitting.bounded.default_lanes` unless given."""
-    if lanes is not None:
-        if isinstance(lanes, bool) or not isinstance(lanes, (int, np.integer)) or lanes < 1:
-            raise InputError(f"lanes must be a positive whole number or None, got {lanes!r}")
-        return min(int(lanes), n_starts)
-    return default_lanes(n_starts)
 
 
 def _check_y0_function(model: ODEModel, y0_function: Any) -> None:
@@ -370,9 +361,7 @@ def fit(
     dtype = _config.float_dtype()
     points = _given_starts(space, starts) if given else _starts(space, int(starts), jax.random.key(0) if key is None
                                                                  else check_key(key, "fit()"))
-    split = devices_for(devices, len(points), "fit")
-    split = split if split is not None and len(split) > 1 else None
-    lanes = _default_lanes(lanes, len(points) if split is None else -(-len(points) // len(split)))
+    split, lanes = placed(len(points), lanes, devices, False, "fit")
     with _progress.bar(2, f"fit {model.name}", progress=progress if len(points) > 1 else False,
                        unit="stages") as stages:
         stages.set_postfix_str(f"{len(points)} starts", refresh=False)

@@ -279,10 +279,9 @@ def split_starts(body: Callable, x0, devices: tuple | None):
     return jax.tree_util.tree_map(lambda a: a[:n], out)
 
 
-def _placed(x0, lanes: int | None, devices: Any, traced: bool, name: str) -> tuple[tuple | None, int]:
-    """``(devices, lanes per device)`` of a run from the rows of ``x0``: no split under a
-    transform of the caller's (the caller's program decides where it runs)."""
-    n = x0.shape[0]
+def placed(n: int, lanes: int | None, devices: Any, traced: bool, name: str) -> tuple[tuple | None, int]:
+    """``(devices, lanes per device)`` of a run of ``n`` starts (devices None: no split);
+    no split under a transform of the caller's (the caller's program decides where it runs)."""
     devices = devices_for(devices, n, name)
     devices = None if traced or devices is None or len(devices) == 1 else devices
     share = n if not devices else -(-n // len(devices))
@@ -506,7 +505,7 @@ def minimize_bounded(fun: Callable, x0: Any, lower: Any, upper: Any, *, method: 
                              f"got {value!r}")
     args = (x0, lower, upper, jnp.asarray(max_iter), jnp.asarray(max_eval), jnp.asarray(gtol, x0.dtype),
             jnp.asarray(ftol, x0.dtype))
-    devices, lanes = _placed(x0, lanes, devices, _traced(args), "minimize_bounded")
+    devices, lanes = placed(x0.shape[0], lanes, devices, _traced(args), "minimize_bounded")
     run = _minimize if _traced(args) else _minimize_jit
     return run(fun, *args, method=method, memory=int(memory), lanes=lanes, devices=devices)
 
@@ -737,6 +736,6 @@ def least_squares_bounded(residuals: Callable, x0: Any, lower: Any, upper: Any, 
             raise InputError(f"least_squares_bounded: {name} must be a whole number, got {value!r}")
     args = (x0, lower, upper, jnp.asarray(max_iter), jnp.asarray(max_eval), jnp.asarray(gtol, x0.dtype),
             jnp.asarray(ftol, x0.dtype), jnp.asarray(xtol, x0.dtype))
-    devices, lanes = _placed(x0, lanes, devices, _traced(args), "least_squares_bounded")
+    devices, lanes = placed(x0.shape[0], lanes, devices, _traced(args), "least_squares_bounded")
     run = _least_squares if _traced(args) else _least_squares_jit
     return run(residuals, *args, lanes=lanes, devices=devices)
