@@ -128,12 +128,12 @@ def harmless_args(args: Any, ok: Any) -> Any:
                          atol=jnp.where(ok, args.atol, one))
 
 
-def floor_rtol(rtol: Any, eps: float) -> Any:
-    """A traced ``rtol`` in ``(0, 100 eps)`` raised to ``100 eps`` (as the host path does, with its
-    warning); host values and 0 unchanged."""
+def floor_rtol(rtol: Any, floor: float) -> Any:
+    """A traced ``rtol`` in ``(0, floor)`` raised to ``floor`` (`simkit._prepare.rtol_floor`, as the
+    host path does, with its warning); host values and 0 unchanged."""
     if not is_traced(rtol):
         return rtol
-    return jnp.where((rtol > 0) & (rtol < 100 * eps), jnp.asarray(100 * eps, rtol.dtype), rtol)
+    return jnp.where((rtol > 0) & (rtol < floor), jnp.asarray(floor, rtol.dtype), rtol)
 
 
 # -- errors that teach: what a function traced by simkit may not do ----------------------------------

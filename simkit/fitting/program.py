@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import _config
 from .._codegen import SMALL_STATE_LIMIT, codegen_jit
+from .._prepare import rtol_floor
 from .._solve import solve
 from ..model import ODEModel
 from ..status import Status
@@ -306,7 +307,7 @@ class Problem:
             "y0_values": [[jnp.asarray(v, dtype) for v in (d.y0 or {}).values()] for d in self.datasets],
             "params": {k: jnp.asarray(v, dtype) for k, v in model.params.items()},
             "y0": jnp.asarray(model.y0, dtype),
-            "rtol": jnp.asarray(max(rtol, 100 * float(jnp.finfo(dtype).eps)) if rtol is FIT_RTOL else rtol, dtype),
+            "rtol": jnp.asarray(max(rtol, rtol_floor(dtype)) if rtol is FIT_RTOL else rtol, dtype),
             "atol": jnp.asarray(atol, dtype),
             "cost_scale": jnp.asarray(_cost_scale(loss, self.datasets), dtype),
         }
