@@ -6,8 +6,8 @@
 #   bash benchmarks/accelerator_machine.sh bench      # ensembles, stencils, a multi-start fit
 #   bash benchmarks/accelerator_machine.sh validate   # simkit validate, resumed over calls (carry .tpu-report)
 # (COMPILE_CASES="DOP853 Rodas5P:hires" with compile64: only those kernel cases)
-# The workplace's device tool brings back at most 8 files from $OUT: a command running several parts
-# should pack its files (tar) before it ends.
+# The workplace's device tool brings back at most 8 files from $OUT, each of at most 16 MiB: a command
+# running several parts should pack its files (tar, split) before it ends.
 # simkit's pure-Python dependencies that the machine's package index lacks travel as wheels in
 # .whl-tpu/ (pip download --no-deps ... diffrax equinox lineax optimistix jaxopt jaxtyping
 # wadler_lindig h5netcdf); the others come from the machine's own index (KINDS.md of the
@@ -65,12 +65,13 @@ for part in "$@"; do
       SIMKIT_ENABLE_X64=0 timeout "${ENSEMBLE_SECONDS:-240}" python3 benchmarks/accelerator.py ensemble \
         --modes default refilled lockstep --out "$OUT/ensemble_f32.json" > "$OUT/ensemble.log" 2>&1 ;;
     validate)  # simkit validate in float64, resumable: the report folder .tpu-report/ travels back in $OUT as
-      # tpu-report.tgz; unpacked here and named in the next call's carry, it comes back with its finished
-      # parts (VALIDATE_SECONDS per call; VALIDATE_QUICK=1: the --quick report)
+      # tpu-report.tgz.aa, .ab, ... (15 MiB pieces: the device tool returns files of at most 16 MiB);
+      # unpacked here (cat tpu-report.tgz.* | tar xz) and named in the next call's carry, it comes back
+      # with its finished parts (VALIDATE_SECONDS per call; VALIDATE_QUICK=1: the --quick report)
       timeout "${VALIDATE_SECONDS:-540}" python3 -c 'import sys; from simkit.cli import main; sys.exit(main(["validate", "--out", ".tpu-report", "--resume"] + sys.argv[1:]))' ${VALIDATE_QUICK:+--quick} \
         > "$OUT/validate.log" 2>&1
       echo "exit $?" >> "$OUT/validate.log"
-      tar czf "$OUT/tpu-report.tgz" .tpu-report ;;
+      tar czf - .tpu-report | split -b 15m - "$OUT/tpu-report.tgz." ;;
     fit) SIMKIT_ENABLE_X64=0 timeout "${FIT_SECONDS:-100}" python3 benchmarks/accelerator.py fit --starts "${FIT_STARTS:-1024}" --where ${FIT_WHERE:-default host} \
       --out "$OUT/fit_f32.json" > "$OUT/fit.log" 2>&1 ;;
   esac
