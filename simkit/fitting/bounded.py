@@ -119,6 +119,7 @@ class BoundedResult(NamedTuple):
 # phases of a lane
 _START, _TRIAL, _IDLE = 0, 1, 2
 _ARMIJO = 1e-4  # sufficient decrease of the line search
+_QUIET_STEPS = 3  # least squares: accepted steps in a row below ftol that end a start
 _MAX_BACKTRACKS = 30
 
 
@@ -551,7 +552,7 @@ def _lm_lane(n: int, lower, upper, max_iter, max_eval, gtol, ftol, xtol, dtype):
                 "structured": jnp.asarray(False), "predicted": jnp.asarray(0.0, dtype), "delta": zeros,
                 "damping": jnp.asarray(0.0, dtype), "factor": jnp.asarray(2.0, dtype),
                 "n_iter": jnp.asarray(0, jnp.int32), "n_eval": jnp.asarray(0, jnp.int32),
-                "status": jnp.asarray(0, jnp.int32)}
+                "quiet": jnp.asarray(0, jnp.int32), "status": jnp.asarray(0, jnp.int32)}
 
     def trial(x, g, jtj, model, damping):
         """The damped step of the quadratic model ``model`` (Gauss-Newton's ``jtj``, or it plus
@@ -623,8 +624,12 @@ def _lm_lane(n: int, lower, upper, max_iter, max_eval, gtol, ftol, xtol, dtype):
         factor = jnp.where(accept, 2.0, 2.0 * lane["factor"])
         n_iter = lane["n_iter"] + jnp.where(accept & ~starting, 1, 0)
         pg = jnp.max(jnp.abs(projected_gradient(new_x, g, lower, upper)), initial=0.0)
-        small_decrease = ~starting & accept & (actual <= ftol * jnp.maximum(f, tiny)) \
-            & (lane["predicted"] <= ftol * jnp.maximum(f, tiny))
+        # accepted steps in a row whose actual and predicted decreases were both below ftol times
+        # the cost: one such step may be one kept short by the damping after rejected trials, on a
+        # plateau far from a minimum
+        small = (actual <= ftol * jnp.maximum(f, tiny)) & (lane["predicted"] <= ftol * jnp.maximum(f, tiny))
+        quiet = jnp.where(accept & ~starting, jnp.where(small, lane["quiet"] + 1, 0), lane["quiet"])
+        small_decrease = ~starting & accept & (quiet >= _QUIET_STEPS)
         # the last trial's step before projection (a projected one can vanish at a bound)
         small_step = ~starting & (jnp.max(jnp.abs(lane["delta"]) - xtol * (jnp.abs(lane["x"]) + xtol),
                                           initial=-1.0) <= 0)
@@ -645,6 +650,7 @@ def _lm_lane(n: int, lower, upper, max_iter, max_eval, gtol, ftol, xtol, dtype):
                    point=jnp.where(done, new_x, point), x=new_x, f=new_f, g=g, jtj=jtj, second=second,
                    structured=structured, predicted=predicted, delta=delta,
                    damping=damping, factor=factor, n_iter=n_iter.astype(jnp.int32), n_eval=n_eval.astype(jnp.int32),
+                   quiet=quiet.astype(jnp.int32),
                    status=jnp.where(done, status, lane["status"]).astype(jnp.int32))
         return jax.tree_util.tree_map(lambda a, b: jnp.where(idle, a, b), lane, out)
 
@@ -697,8 +703,9 @@ def least_squares_bounded(residuals: Callable, x0: Any, lower: Any, upper: Any, 
         Converged when the projected gradient's largest entry is at most this (default
         1e-10).
     ftol : float
-        Converged when both the actual and the predicted decrease of an accepted step are at
-        most ``ftol`` times the cost (default 1e-10).
+        Converged when both the actual and the predicted decrease of three accepted steps in a
+        row are at most ``ftol`` times the cost (default 1e-10; one such step can be one the
+        damping kept short after rejected trials, on a plateau far from a minimum).
     xtol : float
         Converged when a trial step is below ``xtol * (|x| + xtol)`` in every variable
         (default 1e-12).
