@@ -68,7 +68,7 @@ def _simkit_fit(problem, x0: np.ndarray, max_iter: int, gtol: float, ftol: float
     ``method`` if given), or with ``ftol`` given, `simkit.fitting.minimize_bounded` on the
     problem's objective."""
     if method is not None:
-        fit = problem.fit(starts=x0, method=method, max_iter=max_iter, devices=DEVICES)
+        fit = problem.fit(starts=x0, method=method, max_iter=max_iter, gtol=gtol, ftol=ftol, devices=DEVICES)
         order = _in_start_order(x0, fit.starts)
         return fit.cost[order], fit.status[order], fit.n_iter[order]
     if ftol is None:
@@ -104,7 +104,9 @@ def run_problem(folder: Path, n_starts: int, seed: int, max_iter: int, methods: 
         fit_cpu, fit_wall = _since(start)
         row["simkit"] = {"cost": cost.tolist(), "status": status.tolist(), "n_iter": n_iter.tolist(),
                          "max_iter": max_iter, "gtol": gtol,
-                         "ftol": "default (2.2e-9)" if ftol is None else ftol,
+                         "ftol": ftol if ftol is not None else (
+                             "PetabProblem.fit's default (1e-8 for least squares, 0 for L-BFGS-B)" if fit_method
+                             else "2.2e-9"),
                          "compile_cpu_s": compile_cpu, "compile_wall_s": compile_wall,
                          "fit_cpu_s": fit_cpu, "fit_wall_s": fit_wall,
                          "cpu_s": compile_cpu + fit_cpu, "wall_s": compile_wall + fit_wall,
@@ -197,7 +199,8 @@ def main() -> None:
     parser.add_argument("--fit-method", default=None, choices=["least_squares", "lbfgsb"],
                         help="PetabProblem.fit's method for simkit's run")
     parser.add_argument("--ftol", type=float, default=None,
-                        help="simkit's relative-decrease tolerance (default: PetabProblem.fit's, 2.2e-9)")
+                        help="simkit's relative-decrease tolerance (default: with --fit-method, PetabProblem.fit's; "
+                             "without, 2.2e-9)")
     parser.add_argument("--devices", type=int, default=1,
                         help="simkit: split the starts between this many CPU devices (pin as many cores)")
     parser.add_argument("--out", type=Path, default=OUT, help="the results file (read, updated, written)")

@@ -16,6 +16,7 @@ pytest.importorskip("sbmlmath")
 pytest.importorskip("sympy")
 
 import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
 import scipy.integrate  # noqa: E402
 
 import simkit  # noqa: E402
@@ -216,6 +217,25 @@ def test_profile_interval_is_where_the_likelihood_ratio_crosses_the_chi_square_q
     assert flat.interval(0.95)[1] == np.inf
     with pytest.raises(simkit.InputError, match="level must lie in"):
         prof.interval(1.5)
+
+
+def test_fit_passes_its_tolerances_to_least_squares():
+    # Rosenbrock's residuals from (-1.2, 1), and two constant ones (a cost of 1 at the minimum,
+    # for a relative ftol): the defaults (gtol 1e-6, ftol 1e-8) reach the minimum (1, 1); a
+    # looser gtol, or ftol with gtol 0, stops least squares after fewer steps
+    from simkit.petab import PetabProblem
+
+    problem = PetabProblem.__new__(PetabProblem)  # only what fitting reads
+    problem._residuals = lambda x: jnp.array([1.0 - x[0], 10.0 * (x[1] - x[0] ** 2), 1.0, 1.0])
+    problem.parameter_ids = ("a", "b")
+    problem.lower, problem.upper = np.full(2, -5.0), np.full(2, 5.0)
+    start = np.array([[-1.2, 1.0]])
+    default = problem.fit(start, method="least_squares")
+    np.testing.assert_allclose(default.x[0], [1.0, 1.0], atol=1e-5)
+    assert default.status[0] == 0
+    for loose in (problem.fit(start, gtol=1.0), problem.fit(start, gtol=0.0, ftol=1e-2)):
+        assert loose.status[0] == 0 and 0 < loose.n_iter[0] < default.n_iter[0]
+        assert np.max(np.abs(loose.x[0] - 1.0)) > np.max(np.abs(default.x[0] - 1.0))
 
 
 def test_profile_refuses_unknown_parameters_and_values_outside_the_bounds(boehm):

@@ -16,6 +16,13 @@ from ..model import ODEModel
 from .layout import Layout, build_layout, ode_model, read_problem, to_scale
 from .objective import SolverOptions, build_objective
 
+# Least squares stops where three accepted steps in a row, and the decreases predicted for them,
+# are below this fraction of the cost (fides, pyPESTO's default optimiser, stops at ``frtol=1e-8``
+# after one). On seven problems of the Benchmark-Models-PEtab collection, from 10 starts each,
+# `simkit.fitting.least_squares_bounded`'s default 1e-10 took up to 1.65x the steps and 1.9x the
+# time, and the same starts ended within 0.1 of the best known cost (benchmarks/README.md).
+LEAST_SQUARES_FTOL = 1e-8
+
 
 class PetabFit(NamedTuple):
     """Every start of `PetabProblem.fit`, sorted by cost (best first).
@@ -344,9 +351,10 @@ class PetabProblem:
         return starts
 
     def _minimize(self, method: str | None, x0: Any, lower: Any, upper: Any, max_iter: int, gtol: float,
-                  ftol: float, lanes: int | None, devices: Any = None) -> Any:
+                  ftol: float | None, lanes: int | None, devices: Any = None) -> Any:
         """`fit`'s minimiser from the starts ``x0`` ``(n_starts, n_est)`` within ``[lower, upper]``:
-        a `simkit.fitting.BoundedResult` whose cost is the objective."""
+        a `simkit.fitting.BoundedResult` whose cost is the objective (``ftol`` None: the
+        method's default, ``LEAST_SQUARES_FTOL`` or 0)."""
         from ..fitting.bounded import least_squares_bounded, minimize_bounded
         from .noise import NORMAL_OFFSET
 
@@ -357,17 +365,19 @@ class PetabProblem:
             if self._residuals is None:
                 raise InputError("method='least_squares' needs normal noise on every observable and no Laplace "
                                  "priors; use method='lbfgsb'")
-            out = least_squares_bounded(self._residuals, x0, lower, upper, max_iter=max_iter, lanes=lanes,
+            out = least_squares_bounded(self._residuals, x0, lower, upper, max_iter=max_iter, gtol=gtol,
+                                        ftol=LEAST_SQUARES_FTOL if ftol is None else ftol, lanes=lanes,
                                         devices=devices)
             n_terms = jax.eval_shape(self._residuals, x0[0]).shape[0] // 2  # a pair per measurement and prior
             return out._replace(cost=out.cost - n_terms * NORMAL_OFFSET)
         if method == "lbfgsb":
-            return minimize_bounded(self._objective, x0, lower, upper, max_iter=max_iter, gtol=gtol, ftol=ftol,
+            return minimize_bounded(self._objective, x0, lower, upper, max_iter=max_iter, gtol=gtol,
+                                    ftol=0.0 if ftol is None else ftol,
                                     lanes=lanes, devices=devices)
         raise InputError(f"method must be 'least_squares' or 'lbfgsb', got {method!r}")
 
     def fit(self, starts: Any = 10, *, seed: int = 0, method: str | None = None, max_iter: int = 500,
-            gtol: float = 1e-6, ftol: float = 0.0, lanes: int | None = None,
+            gtol: float = 1e-6, ftol: float | None = None, lanes: int | None = None,
             devices: Sequence[jax.Device] | None = None) -> PetabFit:
         """Multi-start bounded fit: projected Levenberg-Marquardt on the weighted residuals
         (`simkit.fitting.least_squares_bounded`) where every observable's noise is normal and
@@ -377,7 +387,7 @@ class PetabProblem:
         second residual carrying the noise's normalisation ``log(2 pi s^2) / 2`` (estimated
         noise parameters take part; `simkit.petab.noise.normal_residuals`): half their sum of
         squares is the objective plus a constant. On seven problems of the Benchmark-Models-PEtab
-        collection, from the same 10 starts each, it reached the best known cost to 0.1 from 30
+        collection, from the same 10 starts each, it reached the best known cost to 0.1 from 32
         of 70 starts, L-BFGS-B from 21, pyPESTO + AMICI + fides from 32
         (benchmarks/README.md).
 
@@ -394,12 +404,16 @@ class PetabProblem:
         max_iter : int, optional
             Accepted steps per start.
         gtol : float, optional
-            L-BFGS-B: convergence tolerance on the projected gradient (least squares: its own,
-            `least_squares_bounded`'s defaults).
+            Converged when the projected gradient's largest entry is at most this (the
+            objective's units per unit of each parameter on its scale; fides's ``gatol`` has
+            the same default).
         ftol : float, optional
-            Stop a start whose accepted step decreases the cost by less than ``ftol`` times
-            the cost (relative). 0 by default: a start stops on the projected gradient only
-            (`simkit.fitting.minimize_bounded`'s default 2.2e-9 stops starts that are still
+            Converged when an accepted step decreases the cost by less than ``ftol`` times the
+            cost (relative; for least squares the cost is half the residuals' sum of squares,
+            and three steps in a row, their predicted decreases too, must be as small). Default:
+            1e-8 for least squares (as fides's ``frtol``); 0 for L-BFGS-B,
+            which then stops on the projected gradient only (its decreases can be small far from
+            a minimum: `simkit.fitting.minimize_bounded`'s default 2.2e-9 stopped starts still
             descending along the flat valleys of these problems).
         lanes : int, optional
             Starts run side by side on each device (default: all on an accelerator, one
@@ -435,7 +449,7 @@ class PetabProblem:
 
 
     def profile(self, name: str, values: Any, fit: PetabFit, *, method: str | None = None, max_iter: int = 500,
-                gtol: float = 1e-6, ftol: float = 0.0) -> PetabProfile:
+                gtol: float = 1e-6, ftol: float | None = None) -> PetabProfile:
         """The profile likelihood of parameter ``name``: fixed at each of ``values`` (on its
         PEtab scale, within its bounds), the other parameters fitted again (`fit`'s method,
         equal bounds fixing the parameter), outwards from ``fit``'s best point on each side,
