@@ -33,6 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._codegen import codegen_jit
+from .._prepare import check_number
 from ..errors import InputError, ShapeError
 from ..parallel.mesh import member_mesh
 
@@ -236,6 +237,13 @@ def _check(name: str, x0, lower, upper):
     if len(bad):
         raise InputError(f"{name}: lower must not exceed upper; it does (or is NaN) at indices {bad.tolist()}")
     return x0, lower, upper
+
+
+def _check_tolerances(name: str, **tolerances: Any) -> None:
+    """Each tolerance finite and >= 0 (0 turns its test off; host values only): a NaN or a
+    negative one would turn its test off in silence."""
+    for tol_name, value in tolerances.items():
+        check_number(f"{name}: {tol_name}", value, nonnegative=True)
 
 
 def default_lanes(n_starts: int) -> int:
@@ -498,6 +506,7 @@ def minimize_bounded(fun: Callable, x0: Any, lower: Any, upper: Any, *, method: 
     if method != "lbfgsb":
         raise InputError(f"minimize_bounded: method must be 'lbfgsb', got {method!r}")
     x0, lower, upper = _check("minimize_bounded", x0, lower, upper)
+    _check_tolerances("minimize_bounded", gtol=gtol, ftol=ftol)
     if max_eval is None:  # (max_iter = 0: the start's own evaluation)
         max_eval = 20 * max_iter if _traced(max_iter) else max(20 * max_iter, 1)
     for name, value in (("max_iter", max_iter), ("max_eval", max_eval), ("memory", memory)):
@@ -736,6 +745,7 @@ def least_squares_bounded(residuals: Callable, x0: Any, lower: Any, upper: Any, 
     ([[0.7086, 0.5]], [[0, 1]], [0])
     """
     x0, lower, upper = _check("least_squares_bounded", x0, lower, upper)
+    _check_tolerances("least_squares_bounded", gtol=gtol, ftol=ftol, xtol=xtol)
     if max_eval is None:  # (max_iter = 0: the start's own evaluation)
         max_eval = 10 * max_iter if _traced(max_iter) else max(10 * max_iter, 1)
     for name, value in (("max_iter", max_iter), ("max_eval", max_eval)):

@@ -171,6 +171,13 @@ def test_bad_input_is_refused_before_compiling():
         least_squares_bounded(lambda x: x, np.zeros((1, 2)), np.array([0.0, 2.0]), np.array([1.0, 1.0]))
     with pytest.raises(InputError, match="lanes"):
         minimize_bounded(rosenbrock, np.zeros((1, 4)), LOWER, UPPER, lanes=0)
+    # a NaN or negative tolerance would turn its convergence test off in silence
+    with pytest.raises(InputError, match="minimize_bounded: gtol must be finite"):
+        minimize_bounded(rosenbrock, np.zeros((1, 4)), LOWER, UPPER, gtol=float("nan"))
+    with pytest.raises(InputError, match="least_squares_bounded: ftol must be >= 0"):
+        least_squares_bounded(lambda x: x, np.zeros((1, 2)), -1.0, 1.0, ftol=-1e-8)
+    with pytest.raises(InputError, match="least_squares_bounded: xtol must be finite"):
+        least_squares_bounded(lambda x: x, np.zeros((1, 2)), -1.0, 1.0, xtol=np.inf)
 
 
 def test_the_logistic_transform_has_a_finite_derivative_far_out():
