@@ -239,6 +239,14 @@ def _check(name: str, x0, lower, upper):
     return x0, lower, upper
 
 
+def _check_counts(name: str, **counts: Any) -> None:
+    """Each count a whole number, ``max_iter`` >= 0 and the others >= 1 (host values only)."""
+    for count_name, value in counts.items():
+        least = 0 if count_name == "max_iter" else 1
+        if not _traced(value) and (isinstance(value, bool) or int(value) != value or value < least):
+            raise InputError(f"{name}: {count_name} must be a whole number >= {least}, got {value!r}")
+
+
 def _check_tolerances(name: str, **tolerances: Any) -> None:
     """Each tolerance finite and >= 0 (0 turns its test off; host values only): a NaN or a
     negative one would turn its test off in silence."""
@@ -509,10 +517,7 @@ def minimize_bounded(fun: Callable, x0: Any, lower: Any, upper: Any, *, method: 
     _check_tolerances("minimize_bounded", gtol=gtol, ftol=ftol)
     if max_eval is None:  # (max_iter = 0: the start's own evaluation)
         max_eval = 20 * max_iter if _traced(max_iter) else max(20 * max_iter, 1)
-    for name, value in (("max_iter", max_iter), ("max_eval", max_eval), ("memory", memory)):
-        if not _traced(value) and (isinstance(value, bool) or int(value) != value or value < (0 if name == "max_iter" else 1)):
-            raise InputError(f"minimize_bounded: {name} must be a whole number >= {0 if name == 'max_iter' else 1}, "
-                             f"got {value!r}")
+    _check_counts("minimize_bounded", max_iter=max_iter, max_eval=max_eval, memory=memory)
     args = (x0, lower, upper, jnp.asarray(max_iter), jnp.asarray(max_eval), jnp.asarray(gtol, x0.dtype),
             jnp.asarray(ftol, x0.dtype))
     devices, lanes = placed(x0.shape[0], lanes, devices, _traced(args), "minimize_bounded")
@@ -748,9 +753,7 @@ def least_squares_bounded(residuals: Callable, x0: Any, lower: Any, upper: Any, 
     _check_tolerances("least_squares_bounded", gtol=gtol, ftol=ftol, xtol=xtol)
     if max_eval is None:  # (max_iter = 0: the start's own evaluation)
         max_eval = 10 * max_iter if _traced(max_iter) else max(10 * max_iter, 1)
-    for name, value in (("max_iter", max_iter), ("max_eval", max_eval)):
-        if not _traced(value) and (isinstance(value, bool) or int(value) != value or value < (0 if name == "max_iter" else 1)):
-            raise InputError(f"least_squares_bounded: {name} must be a whole number, got {value!r}")
+    _check_counts("least_squares_bounded", max_iter=max_iter, max_eval=max_eval)
     args = (x0, lower, upper, jnp.asarray(max_iter), jnp.asarray(max_eval), jnp.asarray(gtol, x0.dtype),
             jnp.asarray(ftol, x0.dtype), jnp.asarray(xtol, x0.dtype))
     devices, lanes = placed(x0.shape[0], lanes, devices, _traced(args), "least_squares_bounded")
