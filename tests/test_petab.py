@@ -146,13 +146,20 @@ def test_unsupported_features_are_named(tmp_path):
     table.write_text("\n".join(lines).replace("logUniform\t0;1", "normal\t0") + "\n")
     with pytest.raises(simkit.InputError, match="two numbers"):
         sp.load(yaml)
-    # an SBML event triggered by the state
+    # an SBML event whose trigger is not a comparison
     table.write_text("\n".join(line.rsplit("\t", 2)[0] for line in lines) + "\n")
     model = folder / "model_Boehm_JProteomeRes2014.xml"
-    model.write_text(model.read_text().replace("</model>", _event("clamp", "<lt/><ci> STAT5A </ci><cn> 1 </cn>", "") +
-                                               "</model>"))
-    with pytest.raises(sp.UnsupportedFeatureError, match="event 'clamp': only events triggered at a time"):
+    text = model.read_text()
+    model.write_text(text.replace("</model>", _event("clamp", "<and/><true/><false/>", "") + "</model>"))
+    with pytest.raises(sp.UnsupportedFeatureError, match="event 'clamp': only triggers that compare"):
         sp.load(yaml)
+    # events triggered by the time and by the state in one model
+    both = _event("at", "<geq/>TIME<cn> 40 </cn>", "") + _event("low", "<lt/><ci> STAT5A </ci><cn> 1 </cn>", "")
+    model.write_text(text.replace("</model>", both.replace("</listOfEvents><listOfEvents>", "") + "</model>"))
+    with pytest.raises(sp.UnsupportedFeatureError, match="both time-triggered and state-triggered"):
+        sp.load(yaml)
+    with pytest.raises(simkit.InputError, match="max_event_firings must be a whole number"):
+        sp.load(yaml, max_event_firings=-1)
     with pytest.raises(simkit.InputError, match="does not exist"):
         sp.load(folder / "no_such_problem.yaml")
 
@@ -202,6 +209,60 @@ def test_time_triggered_events_match_scipy_in_pieces(tmp_path, boehm):
     expected = np.concatenate([before[:-1], after])
     np.testing.assert_allclose(ys, expected, rtol=1e-6, atol=1e-9 * np.abs(expected).max())
     assert not np.allclose(ys, np.asarray(jax.jit(boehm.simulate)(x))[0], rtol=1e-3)  # the event acted
+
+
+def test_state_triggered_events_match_scipy_in_pieces(tmp_path, boehm):
+    # STAT5A falls below 30 near t = 6: STAT5B is set to twice its value; nucpApB rises above
+    # 100 near t = 125 (after the first firing): it is set to 50. Each fires once; a save time after a firing sees its
+    # assignment. Where only one firing is allowed, the simulation fails instead.
+    folder = _copy(tmp_path, "Boehm_JProteomeRes2014")
+    model = folder / "model_Boehm_JProteomeRes2014.xml"
+    math = '<math xmlns="http://www.w3.org/1998/Math/MathML">'
+    events = (_event("low", "<lt/><ci> STAT5A </ci><cn> 30 </cn>",
+                     f'<eventAssignment variable="STAT5B">{math}<apply><times/><cn> 2 </cn><ci> STAT5B </ci>'
+                     '</apply></math></eventAssignment>')
+              + _event("high", "<gt/><ci> nucpApB </ci><cn> 100 </cn>",
+                       f'<eventAssignment variable="nucpApB">{math}<cn> 50 </cn></math></eventAssignment>'))
+    model.write_text(model.read_text().replace("</model>", events.replace("</listOfEvents><listOfEvents>", "")
+                                               + "</model>"))
+    problem = sp.load(folder / "Boehm_JProteomeRes2014.yaml")
+
+    x = boehm.x_nominal
+    simulate = jax.jit(problem.simulate)
+    ys = np.asarray(simulate(x))[0]  # (16 times, 8 states)
+    ts = problem.layout.save_times
+    theta = problem.layout.theta_nominal.copy()
+    theta[problem.layout.estimated] = 10.0 ** x
+    P = np.asarray(problem.layout.parameters.values(jax.numpy.asarray(theta)))[0]
+    params = {n: P[k] for k, n in enumerate(problem.model.params)}
+    f = jax.jit(lambda t, y: problem.model.rhs(t, y, params))
+
+    def low(t, y):
+        return y[0] - 30.0
+    low.terminal, low.direction = True, -1
+
+    def high(t, y):
+        return y[6] - 100.0
+    high.terminal, high.direction = True, 1
+
+    pieces, y, t, times = [], np.asarray(ys[0]), 0.0, []
+    for event, index, value in ((low, 1, lambda y: 2 * y[1]), (high, 6, lambda y: 50.0), (None, None, None)):
+        run = scipy.integrate.solve_ivp(lambda t, y: np.asarray(f(t, y)), (t, ts[-1]), y, method="Radau",
+                                        events=event, dense_output=True, rtol=1e-11, atol=1e-13)
+        end = run.t_events[0][0] if event is not None else ts[-1]
+        inside = (ts >= t) & ((ts < end) if event is not None else (ts <= end))
+        pieces.append(run.sol(ts[inside]).T)
+        y = run.sol(end).copy()
+        if event is not None:
+            y[index] = value(y)
+            times.append(end)
+        t = end
+    expected = np.concatenate(pieces)
+    assert 5.0 < times[0] < 10.0 and 120.0 < times[1] < 160.0, times  # each between two save times
+    np.testing.assert_allclose(ys, expected, rtol=1e-6, atol=1e-8 * np.abs(expected).max())
+    assert np.isfinite(float(problem.objective(x)))
+    once = sp.load(folder / "Boehm_JProteomeRes2014.yaml", max_event_firings=1)
+    assert float(once.objective(x)) == np.inf
 
 
 def test_profile_interval_is_where_the_likelihood_ratio_crosses_the_chi_square_quantile():

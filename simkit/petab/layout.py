@@ -280,7 +280,8 @@ def read_problem(yaml_path: str | Path) -> tuple[Any, SbmlModel]:
         raise InputError(f"PEtab problem {str(yaml_path)!r} has no model")
     if problem.model.type_id != "sbml":
         raise UnsupportedFeatureError(f"PEtab model language {problem.model.type_id!r} is not supported (SBML only)")
-    return problem, read_sbml(problem.model.sbml_document)
+    return problem, read_sbml(problem.model.sbml_document,
+                              set_elsewhere=[c for c in problem.condition_df.columns if c != "conditionName"])
 
 
 def ode_model(sbml: SbmlModel, layout: Layout, name: str) -> ODEModel:

@@ -23,6 +23,7 @@ import numpy as np
 
 from .._solve import solve
 from ..errors import InputError
+from ..events import Event
 from ..model import ODEModel
 from ..status import Status
 from .noise import negative_log_likelihood, normal_residuals
@@ -47,6 +48,10 @@ class SolverOptions:
         Pre-equilibration, and a measurement at time ``inf``, integrate from 0 to this time
         (model time units); the state there is taken as the steady state (it is not checked
         to be one).
+    max_event_firings : int
+        Firings of the model's state-triggered events in one simulation, all events together;
+        a simulation whose events would fire more often fails (its objective is ``inf``).
+        Each firing costs one more solve segment, run for every condition.
     """
 
     rtol: float = 1e-8
@@ -54,6 +59,7 @@ class SolverOptions:
     solver: Any = None
     max_steps: int = 100_000
     steady_state_time: float = 1e6
+    max_event_firings: int = 2
 
 
 def observable_function(obs: Observable, sbml: SbmlModel, theta_ids: list[str],
@@ -112,11 +118,16 @@ def build_objective(model: ODEModel, sbml: SbmlModel, layout: Layout, theta_ids:
     t_end = float(finite[-1]) if finite.size else 0.0
     has_pre = bool(layout.preequilibrated.any())
     functions = [observable_function(o, sbml, theta_ids, layout.observables) for o in layout.observables]
-    if sbml.events and has_pre:
+    if (sbml.events or sbml.state_events) and has_pre:
         raise UnsupportedFeatureError("SBML events in a PEtab problem with pre-equilibration are not supported")
+    if sbml.events and sbml.state_events:
+        raise UnsupportedFeatureError("SBML models with both time-triggered and state-triggered events are not supported")
     if sbml.events:
         event_times, assign = sbml.events_to_jax()
         at_start = [e.at_start for e in sbml.events]
+    if sbml.state_events:
+        roots, assign = sbml.state_events_to_jax()
+        conditions = tuple(Event(r, direction=e.direction) for r, e in zip(roots, sbml.state_events))
 
     def solve_on(params: Any, y0: Any, t0: Any, t1: Any, ts: Any) -> tuple[Any, Any]:
         sol = solve(model, (t0, t1), y0=y0, params=params, saveat=ts, solver=options.solver,
@@ -125,11 +136,44 @@ def build_objective(model: ODEModel, sbml: SbmlModel, layout: Layout, theta_ids:
 
     def run(p: Any, y0: Any, t1: float, ts: Any) -> tuple[Any, Any]:
         params = {n: p[k] for k, n in enumerate(names)}
-        if t1 == 0.0 and not sbml.events:
+        if t1 == 0.0 and not sbml.events and not sbml.state_events:
             return jnp.broadcast_to(y0, (ts.shape[0], y0.shape[0])), jnp.bool_(True)
+        if sbml.state_events:
+            return run_with_state_events(params, y0, t1, ts)
         if not sbml.events:
             return solve_on(params, y0, 0.0, t1, ts)
         return run_with_events(params, y0, t1, ts)
+
+    def run_with_state_events(params: Any, y0: Any, t1: float, ts: Any) -> tuple[Any, Any]:
+        """Solve until an event's trigger turns true (a terminal event), set its states and go
+        on from there, in ``max_event_firings + 1`` segments (one solve in a scan); a save
+        time at a firing sees the state after it. A trigger already true at 0 fires there if
+        its ``initialValue`` is false; a simulation with more firings than the segments
+        allow fails."""
+        t0 = jnp.zeros((), y0.dtype)
+        for k, event in enumerate(sbml.state_events):  # (document order, as SBML without priorities allows)
+            if event.at_start:
+                value = roots[k](t0, y0, params)
+                y0 = jnp.where(value * event.direction > 0, assign[k](t0, y0, params), y0)
+
+        def segment(carry: Any, _: Any) -> tuple[Any, None]:
+            a, y, ys, ok, going = carry
+            sol = solve(model, (a, t1), y0=y, params=params, saveat=jnp.concatenate([jnp.clip(ts, a, t1), jnp.asarray([t1], ts.dtype)]),
+                        solver=options.solver, rtol=options.rtol, atol=options.atol,
+                        max_steps=options.max_steps, events=conditions, throw=False)
+            fired = going & (sol.status == int(Status.EVENT))
+            b = jnp.where(fired, sol.event_time, t1)
+            inside = going & (ts >= a) & jnp.where(fired, ts < b, ts <= b)
+            ys = jnp.where(inside[:, None], sol.ys[:-1], ys)
+            which = jnp.clip(sol.event_index, 0, len(assign) - 1)
+            after = jax.lax.switch(which, assign, b, sol.y_final, params)
+            ok = ok & (~going | (sol.status <= int(Status.EVENT)))
+            return (jnp.where(going, b, a), jnp.where(fired, after, y), ys, ok, fired), None
+
+        empty = jnp.zeros((ts.shape[0], y0.shape[0]), y0.dtype)
+        carry = (t0, y0, empty, jnp.bool_(True), jnp.bool_(True))
+        (_, _, ys, ok, going), _ = jax.lax.scan(segment, carry, None, length=options.max_event_firings + 1)
+        return ys, ok & ~going  # still going: the last segment ended at a firing
 
     def run_with_events(params: Any, y0: Any, t1: float, ts: Any) -> tuple[Any, Any]:
         """Solve from event to event (one solve in a scan), each event setting its states as

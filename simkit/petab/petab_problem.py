@@ -508,7 +508,7 @@ class PetabProblem:
 
 
 def load(yaml_path: str | Path, *, rtol: float = 1e-8, atol: float = 1e-10, solver: Any = None,
-         max_steps: int = 100_000, steady_state_time: float = 1e6) -> PetabProblem:
+         max_steps: int = 100_000, steady_state_time: float = 1e6, max_event_firings: int = 2) -> PetabProblem:
     """Read a PEtab problem (its YAML file) into a `PetabProblem`.
 
     Parameters
@@ -527,6 +527,10 @@ def load(yaml_path: str | Path, *, rtol: float = 1e-8, atol: float = 1e-10, solv
     steady_state_time : float
         How long pre-equilibration, and a measurement at time ``inf``, integrate (model time
         units) before taking the state as the steady state.
+    max_event_firings : int
+        Firings of the model's state-triggered events in one simulation (all events
+        together); a simulation whose events would fire more often fails, and its objective
+        is ``inf``. Each allowed firing costs one more solve segment per condition.
 
     Returns
     -------
@@ -535,8 +539,9 @@ def load(yaml_path: str | Path, *, rtol: float = 1e-8, atol: float = 1e-10, solv
     Raises
     ------
     simkit.petab.UnsupportedFeatureError
-        A PEtab or SBML feature that is not supported (named in the message): SBML events
-        other than those triggered at a time, algebraic rules, fast reactions, variable stoichiometry, delays; PEtab prior types
+        A PEtab or SBML feature that is not supported (named in the message): SBML event
+        triggers other than comparisons, event delays and priorities, time- and
+        state-triggered events in one model, events with pre-equilibration, algebraic rules, fast reactions, variable stoichiometry, delays; PEtab prior types
         PEtab 1.0 does not define, mapping tables, noise distributions other than normal and
         laplace, observable transformations and parameter scales other than lin,
         log and log10, non-SBML models.
@@ -557,6 +562,9 @@ def load(yaml_path: str | Path, *, rtol: float = 1e-8, atol: float = 1e-10, solv
     >>> problem.model.state_names[:2]
     ('STAT5A', 'STAT5B')
     """
+    if (isinstance(max_event_firings, bool) or not isinstance(max_event_firings, (int, np.integer))
+            or max_event_firings < 0):
+        raise InputError(f"max_event_firings must be a whole number >= 0, got {max_event_firings!r}")
     problem, sbml = read_problem(yaml_path)
     layout = build_layout(problem, sbml)
     pdf = problem.parameter_df
@@ -569,7 +577,7 @@ def load(yaml_path: str | Path, *, rtol: float = 1e-8, atol: float = 1e-10, solv
     name = Path(yaml_path).stem
     model = ode_model(sbml, layout, name)
     options = SolverOptions(rtol=rtol, atol=atol, solver=solver, max_steps=max_steps,
-                            steady_state_time=steady_state_time)
+                            steady_state_time=steady_state_time, max_event_firings=int(max_event_firings))
     objective, simulate, residuals, prior = build_objective(model, sbml, layout, theta_ids, options)
     return PetabProblem(model, layout, ids, objective, simulate, options, lower, upper, name, residuals,
                         prior if layout.priors.any else None)

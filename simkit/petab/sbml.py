@@ -3,8 +3,9 @@
 `read_sbml` reads a model with python-libsbml and turns its MathML into SymPy (sbmlmath):
 species, parameters and compartments, reactions (kinetic laws with their local parameters,
 constant stoichiometries), rate rules, assignment rules, initial assignments and function
-definitions (expanded), and events triggered at a time (``time >= t_e``, ``t_e`` a formula of
-parameters) that assign states. SBML features outside that set are refused by name
+definitions (expanded), and events that assign states: triggered at a time (``time >= t_e``,
+``t_e`` a formula of parameters, `TimedEvent`) or when a formula of the states crosses a value
+(``U < 1e-8``, `StateEvent`). SBML features outside that set are refused by name
 (`UnsupportedFeatureError`). `SbmlModel.to_jax` turns the expressions into JAX code with
 ``sympy.lambdify``.
 
@@ -17,7 +18,7 @@ rules. Assignment rules are substituted into every expression that uses their ta
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -68,6 +69,26 @@ class TimedEvent:
 
 
 @dataclasses.dataclass(frozen=True)
+class StateEvent:
+    """An SBML event triggered when a comparison of states, parameters and time turns true.
+
+    ``root`` is ``lhs - rhs`` of the trigger's comparison (``<``, ``<=``, ``>``, ``>=``); the
+    event fires when it crosses zero the way that makes the comparison true: ``direction`` -1
+    for ``<``/``<=`` (downwards), +1 for ``>``/``>=``. It then sets the states ``targets`` to
+    ``values`` (formulas of states, parameters and time, evaluated at the crossing).
+    ``at_start``: the trigger's ``initialValue`` is false, so a comparison already true at 0
+    fires at 0.
+    """
+
+    id: str
+    root: Any
+    direction: int
+    targets: tuple[int, ...]
+    values: tuple[Any, ...]
+    at_start: bool
+
+
+@dataclasses.dataclass(frozen=True)
 class SbmlModel:
     """An SBML model as SymPy expressions of plain symbols named by SBML ids.
 
@@ -94,6 +115,8 @@ class SbmlModel:
         The model's id.
     events : tuple of TimedEvent
         Events triggered at a time, in document order.
+    state_events : tuple of StateEvent
+        Events triggered by the states, in document order.
     """
 
     state_ids: tuple[str, ...]
@@ -105,6 +128,7 @@ class SbmlModel:
     time: Any
     name: str
     events: tuple[TimedEvent, ...] = ()
+    state_events: tuple[StateEvent, ...] = ()
 
     def substitute(self, expr: Any) -> Any:
         """``expr`` with assignment-rule targets replaced by their expressions (recursively)."""
@@ -131,20 +155,39 @@ class SbmlModel:
     def events_to_jax(self) -> tuple[Callable[..., Any], tuple[Callable[..., Any], ...]]:
         """``(times, assign)``: ``times(params) -> (n_events,)`` the events' times, and per
         event ``assign(t, y, params) -> (n_states,)``, the state after it fires; pure JAX."""
+        _, _, sympy = _imports()
+        ps = [sympy.Symbol(p) for p in self.parameter_ids]
+        names = self.parameter_ids
+        times = lambdify_vector([ps], [e.time for e in self.events])
+
+        return (lambda params: times([params[n] for n in names])), tuple(self._assigner(e) for e in self.events)
+
+    def state_events_to_jax(self) -> tuple[tuple[Callable[..., Any], ...], tuple[Callable[..., Any], ...]]:
+        """``(roots, assign)``: per state event ``root(t, y, params) -> scalar`` (its trigger's
+        ``lhs - rhs``) and ``assign(t, y, params) -> (n_states,)``, the state after it fires;
+        pure JAX, ``params`` a dict by parameter id."""
+        _, _, sympy = _imports()
+        ys = [sympy.Symbol(s) for s in self.state_ids]
+        ps = [sympy.Symbol(p) for p in self.parameter_ids]
+        names = self.parameter_ids
+
+        def root(event: StateEvent) -> Callable[..., Any]:
+            value = lambdify_vector([self.time, ys, ps], [event.root])
+            return lambda t, y, params: value(t, list(y), [params[n] for n in names])[0]
+
+        return (tuple(root(e) for e in self.state_events), tuple(self._assigner(e) for e in self.state_events))
+
+    def _assigner(self, event: TimedEvent | StateEvent) -> Callable[..., Any]:
+        """``assign(t, y, params) -> (n_states,)``: the state after ``event`` fires."""
         import jax.numpy as jnp
 
         _, _, sympy = _imports()
         ys = [sympy.Symbol(s) for s in self.state_ids]
         ps = [sympy.Symbol(p) for p in self.parameter_ids]
         names = self.parameter_ids
-        times = lambdify_vector([ps], [e.time for e in self.events])
-
-        def assigner(event: TimedEvent) -> Callable[..., Any]:
-            values = lambdify_vector([self.time, ys, ps], event.values)
-            targets = jnp.asarray(event.targets, dtype=jnp.int32)
-            return lambda t, y, params: y.at[targets].set(values(t, list(y), [params[n] for n in names]))
-
-        return (lambda params: times([params[n] for n in names])), tuple(assigner(e) for e in self.events)
+        values = lambdify_vector([self.time, ys, ps], event.values)
+        targets = jnp.asarray(event.targets, dtype=jnp.int32)
+        return lambda t, y, params: y.at[targets].set(values(t, list(y), [params[n] for n in names]))
 
 
 def lambdify_vector(args: Sequence[Any], exprs: Sequence[Any]) -> Callable[..., Any]:
@@ -191,14 +234,20 @@ def _plain(expr: Any, sympy: Any, sbmlmath: Any, time: Any) -> Any:
     return expr
 
 
-def read_sbml(path_or_document: Any) -> SbmlModel:
+def read_sbml(path_or_document: Any, set_elsewhere: Collection[str] = ()) -> SbmlModel:
     """Read an SBML file (path) or a ``libsbml.SBMLDocument`` into an `SbmlModel`.
+
+    ``set_elsewhere``: ids of constant parameters that something outside the model sets (a
+    PEtab condition table). Such a parameter stays a parameter even where an initial
+    assignment gives its value, which must then be a number: that number is its value in
+    the file.
 
     Raises
     ------
     UnsupportedFeatureError
-        Events other than those triggered at a time, algebraic rules, fast reactions, variable
-        stoichiometry, delays or non-constant compartments without rate rules.
+        Event triggers other than comparisons, algebraic rules, fast reactions, variable
+        stoichiometry, delays, non-constant compartments without rate rules, or a parameter
+        in ``set_elsewhere`` whose initial assignment is a formula of others.
     InputError
         The file has SBML errors.
     """
@@ -260,6 +309,13 @@ def read_sbml(path_or_document: Any) -> SbmlModel:
             initial[pid] = initial_assignments.get(pid, sympy.Float(value))
         elif pid in assignments:
             continue
+        elif pid in initial_assignments and pid in set_elsewhere:
+            if initial_assignments[pid].free_symbols:
+                raise UnsupportedFeatureError(
+                    f"SBML parameter {pid!r}: set by a condition and by an initial assignment that is a formula "
+                    f"({initial_assignments[pid]}) is not supported")
+            parameter_ids.append(pid)
+            values[pid] = float(initial_assignments[pid])
         elif pid in initial_assignments:  # constant in time, a function of other parameters
             assignments[pid] = initial_assignments[pid]
         else:
@@ -351,16 +407,18 @@ def read_sbml(path_or_document: Any) -> SbmlModel:
         unknown = {s.name for s in expr.free_symbols} - known
         if unknown:
             raise InputError(f"SBML model {model.getId()!r}: formula uses undefined symbols {sorted(unknown)}")
-    events = tuple(_timed_event(e, math, state_ids, parameter_ids, assignments, time)
-                   for e in model.getListOfEvents())
+    events = [_event(e, math, state_ids, parameter_ids, assignments, time) for e in model.getListOfEvents()]
     return SbmlModel(state_ids=tuple(state_ids), rates=rate_exprs, initial=tuple(init_exprs),
                      parameter_ids=tuple(parameter_ids), parameter_values=values,
-                     assignments=assignments, time=time, name=model.getId() or "sbml_model", events=events)
+                     assignments=assignments, time=time, name=model.getId() or "sbml_model",
+                     events=tuple(e for e in events if isinstance(e, TimedEvent)),
+                     state_events=tuple(e for e in events if isinstance(e, StateEvent)))
 
 
-def _timed_event(event: Any, math: Callable[[Any], Any], state_ids: list[str], parameter_ids: list[str],
-                 assignments: dict[str, Any], time: Any) -> TimedEvent:
-    """The `TimedEvent` of an SBML event, or `UnsupportedFeatureError` naming what it uses."""
+def _event(event: Any, math: Callable[[Any], Any], state_ids: list[str], parameter_ids: list[str],
+           assignments: dict[str, Any], time: Any) -> TimedEvent | StateEvent:
+    """The `TimedEvent` or `StateEvent` of an SBML event, or `UnsupportedFeatureError` naming
+    what it uses."""
     eid = event.getId() or "(no id)"
     if event.isSetDelay() or event.isSetPriority():
         raise UnsupportedFeatureError(f"SBML event {eid!r}: event delays and priorities are not supported")
@@ -373,10 +431,19 @@ def _timed_event(event: Any, math: Callable[[Any], Any], state_ids: list[str], p
         at = condition.lhs
     if at is not None:
         at = _substitute(at, assignments)
+    root = direction = None
     if at is None or not {s.name for s in at.free_symbols} <= set(parameter_ids):
-        raise UnsupportedFeatureError(
-            f"SBML event {eid!r}: only events triggered at a time are supported (a trigger 'time >= t_e' "
-            f"with t_e a formula of constant parameters), got trigger {condition}")
+        at = None
+        kind = type(condition).__name__ if condition is not None else ""
+        if kind in ("LessThan", "StrictLessThan", "GreaterThan", "StrictGreaterThan"):
+            root = _substitute(condition.lhs - condition.rhs, assignments)
+            direction = -1 if kind in ("LessThan", "StrictLessThan") else 1
+        if root is None or not {s.name for s in root.free_symbols} <= set(state_ids) | set(parameter_ids) | {"time"}:
+            raise UnsupportedFeatureError(
+                f"SBML event {eid!r}: only triggers that compare two formulas of states, parameters and time "
+                f"('<', '<=', '>', '>=') are supported, got trigger {condition}")
+        if not trigger.getPersistent():
+            raise UnsupportedFeatureError(f"SBML event {eid!r}: non-persistent triggers are not supported")
     targets, values = [], []
     for assignment in event.getListOfEventAssignments():
         variable = assignment.getVariable()
@@ -386,5 +453,8 @@ def _timed_event(event: Any, math: Callable[[Any], Any], state_ids: list[str], p
                 "rate-rule variables are not supported")
         targets.append(state_ids.index(variable))
         values.append(_substitute(math(assignment), assignments))
+    if root is not None:
+        return StateEvent(id=eid, root=root, direction=direction, targets=tuple(targets), values=tuple(values),
+                          at_start=not trigger.getInitialValue())
     return TimedEvent(id=eid, time=at, targets=tuple(targets), values=tuple(values),
                       at_start=not trigger.getInitialValue())
