@@ -6,6 +6,7 @@ objective is the negative log-likelihood, so it must equal ``-llh``.
 """
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -173,21 +174,31 @@ def _event(eid: str, trigger: str, assignments: str) -> str:
             f'</trigger><listOfEventAssignments>{assignments}</listOfEventAssignments></event></listOfEvents>')
 
 
+_TWICE_STAT5B = "<apply><times/><cn> 2 </cn><ci> STAT5B </ci></apply>"
+
+
+def _set(variable: str, mathml: str) -> str:
+    """An SBML event assignment of ``variable`` (a MathML expression, without <math>)."""
+    return (f'<eventAssignment variable="{variable}"><math xmlns="http://www.w3.org/1998/Math/MathML">{mathml}</math>'
+            '</eventAssignment>')
+
+
+def _with_events(tmp_path: Path, *events: str) -> tuple[Path, Any]:
+    """Boehm's problem with the SBML ``events`` (each an `_event`) added: its YAML file and the
+    loaded problem."""
+    folder = _copy(tmp_path, "Boehm_JProteomeRes2014")
+    model = folder / "model_Boehm_JProteomeRes2014.xml"
+    listed = "".join(events).replace("</listOfEvents><listOfEvents>", "")
+    model.write_text(model.read_text().replace("</model>", listed + "</model>"))
+    yaml = folder / "Boehm_JProteomeRes2014.yaml"
+    return yaml, sp.load(yaml)
+
+
 def test_time_triggered_events_match_scipy_in_pieces(tmp_path, boehm):
     # at t = 40 (a measurement time: it sees the state after the event) STAT5A is set to twice
     # STAT5B; an event at t = 1000 (after the last measurement) never fires
-    folder = _copy(tmp_path, "Boehm_JProteomeRes2014")
-    model = folder / "model_Boehm_JProteomeRes2014.xml"
-    math = '<math xmlns="http://www.w3.org/1998/Math/MathML">'
-    events = (_event("boost", "<geq/>TIME<cn> 40 </cn>",
-                     f'<eventAssignment variable="STAT5A">{math}<apply><times/><cn> 2 </cn><ci> STAT5B </ci>'
-                     '</apply></math></eventAssignment>')
-              + _event("late", "<geq/>TIME<cn> 1000 </cn>",
-                       f'<eventAssignment variable="STAT5B">{math}<cn> 0 </cn></math></eventAssignment>')
-              .replace("<listOfEvents>", ""))
-    events = events.replace("</listOfEvents><event", "<event")
-    model.write_text(model.read_text().replace("</model>", events + "</model>"))
-    problem = sp.load(folder / "Boehm_JProteomeRes2014.yaml")
+    _, problem = _with_events(tmp_path, _event("boost", "<geq/>TIME<cn> 40 </cn>", _set("STAT5A", _TWICE_STAT5B)),
+                              _event("late", "<geq/>TIME<cn> 1000 </cn>", _set("STAT5B", "<cn> 0 </cn>")))
 
     x = boehm.x_nominal
     ys = np.asarray(jax.jit(problem.simulate)(x))[0]  # (16 times, 8 states)
@@ -213,19 +224,11 @@ def test_time_triggered_events_match_scipy_in_pieces(tmp_path, boehm):
 
 def test_state_triggered_events_match_scipy_in_pieces(tmp_path, boehm):
     # STAT5A falls below 30 near t = 6: STAT5B is set to twice its value; nucpApB rises above
-    # 100 near t = 125 (after the first firing): it is set to 50. Each fires once; a save time after a firing sees its
-    # assignment. Where only one firing is allowed, the simulation fails instead.
-    folder = _copy(tmp_path, "Boehm_JProteomeRes2014")
-    model = folder / "model_Boehm_JProteomeRes2014.xml"
-    math = '<math xmlns="http://www.w3.org/1998/Math/MathML">'
-    events = (_event("low", "<lt/><ci> STAT5A </ci><cn> 30 </cn>",
-                     f'<eventAssignment variable="STAT5B">{math}<apply><times/><cn> 2 </cn><ci> STAT5B </ci>'
-                     '</apply></math></eventAssignment>')
-              + _event("high", "<gt/><ci> nucpApB </ci><cn> 100 </cn>",
-                       f'<eventAssignment variable="nucpApB">{math}<cn> 50 </cn></math></eventAssignment>'))
-    model.write_text(model.read_text().replace("</model>", events.replace("</listOfEvents><listOfEvents>", "")
-                                               + "</model>"))
-    problem = sp.load(folder / "Boehm_JProteomeRes2014.yaml")
+    # 100 near t = 125 (after the first firing): it is set to 50. Each fires once; a save time
+    # after a firing sees its assignment. Where only one firing is allowed, the simulation fails.
+    falls = _event("low", "<lt/><ci> STAT5A </ci><cn> 30 </cn>", _set("STAT5B", _TWICE_STAT5B))
+    rises = _event("high", "<gt/><ci> nucpApB </ci><cn> 100 </cn>", _set("nucpApB", "<cn> 50 </cn>"))
+    yaml, problem = _with_events(tmp_path, falls, rises)
 
     x = boehm.x_nominal
     simulate = jax.jit(problem.simulate)
@@ -261,7 +264,7 @@ def test_state_triggered_events_match_scipy_in_pieces(tmp_path, boehm):
     assert 5.0 < times[0] < 10.0 and 120.0 < times[1] < 160.0, times  # each between two save times
     np.testing.assert_allclose(ys, expected, rtol=1e-6, atol=1e-8 * np.abs(expected).max())
     assert np.isfinite(float(problem.objective(x)))
-    once = sp.load(folder / "Boehm_JProteomeRes2014.yaml", max_event_firings=1)
+    once = sp.load(yaml, max_event_firings=1)
     assert float(once.objective(x)) == np.inf
 
 
