@@ -121,7 +121,8 @@ def build_objective(model: ODEModel, sbml: SbmlModel, layout: Layout, theta_ids:
     if (sbml.events or sbml.state_events) and has_pre:
         raise UnsupportedFeatureError("SBML events in a PEtab problem with pre-equilibration are not supported")
     if sbml.events and sbml.state_events:
-        raise UnsupportedFeatureError("SBML models with both time-triggered and state-triggered events are not supported")
+        raise UnsupportedFeatureError(
+            "SBML models with both time-triggered and state-triggered events are not supported")
     if sbml.events:
         event_times, assign = sbml.events_to_jax()
         at_start = [e.at_start for e in sbml.events]
@@ -158,9 +159,10 @@ def build_objective(model: ODEModel, sbml: SbmlModel, layout: Layout, theta_ids:
 
         def segment(carry: Any, _: Any) -> tuple[Any, None]:
             a, y, ys, ok, going = carry
-            sol = solve(model, (a, t1), y0=y, params=params, saveat=jnp.concatenate([jnp.clip(ts, a, t1), jnp.asarray([t1], ts.dtype)]),
-                        solver=options.solver, rtol=options.rtol, atol=options.atol,
-                        max_steps=options.max_steps, events=conditions, throw=False)
+            saves = jnp.concatenate([jnp.clip(ts, a, t1), jnp.asarray([t1], ts.dtype)])
+            sol = solve(model, (a, t1), y0=y, params=params, saveat=saves, solver=options.solver,
+                        rtol=options.rtol, atol=options.atol, max_steps=options.max_steps, events=conditions,
+                        throw=False)
             fired = going & (sol.status == int(Status.EVENT))
             b = jnp.where(fired, sol.event_time, t1)
             inside = going & (ts >= a) & jnp.where(fired, ts < b, ts <= b)

@@ -541,7 +541,8 @@ def load(yaml_path: str | Path, *, rtol: float = 1e-8, atol: float = 1e-10, solv
     simkit.petab.UnsupportedFeatureError
         A PEtab or SBML feature that is not supported (named in the message): SBML event
         triggers other than comparisons, event delays and priorities, time- and
-        state-triggered events in one model, events with pre-equilibration, algebraic rules, fast reactions, variable stoichiometry, delays; PEtab prior types
+        state-triggered events in one model, events with pre-equilibration, algebraic rules,
+        fast reactions, variable stoichiometry, delays; PEtab prior types
         PEtab 1.0 does not define, mapping tables, noise distributions other than normal and
         laplace, observable transformations and parameter scales other than lin,
         log and log10, non-SBML models.
