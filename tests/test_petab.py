@@ -174,6 +174,28 @@ def _event(eid: str, trigger: str, assignments: str) -> str:
             f'</trigger><listOfEventAssignments>{assignments}</listOfEventAssignments></event></listOfEvents>')
 
 
+def test_a_parameter_set_by_a_condition_keeps_its_number_from_an_initial_assignment(tmp_path):
+    # b's initial assignment is a number: set elsewhere (a condition table), b stays a
+    # parameter with that number as its value; c's is a formula of a: refused by name
+    from simkit.petab.sbml import read_sbml
+
+    math = '<math xmlns="http://www.w3.org/1998/Math/MathML">'
+    path = tmp_path / "m.xml"
+    path.write_text(
+        '<?xml version="1.0" encoding="UTF-8"?><sbml xmlns="http://www.sbml.org/sbml/level3/version1/core" '
+        'level="3" version="1"><model id="m"><listOfParameters><parameter id="a" value="2" constant="true"/>'
+        '<parameter id="b" constant="true"/><parameter id="c" constant="true"/></listOfParameters>'
+        f'<listOfInitialAssignments><initialAssignment symbol="b">{math}<cn> 5 </cn></math></initialAssignment>'
+        f'<initialAssignment symbol="c">{math}<apply><times/><cn> 2 </cn><ci> a </ci></apply></math>'
+        '</initialAssignment></listOfInitialAssignments></model></sbml>')
+    plain = read_sbml(path)
+    assert "b" not in plain.parameter_ids and float(plain.assignments["b"]) == 5.0
+    kept = read_sbml(path, set_elsewhere=["b"])
+    assert "b" in kept.parameter_ids and kept.parameter_values["b"] == 5.0
+    with pytest.raises(sp.UnsupportedFeatureError, match="parameter 'c': set by a condition and by an initial"):
+        read_sbml(path, set_elsewhere=["c"])
+
+
 _TWICE_STAT5B = "<apply><times/><cn> 2 </cn><ci> STAT5B </ci></apply>"
 
 
