@@ -159,8 +159,10 @@ def test_unsupported_features_are_named(tmp_path):
     model.write_text(text.replace("</model>", both.replace("</listOfEvents><listOfEvents>", "") + "</model>"))
     with pytest.raises(sp.UnsupportedFeatureError, match="both time-triggered and state-triggered"):
         sp.load(yaml)
-    with pytest.raises(simkit.InputError, match="max_event_firings must be a whole number"):
+    with pytest.raises(simkit.InputError, match="max_event_firings must be at least 0, got -1"):
         sp.load(yaml, max_event_firings=-1)
+    with pytest.raises(simkit.InputTypeError, match="max_event_firings must be an int, got 1.5"):
+        sp.load(yaml, max_event_firings=1.5)
     with pytest.raises(simkit.InputError, match="does not exist"):
         sp.load(folder / "no_such_problem.yaml")
 

@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._codegen import codegen_jit
+from .._prepare import check_count
 from ..errors import InputError, ShapeError
 from ..model import ODEModel
 from .layout import Layout, build_layout, ode_model, read_problem, to_scale
@@ -547,7 +548,10 @@ def load(yaml_path: str | Path, *, rtol: float = 1e-8, atol: float = 1e-10, solv
         laplace, observable transformations and parameter scales other than lin,
         log and log10, non-SBML models.
     InputError
-        Missing files, undefined symbols, inconsistent tables.
+        Missing files, undefined symbols, inconsistent tables, a negative
+        ``max_event_firings``.
+    InputTypeError
+        A ``max_event_firings`` that is not an int.
     DependencyError
         petab, python-libsbml, sbmlmath or sympy is not installed.
 
@@ -563,9 +567,7 @@ def load(yaml_path: str | Path, *, rtol: float = 1e-8, atol: float = 1e-10, solv
     >>> problem.model.state_names[:2]
     ('STAT5A', 'STAT5B')
     """
-    if (isinstance(max_event_firings, bool) or not isinstance(max_event_firings, (int, np.integer))
-            or max_event_firings < 0):
-        raise InputError(f"max_event_firings must be a whole number >= 0, got {max_event_firings!r}")
+    max_event_firings = check_count("max_event_firings", max_event_firings, minimum=0)
     problem, sbml = read_problem(yaml_path)
     layout = build_layout(problem, sbml)
     pdf = problem.parameter_df
@@ -578,7 +580,7 @@ def load(yaml_path: str | Path, *, rtol: float = 1e-8, atol: float = 1e-10, solv
     name = Path(yaml_path).stem
     model = ode_model(sbml, layout, name)
     options = SolverOptions(rtol=rtol, atol=atol, solver=solver, max_steps=max_steps,
-                            steady_state_time=steady_state_time, max_event_firings=int(max_event_firings))
+                            steady_state_time=steady_state_time, max_event_firings=max_event_firings)
     objective, simulate, residuals, prior = build_objective(model, sbml, layout, theta_ids, options)
     return PetabProblem(model, layout, ids, objective, simulate, options, lower, upper, name, residuals,
                         prior if layout.priors.any else None)
