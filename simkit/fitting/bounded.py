@@ -641,7 +641,8 @@ def _lm_lane(n: int, lower, upper, max_iter, max_eval, gtol, ftol, xtol, dtype):
         # accepted steps in a row whose actual and predicted decreases were both below ftol times
         # the cost: one such step may be one kept short by the damping after rejected trials, on a
         # plateau far from a minimum
-        small = (actual <= ftol * jnp.maximum(f, tiny)) & (lane["predicted"] <= ftol * jnp.maximum(f, tiny))
+        threshold = ftol * jnp.maximum(f, tiny)
+        small = (actual <= threshold) & (lane["predicted"] <= threshold)
         quiet = jnp.where(accept & ~starting, jnp.where(small, lane["quiet"] + 1, 0), lane["quiet"])
         small_decrease = ~starting & accept & (quiet >= _QUIET_STEPS)
         # the last trial's step before projection (a projected one can vanish at a bound)
