@@ -349,25 +349,27 @@ def _schedules(first, t, fields, steps):
 
 
 def multistart_fit(args):
-    """Lotka-Volterra on the Hudson Bay lynx-hare pelts, `--starts` starts, on the default
-    device (batched) and on the host's CPU."""
+    """Lotka-Volterra on the Hudson Bay lynx-hare pelts, `--starts` starts (one run for each
+    number given), on the default device (batched) and on the host's CPU (one start after
+    another), each place chosen with ``devices=`` (which overrides the placement rule)."""
     from simkit import datasets
 
     data = datasets.lynx_hare()
     model = models.get("lotka_volterra")
     out = []
-    for where in args.where:
-        dev = DEVICE if where == "default" else HOST
-        with jax.default_device(dev):
-            start = time.perf_counter()
-            result = simkit.fit(model, data, loss=simkit.LogNormal(), starts=args.starts)
-            first = time.perf_counter() - start
-            start = time.perf_counter()
-            result = simkit.fit(model, data, loss=simkit.LogNormal(), starts=args.starts)
-            run = time.perf_counter() - start
-        out.append(dict(workload="lynx_hare_multistart", starts=args.starts, where=where, platform=dev.platform,
-                        first_call_s=first, run_s=run, cost=float(result.cost)))
-        print(json.dumps(out[-1]), flush=True)
+    for starts in args.starts:
+        for where in args.where:
+            dev = DEVICE if where == "default" else HOST
+            with jax.default_device(dev):
+                start = time.perf_counter()
+                result = simkit.fit(model, data, loss=simkit.LogNormal(), starts=starts, devices=[dev])
+                first = time.perf_counter() - start
+                start = time.perf_counter()
+                result = simkit.fit(model, data, loss=simkit.LogNormal(), starts=starts, devices=[dev])
+                run = time.perf_counter() - start
+            out.append(dict(workload="lynx_hare_multistart", starts=starts, where=where, platform=dev.platform,
+                            first_call_s=first, run_s=run, cost=float(result.cost)))
+            print(json.dumps(out[-1]), flush=True)
     return out
 
 
@@ -389,7 +391,7 @@ def main() -> None:
     parser.add_argument("--save-times", action="store_true", help="save at t1 given as an array of times")
     parser.add_argument("--modes", nargs="+", default=["default"], choices=["default", "refilled", "lockstep", "naive"])
     parser.add_argument("--sizes", type=int, nargs="+", default=[2048, 8192])
-    parser.add_argument("--starts", type=int, default=1024)
+    parser.add_argument("--starts", type=int, nargs="+", default=[1024], help="fit: numbers of starts, each run apart")
     parser.add_argument("--where", nargs="+", default=["default", "host"], choices=["default", "host"],
                         help="fit: on JAX's default device, on the host's CPU, or both")
     args = parser.parse_args()

@@ -6,8 +6,11 @@ Placement follows the work's shape:
   a chain of thousands of tiny dependent steps: latency-bound. With an accelerator as JAX's
   default device it runs on the host's CPU by default, which answered it 17-54x sooner than a
   TPU (docs/accelerators.md gives the measurements).
-* **Batched work** (`simkit.ensemble`, the stencil steppers, `simkit.fit`, its starts side by
-  side on an accelerator) is
+* **A fit of few starts** (`simkit.fit`, `simkit.fitting.least_squares_bounded` and
+  `minimize_bounded`, `simkit.petab`'s fits and profiles, with fewer than `HOST_FIT_STARTS`
+  starts and no ``devices=``) is a chain of such solves, and runs on the host's CPU too.
+* **Batched work** (`simkit.ensemble`, the stencil steppers, a fit of `HOST_FIT_STARTS` starts
+  or more, side by side on an accelerator) is
   throughput-bound and runs on JAX's default device, the accelerator where there is one.
 
 `simkit.solve` takes ``device=``: ``None`` (the rule above), ``"host"`` (the first CPU device),
@@ -121,6 +124,26 @@ def resolve_device(device: Any, *, batched: bool, owner: str, inputs: Any = ()) 
         return None
     raise InputTypeError(f"{owner}(device={device!r}): use None (automatic), 'host', 'default' or a jax.Device, "
                          f"e.g. device=jax.devices()[0]")
+
+
+HOST_FIT_STARTS = 32
+"""Fits of fewer starts than this run on the host's CPU when JAX's default device is an
+accelerator. A lynx-hare fit (float32) took 0.04, 0.05 and 0.75 s for 1, 4 and 16 starts on
+one CPU core, one start after another, and 6.3 s for 64 starts
+(`benchmarks/results/accelerator_fit_host_starts.json`), against 4.6 s for 64 starts side by
+side on a TPU v5e, whose first call compiled for 41 s against 7-14 s on a CPU
+(`benchmarks/results/accelerator_fit.json`). Each start's steps are the dependent single
+solves that a TPU answers 17-54x slower than a CPU core."""
+
+
+def starts_device(n_starts: int, devices: Any, inputs: Any = ()) -> Any:
+    """The device a fit of ``n_starts`` starts runs on, or None where JAX's own placement
+    applies: the host's CPU for fewer than `HOST_FIT_STARTS` starts when JAX's default device is
+    an accelerator, unless ``devices`` (the fit's own ``devices=``) is given or ``inputs`` are
+    traced."""
+    if devices is not None:
+        return None
+    return resolve_device(None, batched=n_starts >= HOST_FIT_STARTS, owner="fit", inputs=inputs)
 
 
 @contextlib.contextmanager

@@ -254,7 +254,9 @@ def test_fit_with_multi_start():
     ts = np.linspace(0.2, 2.0, 8)
     values = np.exp(-truth["k"] * ts)[:, None] * np.array([1.0, 2.0])
     data = simkit.Dataset(times=ts, values=values, observed=("a", "b"), t0=0.0)
-    result = simkit.fit(DECAY.with_params(k=0.2), data, free=["k"], bounds={"k": (0.01, 5.0)}, starts=3)
+    # (devices=: on the accelerator; a fit of so few starts runs on the host by default)
+    result = simkit.fit(DECAY.with_params(k=0.2), data, free=["k"], bounds={"k": (0.01, 5.0)}, starts=3,
+                        devices=[DEVICE])
     _close(result.estimates["k"], truth["k"], 1e-5 if F64 else 1e-3)
 
 
@@ -269,13 +271,18 @@ def test_save_load_and_resumable_files(tmp_path):
 
 
 def test_placement_rule():
-    """A single solve runs on the host's CPU by default when the default device is an
-    accelerator; an ensemble on the default device; `device=` overrides both."""
+    """A single solve and a fit of few starts run on the host's CPU by default when the
+    default device is an accelerator; an ensemble on the default device; `device=` overrides
+    both."""
     sol = simkit.solve(DECAY, saveat=2)
     assert HOST in sol.ys.devices()
     assert DEVICE in simkit.solve(DECAY, saveat=2, device=DEVICE).ys.devices()
     ens = simkit.ensemble(DECAY, params={"k": jnp.linspace(0.5, 1.0, 4)}, saveat=2)
     assert jnp.asarray(ens.ys).devices() <= set(jax.devices()) or isinstance(ens.ys, np.ndarray)
+    one_start = simkit.fitting.least_squares_bounded(lambda x: x - 1.0, jnp.zeros((1, 2)), jnp.full(2, -5.0),
+                                                     jnp.full(2, 5.0))
+    assert HOST in one_start.x.devices()
+    _close(one_start.x, np.ones((1, 2)), 1e-6)
 
 
 def test_the_precision_in_use_is_the_lanes():

@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _config
+from .. import placement as _placement
 from .. import progress as _progress
 from ..errors import InputError
 from ..params import check_key, merge_params, refuse_traced
@@ -361,26 +362,27 @@ def fit(
     dtype = _config.float_dtype()
     points = _given_starts(space, starts) if given else _starts(space, int(starts), jax.random.key(0) if key is None
                                                                  else check_key(key, "fit()"))
-    split, lanes = placed(len(points), lanes, devices, False, "fit")
-    with _progress.bar(2, f"fit {model.name}", progress=progress if len(points) > 1 else False,
-                       unit="stages") as stages:
-        stages.set_postfix_str(f"{len(points)} starts", refresh=False)
-        thetas, iterations, evaluations, codes, costs, least_squares, at_bound = problem.run(
-            optimizer, jnp.asarray(points, dtype), max_iterations=limits["max_iterations"],
-            max_evaluations=limits["max_evaluations"], lanes=lanes, devices=split)
-        costs = np.asarray(costs)
-        finite = np.isfinite(costs)
-        if not finite.any():
-            raise InputError("every start failed (non-finite cost): the ODE solve fails there (max_steps="
-                             f"{limits['max_steps']} per solve) or the model gives NaN; check the data, the bounds "
-                             "and the starting values")
-        stages.set_postfix_str("uncertainties", refresh=False)
-        stages.update(1)
-        best = int(np.argmin(np.where(finite, costs, np.inf)))
-        theta = np.asarray(thetas[best])
-        kept = None if least_squares is None else tuple(np.asarray(a[best]) for a in least_squares)
-        stats = uncertainty(problem, theta, confidence, kept)
-        stages.update(1)
+    with _placement.placed(_placement.starts_device(len(points), devices)):  # few starts: the host
+        split, lanes = placed(len(points), lanes, devices, False, "fit")
+        with _progress.bar(2, f"fit {model.name}", progress=progress if len(points) > 1 else False,
+                           unit="stages") as stages:
+            stages.set_postfix_str(f"{len(points)} starts", refresh=False)
+            thetas, iterations, evaluations, codes, costs, least_squares, at_bound = problem.run(
+                optimizer, jnp.asarray(points, dtype), max_iterations=limits["max_iterations"],
+                max_evaluations=limits["max_evaluations"], lanes=lanes, devices=split)
+            costs = np.asarray(costs)
+            finite = np.isfinite(costs)
+            if not finite.any():
+                raise InputError("every start failed (non-finite cost): the ODE solve fails there (max_steps="
+                                 f"{limits['max_steps']} per solve) or the model gives NaN; check the data, the bounds "
+                                 "and the starting values")
+            stages.set_postfix_str("uncertainties", refresh=False)
+            stages.update(1)
+            best = int(np.argmin(np.where(finite, costs, np.inf)))
+            theta = np.asarray(thetas[best])
+            kept = None if least_squares is None else tuple(np.asarray(a[best]) for a in least_squares)
+            stats = uncertainty(problem, theta, confidence, kept)
+            stages.update(1)
     result = FitResult.build(problem, theta, float(costs[best]), best, (iterations, evaluations, codes, costs),
                              points, stats, optimizer, confidence, limits)
     return result.with_ends(np.asarray(thetas), np.asarray(at_bound))

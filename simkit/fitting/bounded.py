@@ -32,6 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import placement
 from .._codegen import codegen_jit
 from .._prepare import check_number
 from ..errors import InputError, ShapeError
@@ -259,7 +260,7 @@ def default_lanes(n_starts: int) -> int:
     pass costs every lane's work and waits for the lane whose ODE solve takes the most steps
     (20 starts of a two-rate fit in the box (1e-4, 1e5) on 2 cores: 31 s side by side, 2.7 s
     one after another; in (1e-4, 1e2), where every solve is cheap, 0.52 s against 0.79 s)."""
-    return n_starts if jax.default_backend() != "cpu" else 1
+    return n_starts if placement.platform_of(None) != "cpu" else 1
 
 
 def _lanes(lanes: int | None, n_starts: int) -> int:
@@ -520,9 +521,10 @@ def minimize_bounded(fun: Callable, x0: Any, lower: Any, upper: Any, *, method: 
     _check_counts("minimize_bounded", max_iter=max_iter, max_eval=max_eval, memory=memory)
     args = (x0, lower, upper, jnp.asarray(max_iter), jnp.asarray(max_eval), jnp.asarray(gtol, x0.dtype),
             jnp.asarray(ftol, x0.dtype))
-    devices, lanes = placed(x0.shape[0], lanes, devices, _traced(args), "minimize_bounded")
-    run = _minimize if _traced(args) else _minimize_jit
-    return run(fun, *args, method=method, memory=int(memory), lanes=lanes, devices=devices)
+    with placement.placed(placement.starts_device(x0.shape[0], devices, args)):  # few starts: the host
+        devices, lanes = placed(x0.shape[0], lanes, devices, _traced(args), "minimize_bounded")
+        run = _minimize if _traced(args) else _minimize_jit
+        return run(fun, *args, method=method, memory=int(memory), lanes=lanes, devices=devices)
 
 
 # projected Levenberg-Marquardt --------------------------------------------------------------------
@@ -757,6 +759,7 @@ def least_squares_bounded(residuals: Callable, x0: Any, lower: Any, upper: Any, 
     _check_counts("least_squares_bounded", max_iter=max_iter, max_eval=max_eval)
     args = (x0, lower, upper, jnp.asarray(max_iter), jnp.asarray(max_eval), jnp.asarray(gtol, x0.dtype),
             jnp.asarray(ftol, x0.dtype), jnp.asarray(xtol, x0.dtype))
-    devices, lanes = placed(x0.shape[0], lanes, devices, _traced(args), "least_squares_bounded")
-    run = _least_squares if _traced(args) else _least_squares_jit
-    return run(residuals, *args, lanes=lanes, devices=devices)
+    with placement.placed(placement.starts_device(x0.shape[0], devices, args)):  # few starts: the host
+        devices, lanes = placed(x0.shape[0], lanes, devices, _traced(args), "least_squares_bounded")
+        run = _least_squares if _traced(args) else _least_squares_jit
+        return run(residuals, *args, lanes=lanes, devices=devices)

@@ -243,3 +243,23 @@ def test_fit_input_errors_for_scales_and_starts():
         simkit.fit(model, data, bounds={"k": (0.0, 5.0)}, starts=[[1.0], [7.0]])
     with pytest.raises(InputError, match="initial_state function gives shape"):
         simkit.fit(model, data, initial_state=lambda p: jnp.ones(2))
+
+
+def test_few_starts_run_on_the_host_where_the_default_device_is_an_accelerator(monkeypatch):
+    """The placement rule for fits, with an accelerator pretended as JAX's default backend:
+    fewer than `HOST_FIT_STARTS` starts go to the host's CPU (one lane: a CPU's default), more
+    stay on JAX's default device; ``devices=`` and traced inputs keep the caller's choice."""
+    from simkit import placement
+    from simkit.fitting.bounded import default_lanes
+
+    host = jax.local_devices(backend="cpu")[0]
+    few, many = placement.HOST_FIT_STARTS - 1, placement.HOST_FIT_STARTS
+    monkeypatch.setattr(placement.jax, "default_backend", lambda: "tpu")
+    assert placement.starts_device(few, None) == host
+    assert placement.starts_device(many, None) is None
+    assert placement.starts_device(few, [host]) is None
+    under_jit = []
+    jax.jit(lambda x: under_jit.append(placement.starts_device(few, None, x)) or x)(jnp.ones(1))
+    assert under_jit == [None]
+    with placement.placed(placement.starts_device(few, None)):
+        assert default_lanes(few) == 1
