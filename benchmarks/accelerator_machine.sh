@@ -10,8 +10,12 @@
 # running several parts should pack its files (tar, split) before it ends.
 # simkit's pure-Python dependencies that the machine's package index lacks travel as wheels in
 # .whl-tpu/ (pip download --no-deps ... diffrax equinox lineax optimistix jaxopt jaxtyping
-# wadler_lindig h5netcdf); the others come from the machine's own index (KINDS.md of the
-# workplace's device tool).
+# wadler_lindig h5netcdf; for the validation's PEtab case also the petab extra and what it needs:
+# petab sbmlmath python-libsbml antlr4-python3-runtime colorama jsonschema
+# jsonschema-specifications referencing rpds-py attrs pydantic pydantic-core annotated-types
+# typing-inspection typing-extensions lxml pint flexcache flexparser platformdirs, `pip wheel
+# --no-deps` for those published as source only); the others come from the machine's own index
+# (KINDS.md of the workplace's device tool).
 set -u
 OUT=${OUT:-/tmp/simkit-accelerator}
 mkdir -p "$OUT"
@@ -20,7 +24,7 @@ export PYTHONUNBUFFERED=1
   PIP_CONFIG_FILE=/dev/null python3 -m pip install --isolated -q --no-index --no-deps --no-compile \
     --no-cache-dir --upgrade --target /tmp/site .whl-tpu/*.whl
   PIP_CONFIG_FILE=/dev/null python3 -m pip install --isolated -q --only-binary=:all: \
-    --index-url file:///opt/pypi/simple --target /tmp/site2 xarray h5py matplotlib tqdm
+    --index-url file:///opt/pypi/simple --target /tmp/site2 xarray h5py matplotlib tqdm pyyaml
   python3 -c 'import platform, jax; print(platform.libc_ver(), jax.__version__, jax.devices())' &&
   touch /tmp/site2/.ready
 } > "$OUT/setup.log" 2>&1  # (a machine still warm from an earlier call has it already)
@@ -72,7 +76,7 @@ for part in "$@"; do
         > "$OUT/validate.log" 2>&1
       echo "exit $?" >> "$OUT/validate.log"
       tar czf - .tpu-report | split -b 15m - "$OUT/tpu-report.tgz." ;;
-    fit) SIMKIT_ENABLE_X64=0 timeout "${FIT_SECONDS:-100}" python3 benchmarks/accelerator.py fit --starts "${FIT_STARTS:-1024}" --where ${FIT_WHERE:-default host} \
+    fit) SIMKIT_ENABLE_X64=0 timeout "${FIT_SECONDS:-100}" python3 benchmarks/accelerator.py fit --starts ${FIT_STARTS:-1024} --where ${FIT_WHERE:-default host} \
       --out "$OUT/fit_f32.json" > "$OUT/fit.log" 2>&1 ;;
   esac
 done
