@@ -31,6 +31,20 @@ def lorenz_loss(params, solver):
 
 
 PARAMS = {k: jnp.asarray(v) for k, v in LORENZ.params.items()}
+# the gradient of `lorenz_loss` at PARAMS, one compiled program per solver (the solver static)
+lorenz_grad = jax.jit(jax.grad(lorenz_loss), static_argnums=1)
+
+
+@pytest.fixture(scope="module")
+def tsit5_gradient():
+    """The reverse-mode gradient through simkit.Tsit5(), computed once for the two tests that
+    compare it (with diffrax's, and with forward mode)."""
+    return lorenz_grad(PARAMS, simkit.Tsit5())
+
+
+@pytest.fixture(scope="module")
+def diffrax_gradient():
+    return lorenz_grad(PARAMS, diffrax.Tsit5())
 
 
 def test_solver_choice():
@@ -43,25 +57,24 @@ def test_solver_choice():
     assert simkit.solve(big, (0.0, 1.0)).solver_name == "diffrax.Tsit5"
 
 
-@pytest.mark.parametrize("kernel", [simkit.Tsit5(), simkit.DOP853()])
-def test_reverse_mode_matches_diffrax_gradient(kernel):
-    ours = jax.grad(lorenz_loss)(PARAMS, kernel)
-    reference = jax.grad(lorenz_loss)(PARAMS, diffrax.Tsit5())
+@pytest.mark.parametrize("kernel", ["Tsit5", simkit.DOP853()])
+def test_reverse_mode_matches_diffrax_gradient(kernel, tsit5_gradient, diffrax_gradient):
+    ours = tsit5_gradient if kernel == "Tsit5" else lorenz_grad(PARAMS, kernel)
     for k in PARAMS:
-        np.testing.assert_allclose(float(ours[k]), float(reference[k]), rtol=1e-6)
+        np.testing.assert_allclose(float(ours[k]), float(diffrax_gradient[k]), rtol=1e-6)
 
 
-def test_forward_mode_hessian_and_vmap():
-    grad = jax.grad(lorenz_loss)(PARAMS, simkit.Tsit5())
-    fwd = jax.jacfwd(lorenz_loss)(PARAMS, simkit.Tsit5())
+def test_forward_mode_hessian_and_vmap(tsit5_gradient):
+    grad = tsit5_gradient
+    fwd = jax.jit(jax.jacfwd(lorenz_loss), static_argnums=1)(PARAMS, simkit.Tsit5())
     for k in PARAMS:
         np.testing.assert_allclose(float(fwd[k]), float(grad[k]), rtol=1e-12)
 
     def loss_rho(rho):
         return lorenz_loss({**PARAMS, "rho": rho}, simkit.Tsit5())
 
-    hess = jax.hessian(loss_rho)(28.0)
-    g = jax.grad(loss_rho)
+    hess = jax.jit(jax.hessian(loss_rho))(28.0)
+    g = jax.jit(jax.grad(loss_rho))  # one compiled program for both difference points
     fd = (float(g(28.0 + 1e-4)) - float(g(28.0 - 1e-4))) / 2e-4
     np.testing.assert_allclose(float(hess), fd, rtol=1e-5)
 
@@ -76,11 +89,12 @@ def test_forward_mode_hessian_and_vmap():
 def test_gradient_with_respect_to_initial_state_and_end_time():
     lv = models.get("lotka_volterra")
 
+    @jax.jit  # one program for the six difference points
     def final_prey(y0, t1):
         return simkit.solve(lv, (0.0, t1), y0=y0, saveat=3, **TIGHT).ys[-1, 0]
 
     y0, t1 = jnp.array([33.0, 6.2]), 5.0
-    g_y0, g_t1 = jax.grad(final_prey, argnums=(0, 1))(y0, t1)
+    g_y0, g_t1 = jax.jit(jax.grad(final_prey, argnums=(0, 1)))(y0, t1)
     for i in range(2):
         e = jnp.zeros(2).at[i].set(1e-4)
         fd = (final_prey(y0 + e, t1) - final_prey(y0 - e, t1)) / 2e-4
@@ -92,11 +106,12 @@ def test_gradient_with_respect_to_initial_state_and_end_time():
 def test_rosenbrock_gradient_matches_finite_difference():
     rob = models.get("robertson")
 
+    @jax.jit
     def product(k1):
         return simkit.solve(rob, (0.0, 100.0), params={"k1": k1}, saveat=5, rtol=1e-10,
                             atol=1e-14).ys[-1, 2]
 
-    g = float(jax.grad(product)(0.04))
+    g = float(jax.jit(jax.grad(product))(0.04))
     fd = (float(product(0.04 + 1e-6)) - float(product(0.04 - 1e-6))) / 2e-6
     np.testing.assert_allclose(g, fd, rtol=1e-6)
 
