@@ -65,8 +65,9 @@ def test_rate_sensitivities_match_scipy(solver, reference):
         return simkit.solve(ROB, (0.0, TS[-1]), saveat=TS, params=params, rtol=RTOL, atol=ATOL, solver=solver).ys
 
     ks = jnp.asarray([float(ROB.params[k]) for k in NAMES])
-    ys = np.asarray(states(ks))
-    sens = np.asarray(jax.jacfwd(states)(ks))  # (t, state, rate)
+    # the states (the forward pass's own) and their sensitivities (t, state, rate): one program
+    sens, ys = jax.jit(jax.jacfwd(lambda ks: (states(ks),) * 2, has_aux=True))(ks)
+    sens, ys = np.asarray(sens), np.asarray(ys)
     assert np.max(np.abs(ys - ys_ref) / np.abs(ys_ref).max(axis=0)) < 1e-7
     rel = np.abs(sens - s_ref).max(axis=0) / np.abs(s_ref).max(axis=0)  # per (state, rate)
     # the discrete scheme's sensitivities converge with the tolerance like the states: at
@@ -99,6 +100,7 @@ def test_only_the_differentiated_inputs_are_pushed_through_the_loop():
     lorenz = models.get("lorenz")
     p0 = {k: jnp.asarray(float(v)) for k, v in lorenz.params.items()}
 
+    @jax.jit  # one program for the value and its two difference points
     def final(t1, rho):
         return simkit.solve(lorenz, (0.0, t1), params={**p0, "rho": rho}, saveat=3, rtol=1e-11, atol=1e-11).ys[-1]
 
@@ -116,7 +118,7 @@ def test_only_the_differentiated_inputs_are_pushed_through_the_loop():
     ts = jnp.asarray([0.25, 0.5, 1.0])
     saved = lambda ts: simkit.solve(lorenz, (0.0, 1.0), saveat=ts, rtol=1e-11, atol=1e-11).ys  # noqa: E731
     f_saved = jax.vmap(lambda t, y: lorenz.rhs(t, y, p0))(ts, saved(ts))
-    np.testing.assert_allclose(jax.grad(lambda ts: saved(ts).sum())(ts), f_saved.sum(axis=1), rtol=1e-12)
+    np.testing.assert_allclose(jax.jit(jax.grad(lambda ts: saved(ts).sum()))(ts), f_saved.sum(axis=1), rtol=1e-12)
 
 
 def test_saved_step_times_move_with_the_span():
@@ -133,7 +135,7 @@ def test_saved_step_times_move_with_the_span():
         sol = simkit.solve(decay, (t0, t1), **kw)
         return jnp.trapezoid(sol.ys[:n, 0], sol.ts[:n]), sol.ts[:n]
 
-    (d0, d1), (dts0, dts1) = jax.jacfwd(integral, argnums=(0, 1))(0.3, 2.0)
+    (d0, d1), (dts0, dts1) = jax.jit(jax.jacfwd(integral, argnums=(0, 1)))(0.3, 2.0)
     np.testing.assert_array_equal(dts0, np.r_[np.ones(n - 1), 0.0])  # the last saved time is t1
     np.testing.assert_array_equal(dts1, np.r_[np.zeros(n - 1), 1.0])
     u1 = 1.5 * np.exp(-0.7 * 1.7)
@@ -158,10 +160,11 @@ def test_derivatives_with_respect_to_a_complex_initial_state():
         return jnp.stack([jnp.real(psi), jnp.imag(psi)])
 
     x = (0.8, 0.3, 1.0)
-    jac = np.array(jax.jacfwd(final, argnums=(0, 1, 2))(*x))
-    np.testing.assert_allclose(jac, np.array(jax.jacfwd(lambda *v: final(*v, exact=True), argnums=(0, 1, 2))(*x)),
-                               rtol=1e-7, atol=1e-9)
-    grad = jax.grad(lambda *v: final(*v)[1], argnums=(0, 1, 2))(*x)  # reverse mode: the same rule, transposed
+    jac = np.array(jax.jit(jax.jacfwd(final, argnums=(0, 1, 2)))(*x))
+    exact = jax.jit(jax.jacfwd(lambda *v: final(*v, exact=True), argnums=(0, 1, 2)))(*x)
+    np.testing.assert_allclose(jac, np.array(exact), rtol=1e-7, atol=1e-9)
+    # reverse mode: the same rule, transposed
+    grad = jax.jit(jax.grad(lambda *v: final(*v)[1], argnums=(0, 1, 2)))(*x)
     np.testing.assert_allclose(np.array(grad), jac[:, 1], rtol=1e-12)
 
 
@@ -177,8 +180,9 @@ def test_a_state_saved_at_t0_moves_with_t0_as_the_solution_does():
         saveat = 3 if moving else jnp.array([0.0, 2.0])
         return simkit.solve(decay, (t0, 2.0), saveat=saveat, solver=solver, rtol=1e-10, atol=1e-12).ys[0, 0]
 
-    assert abs(float(jax.grad(first)(0.0, True))) < 1e-12
-    np.testing.assert_allclose(float(jax.grad(first)(0.0, False)), 1.4, rtol=1e-12)
+    d_first = jax.jit(jax.grad(first), static_argnums=1)
+    assert abs(float(d_first(0.0, True))) < 1e-12
+    np.testing.assert_allclose(float(d_first(0.0, False)), 1.4, rtol=1e-12)
 
 
 @pytest.mark.parametrize("engine", ["kernel", "diffrax"])
