@@ -58,7 +58,7 @@ def test_gmres_tangent_is_the_solve_of_the_tangent():
         return gmres(lambda v: (a0 + s * a1) @ v, b0 + s * b1, lambda v: v, tol=1e-13, max_dim=n)[0]
 
     exact = lambda s: jnp.linalg.solve(a0 + s * a1, b0 + s * b1)  # noqa: E731
-    np.testing.assert_allclose(jax.jacfwd(x)(0.3), jax.jacfwd(exact)(0.3), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(jax.jit(jax.jacfwd(x))(0.3), jax.jit(jax.jacfwd(exact))(0.3), rtol=0, atol=1e-10)
 
 
 def test_an_unconverged_gmres_solve_fails_its_newton_iteration():
@@ -150,7 +150,7 @@ def test_matrix_free_bdf_gradient_matches_finite_differences():
         return simkit.solve(m, (0.0, 2.0), saveat=2, rtol=tol, atol=tol, params={"alpha": alpha},
                             solver=KRYLOV).ys[-1]
 
-    jac = np.asarray(jax.jacfwd(lambda a: final(a, 1e-9))(10.0))
+    jac = np.asarray(jax.jit(jax.jacfwd(lambda a: final(a, 1e-9)))(10.0))
     # central differences of solves 1000x tighter (at the gradient's tolerance, their noise,
     # 1e-9 / h, is 15 % of this sensitivity; the dense BDF's jacfwd agrees with it to 1e-9)
     fd = (np.asarray(final(10.0 + 1e-3, 1e-12)) - np.asarray(final(10.0 - 1e-3, 1e-12))) / 2e-3
