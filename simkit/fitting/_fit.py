@@ -18,7 +18,7 @@ from ..params import check_key, merge_params, refuse_traced
 from ..model import ODEModel
 from ..sample import latin_hypercube
 from ..stencil.pde import PDEModel
-from .bounded import placed
+from .bounded import split_and_lanes
 from .data import Dataset, check_observation
 from .drivers import BFGS, LBFGSB, AbstractDriver, BoundedLevenbergMarquardt, LevenbergMarquardt
 from .objective import AbstractLoss, as_loss
@@ -363,7 +363,7 @@ def fit(
     points = _given_starts(space, starts) if given else _starts(space, int(starts), jax.random.key(0) if key is None
                                                                  else check_key(key, "fit()"))
     with _placement.placed(_placement.starts_device(len(points), devices)):  # few starts: the host
-        split, lanes = placed(len(points), lanes, devices, False, "fit")
+        split, lanes = split_and_lanes(len(points), lanes, devices, False, "fit")
         with _progress.bar(2, f"fit {model.name}", progress=progress if len(points) > 1 else False,
                            unit="stages") as stages:
             stages.set_postfix_str(f"{len(points)} starts", refresh=False)

@@ -297,9 +297,11 @@ def split_starts(body: Callable, x0, devices: tuple | None):
     return jax.tree_util.tree_map(lambda a: a[:n], out)
 
 
-def placed(n: int, lanes: int | None, devices: Any, traced: bool, name: str) -> tuple[tuple | None, int]:
+def split_and_lanes(n: int, lanes: int | None, devices: Any, traced: bool,
+                    name: str) -> tuple[tuple | None, int]:
     """``(devices, lanes per device)`` of a run of ``n`` starts (devices None: no split);
-    no split under a transform of the caller's (the caller's program decides where it runs)."""
+    no split under a transform of the caller's (the caller's program decides where it runs).
+    The lanes follow the platform of the device the run is placed on (`simkit.placement`)."""
     devices = devices_for(devices, n, name)
     devices = None if traced or devices is None or len(devices) == 1 else devices
     share = n if not devices else -(-n // len(devices))
@@ -521,9 +523,10 @@ def minimize_bounded(fun: Callable, x0: Any, lower: Any, upper: Any, *, method: 
     _check_counts("minimize_bounded", max_iter=max_iter, max_eval=max_eval, memory=memory)
     args = (x0, lower, upper, jnp.asarray(max_iter), jnp.asarray(max_eval), jnp.asarray(gtol, x0.dtype),
             jnp.asarray(ftol, x0.dtype))
+    traced = _traced(args)
     with placement.placed(placement.starts_device(x0.shape[0], devices, args)):  # few starts: the host
-        devices, lanes = placed(x0.shape[0], lanes, devices, _traced(args), "minimize_bounded")
-        run = _minimize if _traced(args) else _minimize_jit
+        devices, lanes = split_and_lanes(x0.shape[0], lanes, devices, traced, "minimize_bounded")
+        run = _minimize if traced else _minimize_jit
         return run(fun, *args, method=method, memory=int(memory), lanes=lanes, devices=devices)
 
 
@@ -759,7 +762,8 @@ def least_squares_bounded(residuals: Callable, x0: Any, lower: Any, upper: Any, 
     _check_counts("least_squares_bounded", max_iter=max_iter, max_eval=max_eval)
     args = (x0, lower, upper, jnp.asarray(max_iter), jnp.asarray(max_eval), jnp.asarray(gtol, x0.dtype),
             jnp.asarray(ftol, x0.dtype), jnp.asarray(xtol, x0.dtype))
+    traced = _traced(args)
     with placement.placed(placement.starts_device(x0.shape[0], devices, args)):  # few starts: the host
-        devices, lanes = placed(x0.shape[0], lanes, devices, _traced(args), "least_squares_bounded")
-        run = _least_squares if _traced(args) else _least_squares_jit
+        devices, lanes = split_and_lanes(x0.shape[0], lanes, devices, traced, "least_squares_bounded")
+        run = _least_squares if traced else _least_squares_jit
         return run(residuals, *args, lanes=lanes, devices=devices)
