@@ -7,8 +7,9 @@ Placement follows the work's shape:
   default device it runs on the host's CPU by default, which answered it 17-54x sooner than a
   TPU (docs/accelerators.md gives the measurements).
 * **A fit of few starts** (`simkit.fit`, `simkit.fitting.least_squares_bounded` and
-  `minimize_bounded`, `simkit.petab`'s fits and profiles, with fewer than `HOST_FIT_STARTS`
-  starts and no ``devices=``) is a chain of such solves, and runs on the host's CPU too.
+  `minimize_bounded`, `simkit.petab`'s fits and profiles, `FitResult.profile` (a start per
+  value), with fewer than `HOST_FIT_STARTS` starts and no ``devices=``) is a chain of such
+  solves, and runs on the host's CPU too.
 * **Batched work** (`simkit.ensemble`, the stencil steppers, a fit of `HOST_FIT_STARTS` starts
   or more, side by side on an accelerator) is
   throughput-bound and runs on JAX's default device, the accelerator where there is one.

@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import io
+from .. import placement as _placement
 from .._prepare import choose_solver, solver_label
 from ..errors import InputError
 from .drivers import BFGS, FitStatus, describe
@@ -400,7 +401,9 @@ class FitResult(io.Saveable):
     def profile(self, name: str, values: Any = None, *, n: int = 15, width: float = 3.0) -> dict[str, Any]:
         """Profile likelihood of ``name``: for each fixed value (default: the estimate +-
         ``width`` standard errors, ``n`` points, inside the bounds) the other parameters are
-        re-fitted (all values at once, ``jax.vmap``).
+        re-fitted (all values at once, ``jax.vmap``). Where an accelerator is JAX's default
+        device, fewer values than `simkit.placement.HOST_FIT_STARTS` run on the host's CPU,
+        as a fit of that many starts does.
 
         Parameters
         ----------
@@ -472,10 +475,13 @@ class FitResult(io.Saveable):
                              f"its bounds ({space.lower[i]:g}, {space.upper[i]:g})")
         values = jnp.asarray(given)
         optimizer = self.optimizer if not self.optimizer.bounded else BFGS()  # in transformed coordinates
-        costs = np.asarray(profile_costs(problem.program, optimizer, problem.arrays, jnp.asarray(theta_hat),
-                                         jnp.asarray(i, jnp.int32), values,
-                                         jnp.asarray(self.limits["max_iterations"]),
-                                         jnp.asarray(self.limits["max_evaluations"])))
+        # a fit from one start for each value, side by side: placed as a fit of that many starts
+        # (`simkit.placement`: few of them run on the host's CPU where an accelerator is the default)
+        with _placement.placed(_placement.starts_device(values.shape[0], None)):
+            costs = np.asarray(profile_costs(problem.program, optimizer, problem.arrays, jnp.asarray(theta_hat),
+                                             jnp.asarray(i, jnp.int32), values,
+                                             jnp.asarray(self.limits["max_iterations"]),
+                                             jnp.asarray(self.limits["max_evaluations"])))
         best = min(self.cost, float(np.nanmin(costs)))
         if problem.loss.residual_form and not all(d.sigma is not None for d in problem.datasets):
             m = self.n_points

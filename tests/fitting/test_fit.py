@@ -84,6 +84,20 @@ def test_profile_likelihood_and_plots(logistic_fit, tmp_path):
     plt.close("all")
 
 
+def test_a_profile_of_few_values_runs_on_the_host_where_the_default_device_is_an_accelerator(logistic_fit,
+                                                                                            monkeypatch):
+    """Each value is a fit from one start: placed by the rule for fits (`simkit.placement`)."""
+    from simkit import placement
+
+    _, result = logistic_fit
+    chosen = []
+    real = placement.placed
+    monkeypatch.setattr(placement, "placed", lambda device: chosen.append(device) or real(device))
+    monkeypatch.setattr(placement.jax, "default_backend", lambda: "tpu")  # an accelerator, pretended
+    prof = result.profile("r", n=9)  # (the program of the test above)
+    assert chosen == [jax.local_devices(backend="cpu")[0]] and prof["delta"].min() < 1e-6
+
+
 def test_profile_values_that_are_not_finite_are_refused_before_compiling(logistic_fit):
     # a NaN among the values made every profile value NaN (and the interval with it)
     _, result = logistic_fit
