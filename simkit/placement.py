@@ -129,12 +129,13 @@ def resolve_device(device: Any, *, batched: bool, owner: str, inputs: Any = ()) 
 
 HOST_FIT_STARTS = 32
 """Fits of fewer starts than this run on the host's CPU when JAX's default device is an
-accelerator. A lynx-hare fit (float32) took 0.04, 0.05 and 0.75 s for 1, 4 and 16 starts on
-one CPU core, one start after another, and 6.3 s for 64 starts
-(`benchmarks/results/accelerator_fit_host_starts.json`), against 4.6 s for 64 starts side by
-side on a TPU v5e, whose first call compiled for 41 s against 7-14 s on a CPU
-(`benchmarks/results/accelerator_fit.json`). Each start's steps are the dependent single
-solves that a TPU answers 17-54x slower than a CPU core."""
+accelerator. A lynx-hare fit in float32 on a TPU v5e machine, the starts side by side on the
+TPU against one after another on one CPU core: 1, 16 and 32 starts ran in 1.00, 2.61 and
+3.99 s on the TPU against 0.02, 1.26 and 3.15 s on the CPU, 64 starts in 4.64 against 5.87 s;
+the TPU's first call compiled for 22-26 s against 9-15 s
+(`benchmarks/results/accelerator_fit_starts.json`). Each start's steps are the dependent
+single solves that a TPU answers 17-54x slower than a CPU core; side by side, many starts
+share them."""
 
 
 def starts_device(n_starts: int, devices: Any, inputs: Any = ()) -> Any:
