@@ -71,9 +71,8 @@ for part in "$@"; do
     validate)  # simkit validate in float64, resumable: the report folder .tpu-report/ travels back in $OUT as
       # tpu-report.tgz.aa, .ab, ... (15 MiB pieces: the device tool returns files of at most 16 MiB);
       # unpacked here (cat tpu-report.tgz.* | tar xz) and named in the next call's carry, it comes back
-      # with its finished parts (VALIDATE_SECONDS per call; VALIDATE_QUICK=1: the --quick report; VALIDATE_JOBS:
-      # the parts that time nothing computed that many at a time, their compiles side by side, default 8)
-      timeout "${VALIDATE_SECONDS:-540}" python3 -c 'import sys; from simkit.cli import main; sys.exit(main(["validate", "--out", ".tpu-report", "--resume"] + sys.argv[1:]))' ${VALIDATE_QUICK:+--quick} --jobs "${VALIDATE_JOBS:-8}" \
+      # with its finished parts (VALIDATE_SECONDS per call; VALIDATE_QUICK=1: the --quick report)
+      timeout "${VALIDATE_SECONDS:-540}" python3 -c 'import sys; from simkit.cli import main; sys.exit(main(["validate", "--out", ".tpu-report", "--resume"] + sys.argv[1:]))' ${VALIDATE_QUICK:+--quick} \
         > "$OUT/validate.log" 2>&1
       echo "exit $?" >> "$OUT/validate.log"
       tar czf - .tpu-report | split -b 15m - "$OUT/tpu-report.tgz." ;;

@@ -30,17 +30,6 @@ def _parse_set(items: Sequence[str]) -> dict[str, float]:
     return out
 
 
-def _positive_int(text: str) -> int:
-    """A whole number of at least 1 (argparse's ``type=``)."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
-    return value
-
-
 def _check_writable_file(path: str | None, option: str) -> None:
     """Refuse an output file that cannot be written, before any work is done."""
     if path is None:
@@ -155,7 +144,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
     out = args.out if args.out is not None else default_out_dir(args.quick, resume=args.resume)
     _check_writable_dir(out, "--out" if args.out is not None else "report folder")
-    summary = run(out_dir=out, quick=args.quick, resume=args.resume, jobs=args.jobs)
+    summary = run(out_dir=out, quick=args.quick, resume=args.resume)
     return 0 if summary["passed"] else 1
 
 
@@ -213,10 +202,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--resume", action="store_true",
                    help="continue a run that stopped, in the same folder: the parts it finished "
                         "(kept in <folder>/.partial until the report is written) are not run again")
-    p.add_argument("--jobs", type=_positive_int, default=1, metavar="N",
-                   help="compute the parts that time nothing N at a time, in threads, before the timed "
-                        "ones run alone: their compiles overlap, which shortens a compile-bound run "
-                        "(float64 on a TPU) on a machine with cores to spare (default: %(default)s)")
     p.set_defaults(func=_cmd_validate)
 
     args = parser.parse_args(argv)

@@ -103,10 +103,10 @@ def test_validation_does_not_import_the_command():
 # -- where the report goes; the distribution's name, licence and citation -------------------
 
 def _fake_run(calls):
-    def run(out_dir=None, quick=False, verbose=True, resume=False, jobs=1):
+    def run(out_dir=None, quick=False, verbose=True, resume=False):
         import os
 
-        calls.append((out_dir, quick) + (("resume",) if resume else ()) + ((f"jobs={jobs}",) if jobs != 1 else ()))
+        calls.append((out_dir, quick) + (("resume",) if resume else ()))
         with open(os.path.join(out_dir, "report.md"), "w") as fh:
             fh.write("# stub\n")
         return {"passed": True}
@@ -123,12 +123,6 @@ def test_validate_resume_is_passed_on_and_needs_out_for_a_quick_run(tmp_path, mo
     assert "give --out" in capsys.readouterr().err
     assert main(["validate", "--quick", "--resume", "--out", "mine"]) == 0
     assert calls == [("mine", True, "resume")]
-    assert main(["validate", "--quick", "--out", "mine", "--jobs", "3"]) == 0
-    assert calls[-1] == ("mine", True, "jobs=3")
-    for bad in ("0", "two"):
-        with pytest.raises(SystemExit) as stop:
-            main(["validate", "--quick", "--out", "mine", "--jobs", bad])
-        assert stop.value.code == 2 and f"{bad!r} is not a whole number of at least 1" in capsys.readouterr().err
     from simkit.errors import InputError
     from simkit.validation.report import FULL_REPORT_DIR, default_out_dir  # (the check `run` makes too)
 
@@ -258,40 +252,3 @@ def test_validation_parts_are_stored_whole_and_dropped_when_done_or_stale(tmp_pa
     assert len(calls) == 4
     again.finish()
     assert not (tmp_path / FOLDER).exists()
-
-
-def test_validation_parts_run_ahead_side_by_side_store_each_and_raise_at_their_turn(tmp_path):
-    import threading
-
-    import jax.numpy as jnp
-
-    import simkit
-    from simkit.validation.parts import FOLDER, Parts
-
-    meet = threading.Barrier(2, timeout=60)  # broken (an error) unless two parts run at once
-    seen = []
-
-    def together(value):
-        def f():
-            meet.wait()
-            seen.append(simkit.placement.chosen_precision())  # the caller's context variables
-            return value
-        return f
-
-    def fails():
-        raise ValueError("part c failed")
-
-    with simkit.precision("float32"):
-        parts = Parts(str(tmp_path), {"simkit": "1"}, resume=False)
-        finished = []
-        parts.run_ahead([("a", together(1)), ("b", together(2)), ("c", fails)], jobs=2,
-                        done=lambda key, i, n: finished.append((key, n)))
-    assert sorted(finished) == [("a", 3), ("b", 3), ("c", 3)]
-    assert seen == [jnp.float32] * 2
-    assert sorted(os.listdir(tmp_path / FOLDER)) == ["a.pkl", "b.pkl", "fingerprint.json"]
-    assert parts.get("b", fails) == 2 and parts.get("a", fails) == 1 and parts.resumed == []
-    with pytest.raises(ValueError, match="part c failed"):
-        parts.get("c", fails)
-    again = Parts(str(tmp_path), {"simkit": "1"}, resume=True)
-    again.run_ahead([("a", fails), ("c", lambda: 3)], jobs=2)  # a is stored: not run again
-    assert again.get("a", fails) == 1 and again.get("c", fails) == 3 and again.resumed == ["a"]

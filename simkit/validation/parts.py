@@ -3,13 +3,11 @@ resumes (`simkit validate --resume`) without running them again."""
 
 from __future__ import annotations
 
-import concurrent.futures
-import contextvars
 import json
 import os
 import pickle
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 FOLDER = ".partial"
@@ -49,7 +47,6 @@ class Parts:
     def __init__(self, out_dir: str, fingerprint: dict[str, Any], resume: bool):
         self.dir = os.path.join(out_dir, FOLDER)
         self.resumed: list[str] = []
-        self._ahead: dict[str, concurrent.futures.Future] = {}
         stamp = os.path.join(self.dir, "fingerprint.json")
         stored = None
         if resume and os.path.exists(stamp):
@@ -61,49 +58,14 @@ class Parts:
         if stored != fingerprint:
             _write_atomically(stamp, json.dumps(fingerprint).encode())
 
-    def run_ahead(self, parts: Sequence[tuple[str, Callable[[], Any]]], jobs: int,
-                  done: Callable[[str, int, int], None] | None = None) -> None:
-        """Compute the parts ``(key, compute)`` not stored yet, ``jobs`` at a time in threads,
-        and return when all have finished; `get` then hands out their values (or raises what
-        their ``compute`` raised). Each is stored as it finishes, so a run stopped meanwhile
-        keeps it. Their programs compile side by side (XLA compiles outside Python's lock).
-        Each thread starts from the caller's context variables (`simkit.precision`).
-        ``done(key, finished, total)`` is called in the caller's thread as each part finishes.
-        """
-        todo = [(key, compute) for key, compute in parts
-                if key not in self._ahead and not os.path.exists(self._path(key))]
-        if not todo:
-            return
-        pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs),
-                                                     thread_name_prefix="simkit-validate")
-        try:
-            futures = {pool.submit(contextvars.copy_context().run, self._compute, key, compute): key
-                       for key, compute in todo}
-            self._ahead.update({key: future for future, key in futures.items()})
-            for finished, future in enumerate(concurrent.futures.as_completed(futures), 1):
-                if done is not None:
-                    done(futures[future], finished, len(futures))
-        finally:  # interrupted: the parts not started are dropped, the running ones finish
-            pool.shutdown(wait=True, cancel_futures=True)
-
     def get(self, key: str, compute: Callable[[], Any]) -> Any:
-        """The stored value of part ``key``, its value from `run_ahead`, or ``compute()``
-        (stored when it can be pickled)."""
-        if key in self._ahead:
-            return self._ahead.pop(key).result()
-        path = self._path(key)
+        """The stored value of part ``key``, or ``compute()`` (stored when it can be pickled)."""
+        path = os.path.join(self.dir, f"{key}.pkl")
         if os.path.exists(path):
             with open(path, "rb") as fh:
                 value = pickle.load(fh)
             self.resumed.append(key)
             return value
-        return self._compute(key, compute)
-
-    def _path(self, key: str) -> str:
-        return os.path.join(self.dir, f"{key}.pkl")
-
-    def _compute(self, key: str, compute: Callable[[], Any]) -> Any:
-        path = self._path(key)
         value = compute()
         try:
             data = pickle.dumps(value)

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import functools
 import os
 import platform
 import sys
-import threading
 import time
 from typing import Any
 
@@ -25,10 +23,6 @@ from .work_precision import ERROR_AXIS_LABEL, ERROR_DEFINITION, PROBLEMS, work_p
 
 FULL_TOLERANCES = [1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10]
 QUICK_TOLERANCES = [1e-3, 1e-5, 1e-7]
-
-# parts computed side by side (`run(jobs=...)`) draw their figures one at a time: pyplot's
-# figures are not safe to draw from several threads at once
-_DRAWING = threading.Lock()
 
 
 def _draw_models(results: list[dict[str, Any]]) -> Any:
@@ -121,7 +115,7 @@ def default_out_dir(quick: bool, now: float | None = None, resume: bool = False)
 
 
 def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True,
-        progress: bool | None = None, resume: bool = False, jobs: int = 1) -> dict[str, Any]:
+        progress: bool | None = None, resume: bool = False) -> dict[str, Any]:
     """Run every validation case, write ``out_dir/report.md`` and its PNGs.
 
     ``quick`` uses three tolerances for the work-precision diagrams instead of eight.
@@ -131,12 +125,8 @@ def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True,
     ``SIMKIT_PROGRESS``, else a terminal or notebook). Each finished part (a model case, a
     work-precision diagram, a section) is kept in ``out_dir/.partial`` until the report is
     written; ``resume`` reads back those of an earlier run that stopped (same simkit version,
-    run kind, platform and precision) instead of running them again. ``jobs`` above 1 first
-    computes the parts that time nothing (all but the work-precision diagrams and the
-    decomposition's scaling) that many at a time, in threads: their compiles overlap, which
-    shortens a compile-bound run (float64 on a TPU) on a machine with cores to spare; the
-    timed parts then run alone. Returns a summary with ``passed`` (all cases within their
-    bounds).
+    run kind, platform and precision) instead of running them again. Returns a summary with
+    ``passed`` (all cases within their bounds).
     """
     import jax
     import matplotlib
@@ -157,48 +147,12 @@ def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True,
             bar.write(msg, file=sys.stdout)  # above the bar
             sys.stdout.flush()
 
-    # the parts that time nothing, in the report's order (`jobs`: computed side by side first)
-    def fields_part():
-        with _DRAWING:
-            return stencils.figure_fields(out_dir)
-
-    def fitting_part():
-        out = [fitting_cases.lynx_hare(), fitting_cases.pde_inverse()]
-        with _DRAWING:
-            fitting_cases.figure(out[0]["result"], os.path.join(out_dir, "fit_lynx_hare.png"))
-        return [dict(r, result=str(r["result"])) if "result" in r else r for r in out]  # the report prints it
-
-    def petab_part():
-        out = petab_case.boehm()
-        with _DRAWING:
-            petab_case.figure(out, os.path.join(out_dir, "petab_boehm.png"))
-        return out
-
-    def stiff_part():
-        out = stiff_steps.step_counts(stiff_steps.RTOLS[:2] if quick else stiff_steps.RTOLS)
-        with _DRAWING:
-            stiff_steps.figure(out, os.path.join(out_dir, "stiff_step_counts.png"))
-        return out
-
-    untimed = ([(f"model-{name}-{solver}", functools.partial(run_model_case, name, solver))
-                for name in sorted(MODEL_CASES) for solver in solvers_for(name)]
-               + [(f"ensemble-{case.__name__}", case) for case in ensembles.CASES]
-               + [(f"stencils-{group.__name__}", group) for group in stencils.GROUPS]
-               + [("stencil-fields", fields_part), ("fitting", fitting_part)]
-               + ([("petab", petab_part)] if petab_case.available() else [])  # needs the petab extra
-               + [("stiff-steps", stiff_part)])
-    compute = dict(untimed)
-    if jobs > 1:
-        say(f"  computing the parts that time nothing, {jobs} at a time ...")
-        parts.run_ahead(untimed, jobs, done=lambda key, i, n: say(f"  ({i}/{n}) {key}"))
-
     # each part computes its results and draws its figures; a part read back from an earlier
     # run (`resume`) has its figures in out_dir already
     results = []
     for name in sorted(MODEL_CASES):  # the deterministic models (SDEs: ensemble cases)
         for solver in solvers_for(name):
-            key = f"model-{name}-{solver}"
-            r = parts.get(key, compute[key])
+            r = parts.get(f"model-{name}-{solver}", lambda: run_model_case(name, solver))
             say(f"  {name:24s} {solver:18s} max error/tol {r['max_error']:9.3g}  "
                 f"(bound {r['bound']:g})  {'ok' if r['passed'] else 'FAIL'}")
             results.append(r)
@@ -233,7 +187,7 @@ def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True,
     for group in stencils.GROUPS:  # each group a part
         stencil_results += parts.get(f"stencils-{group.__name__}", group)
     stencils.figure_orders(stencil_results, os.path.join(out_dir, "stencil_orders.png"))
-    field_figures = parts.get("stencil-fields", fields_part)
+    field_figures = parts.get("stencil-fields", lambda: stencils.figure_fields(out_dir))
     bar.update(1)
     for r in stencil_results:
         say(f"  stencil: {r['name']:56s} {r['metric']:9.3g} (bound {r['bound']:g})  "
@@ -250,18 +204,30 @@ def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True,
     for r in parallel_results:
         say(f"  decomposition: {r['name']:56s} {r['metric']:9.3g}  {'ok' if r['passed'] else 'FAIL'}")
 
+    def fitting_part():
+        out = [fitting_cases.lynx_hare(), fitting_cases.pde_inverse()]
+        fitting_cases.figure(out[0]["result"], os.path.join(out_dir, "fit_lynx_hare.png"))
+        return [dict(r, result=str(r["result"])) if "result" in r else r for r in out]  # the report prints it
     fit_results = parts.get("fitting", fitting_part)
     bar.update(1)
     for r in fit_results:
         say(f"  fitting: {r['name']:56s} {r['metric']:9.3g} (bound {r['bound']:g})  {'ok' if r['passed'] else 'FAIL'}")
 
-    petab = parts.get("petab", petab_part) if "petab" in compute else None
+    def petab_part():
+        out = petab_case.boehm()
+        petab_case.figure(out, os.path.join(out_dir, "petab_boehm.png"))
+        return out
+    petab = parts.get("petab", petab_part) if petab_case.available() else None  # needs the petab extra
     bar.update(1)
     for r in petab["rows"] if petab else []:
         say(f"  petab: {r['name']:58s} {r['metric']:9.3g} (bound {r['bound']:g})  {'ok' if r['passed'] else 'FAIL'}")
     if not petab:
         say("  petab: skipped (needs the petab extra: pip install 'simkit-jax[petab]')")
 
+    def stiff_part():
+        out = stiff_steps.step_counts(stiff_steps.RTOLS[:2] if quick else stiff_steps.RTOLS)
+        stiff_steps.figure(out, os.path.join(out_dir, "stiff_step_counts.png"))
+        return out
     stiff = parts.get("stiff-steps", stiff_part)
     bar.update(1)
     say(f"  stiff steps: {stiff['name']:52s} {stiff['metric']:9.3g} (bound {stiff['bound']:g})  "
