@@ -50,8 +50,9 @@ def _onto(base, coeffs, ks, hs):
 
 
 # In float64 on a TPU the stages go through a loop (`_stages`): XLA's TPU backend emulates
-# float64, and its compile time follows the program's size, 12-21 ms per float64 operation
-# (benchmarks/results/accelerator_program_size_f64.json); written out, the stages and their
+# float64 and compiles slowly, 12-21 ms per float64 operation of these programs
+# (benchmarks/results/accelerator_program_size_f64.json; not every smaller program compiled
+# sooner: accelerator_compile_f64_smaller_programs.json); written out, the stages and their
 # sums are about half of an explicit kernel's program (Tsit5 on Lorenz: 563 of 1,141
 # operations), twice over (the step, and its redo for dense output). Elsewhere they stay
 # written out: a loop over them is slower on a CPU and in float32 on a TPU. `ROLLED_STAGES`
