@@ -149,6 +149,14 @@ def starts_device(n_starts: int, devices: Any, inputs: Any = ()) -> Any:
 
 
 @contextlib.contextmanager
+def fit_placed(n_starts: int, devices: Any = None, inputs: Any = ()) -> Iterator[None]:
+    """Run the block where a fit of ``n_starts`` starts belongs (`starts_device`): every fit,
+    optimiser and profile of simkit places its starts through this one rule."""
+    with placed(starts_device(n_starts, devices, inputs)):
+        yield
+
+
+@contextlib.contextmanager
 def placed(device: Any) -> Iterator[None]:
     """Run the block's computations on ``device`` (None: leave JAX's placement as it is)."""
     if device is None:

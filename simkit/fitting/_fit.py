@@ -362,7 +362,7 @@ def fit(
     dtype = _config.float_dtype()
     points = _given_starts(space, starts) if given else _starts(space, int(starts), jax.random.key(0) if key is None
                                                                  else check_key(key, "fit()"))
-    with _placement.placed(_placement.starts_device(len(points), devices)):  # few starts: the host
+    with _placement.fit_placed(len(points), devices):  # few starts: the host
         split, lanes = split_and_lanes(len(points), lanes, devices, False, "fit")
         with _progress.bar(2, f"fit {model.name}", progress=progress if len(points) > 1 else False,
                            unit="stages") as stages:

@@ -524,7 +524,7 @@ def minimize_bounded(fun: Callable, x0: Any, lower: Any, upper: Any, *, method: 
     args = (x0, lower, upper, jnp.asarray(max_iter), jnp.asarray(max_eval), jnp.asarray(gtol, x0.dtype),
             jnp.asarray(ftol, x0.dtype))
     traced = _traced(args)
-    with placement.placed(placement.starts_device(x0.shape[0], devices, args)):  # few starts: the host
+    with placement.fit_placed(x0.shape[0], devices, args):  # few starts: the host
         devices, lanes = split_and_lanes(x0.shape[0], lanes, devices, traced, "minimize_bounded")
         run = _minimize if traced else _minimize_jit
         return run(fun, *args, method=method, memory=int(memory), lanes=lanes, devices=devices)
@@ -763,7 +763,7 @@ def least_squares_bounded(residuals: Callable, x0: Any, lower: Any, upper: Any, 
     args = (x0, lower, upper, jnp.asarray(max_iter), jnp.asarray(max_eval), jnp.asarray(gtol, x0.dtype),
             jnp.asarray(ftol, x0.dtype), jnp.asarray(xtol, x0.dtype))
     traced = _traced(args)
-    with placement.placed(placement.starts_device(x0.shape[0], devices, args)):  # few starts: the host
+    with placement.fit_placed(x0.shape[0], devices, args):  # few starts: the host
         devices, lanes = split_and_lanes(x0.shape[0], lanes, devices, traced, "least_squares_bounded")
         run = _least_squares if traced else _least_squares_jit
         return run(residuals, *args, lanes=lanes, devices=devices)

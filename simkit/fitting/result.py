@@ -477,7 +477,7 @@ class FitResult(io.Saveable):
         optimizer = self.optimizer if not self.optimizer.bounded else BFGS()  # in transformed coordinates
         # a fit from one start for each value, side by side: placed as a fit of that many starts
         # (`simkit.placement`: few of them run on the host's CPU where an accelerator is the default)
-        with _placement.placed(_placement.starts_device(values.shape[0], None)):
+        with _placement.fit_placed(values.shape[0]):
             costs = np.asarray(profile_costs(problem.program, optimizer, problem.arrays, jnp.asarray(theta_hat),
                                              jnp.asarray(i, jnp.int32), values,
                                              jnp.asarray(self.limits["max_iterations"]),

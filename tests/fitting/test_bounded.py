@@ -261,5 +261,5 @@ def test_few_starts_run_on_the_host_where_the_default_device_is_an_accelerator(m
     under_jit = []
     jax.jit(lambda x: under_jit.append(placement.starts_device(few, None, x)) or x)(jnp.ones(1))
     assert under_jit == [None]
-    with placement.placed(placement.starts_device(few, None)):
+    with placement.fit_placed(few):
         assert default_lanes(few) == 1
