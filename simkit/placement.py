@@ -132,7 +132,7 @@ HOST_FIT_STARTS = 32
 accelerator. A lynx-hare fit in float32 on a TPU v5e machine, the starts side by side on the
 TPU against one after another on one CPU core: 1, 16 and 32 starts ran in 1.00, 2.61 and
 3.99 s on the TPU against 0.02, 1.26 and 3.15 s on the CPU, 64 starts in 4.64 against 5.87 s;
-the TPU's first call compiled for 22-26 s against 9-15 s
+the first call took 22-26 s on the TPU against 9-15 s on the CPU
 (`benchmarks/results/accelerator_fit_starts.json`). Each start's steps are the dependent
 single solves that a TPU answers 17-54x slower than a CPU core; side by side, many starts
 share them."""
