@@ -40,6 +40,7 @@ import jax
 import jax.numpy as jnp
 
 from .errors import InputError, InputTypeError
+from .params import is_traced
 
 __all__ = ["precision"]
 
@@ -100,10 +101,6 @@ def _host() -> Any:
         return None
 
 
-def _traced(tree: Any) -> bool:
-    return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(tree))
-
-
 def resolve_device(device: Any, *, batched: bool, owner: str, inputs: Any = ()) -> Any:
     """The device a call runs on, or None where JAX's own placement applies (JAX's default
     device; the user's committed inputs; the user's own trace).
@@ -111,7 +108,7 @@ def resolve_device(device: Any, *, batched: bool, owner: str, inputs: Any = ()) 
     ``device``: None (automatic: an unbatched call goes to the host's CPU when JAX's default
     device is an accelerator), ``"host"``, ``"default"`` or a ``jax.Device``."""
     if device is None:
-        if batched or jax.default_backend() == "cpu" or _traced(inputs):
+        if batched or jax.default_backend() == "cpu" or is_traced(inputs):
             return None
         return _host()
     if isinstance(device, jax.Device):

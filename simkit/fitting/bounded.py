@@ -37,6 +37,7 @@ from .._codegen import codegen_jit
 from .._prepare import check_number
 from ..errors import InputError, ShapeError
 from ..parallel.mesh import member_mesh
+from ..params import is_traced
 
 
 class FitStatus(enum.IntEnum):
@@ -234,7 +235,7 @@ def _check(name: str, x0, lower, upper):
                          f"and {upper.shape}")
     if x0.shape[0] < 1:
         raise ShapeError(f"{name}: x0 has no starts (shape {x0.shape})")
-    bad = () if _traced(lower, upper) else np.flatnonzero(~(np.asarray(lower) <= np.asarray(upper)))
+    bad = () if is_traced(lower, upper) else np.flatnonzero(~(np.asarray(lower) <= np.asarray(upper)))
     if len(bad):
         raise InputError(f"{name}: lower must not exceed upper; it does (or is NaN) at indices {bad.tolist()}")
     return x0, lower, upper
@@ -244,7 +245,7 @@ def _check_counts(name: str, **counts: Any) -> None:
     """Each count a whole number, ``max_iter`` >= 0 and the others >= 1 (host values only)."""
     for count_name, value in counts.items():
         least = 0 if count_name == "max_iter" else 1
-        if not _traced(value) and (isinstance(value, bool) or int(value) != value or value < least):
+        if not is_traced(value) and (isinstance(value, bool) or int(value) != value or value < least):
             raise InputError(f"{name}: {count_name} must be a whole number >= {least}, got {value!r}")
 
 
@@ -432,10 +433,6 @@ def _minimize(fun, x0, lower, upper, max_iter, max_eval, gtol, ftol, *, method, 
                          devices)
 
 
-def _traced(*values) -> bool:
-    return any(isinstance(v, jax.core.Tracer) for v in jax.tree_util.tree_leaves(values))
-
-
 def minimize_bounded(fun: Callable, x0: Any, lower: Any, upper: Any, *, method: str = "lbfgsb",
                      max_iter: int = 500, gtol: float = 1e-6, ftol: float = 2.2e-9, max_eval: int | None = None,
                      memory: int = 10, lanes: int | None = None,
@@ -519,11 +516,11 @@ def minimize_bounded(fun: Callable, x0: Any, lower: Any, upper: Any, *, method: 
     x0, lower, upper = _check("minimize_bounded", x0, lower, upper)
     _check_tolerances("minimize_bounded", gtol=gtol, ftol=ftol)
     if max_eval is None:  # (max_iter = 0: the start's own evaluation)
-        max_eval = 20 * max_iter if _traced(max_iter) else max(20 * max_iter, 1)
+        max_eval = 20 * max_iter if is_traced(max_iter) else max(20 * max_iter, 1)
     _check_counts("minimize_bounded", max_iter=max_iter, max_eval=max_eval, memory=memory)
     args = (x0, lower, upper, jnp.asarray(max_iter), jnp.asarray(max_eval), jnp.asarray(gtol, x0.dtype),
             jnp.asarray(ftol, x0.dtype))
-    traced = _traced(args)
+    traced = is_traced(args)
     with placement.fit_placed(x0.shape[0], devices, args):  # few starts: the host
         devices, lanes = split_and_lanes(x0.shape[0], lanes, devices, traced, "minimize_bounded")
         run = _minimize if traced else _minimize_jit
@@ -758,11 +755,11 @@ def least_squares_bounded(residuals: Callable, x0: Any, lower: Any, upper: Any, 
     x0, lower, upper = _check("least_squares_bounded", x0, lower, upper)
     _check_tolerances("least_squares_bounded", gtol=gtol, ftol=ftol, xtol=xtol)
     if max_eval is None:  # (max_iter = 0: the start's own evaluation)
-        max_eval = 10 * max_iter if _traced(max_iter) else max(10 * max_iter, 1)
+        max_eval = 10 * max_iter if is_traced(max_iter) else max(10 * max_iter, 1)
     _check_counts("least_squares_bounded", max_iter=max_iter, max_eval=max_eval)
     args = (x0, lower, upper, jnp.asarray(max_iter), jnp.asarray(max_eval), jnp.asarray(gtol, x0.dtype),
             jnp.asarray(ftol, x0.dtype), jnp.asarray(xtol, x0.dtype))
-    traced = _traced(args)
+    traced = is_traced(args)
     with placement.fit_placed(x0.shape[0], devices, args):  # few starts: the host
         devices, lanes = split_and_lanes(x0.shape[0], lanes, devices, traced, "least_squares_bounded")
         run = _least_squares if traced else _least_squares_jit
