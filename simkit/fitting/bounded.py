@@ -555,9 +555,22 @@ def _spd_solve(a, b):
     return jax.lax.fori_loop(0, n, backward, jnp.zeros_like(b))
 
 
+# the first step's bound, in widths of the box (Euclidean norm of ``step / (upper - lower)``)
+FIRST_STEP_BOUND = 0.25
+
+
 def _lm_lane(n: int, lower, upper, max_iter, max_eval, gtol, ftol, xtol, dtype):
     """``fresh`` and ``advance`` of one lane of projected Levenberg-Marquardt."""
     tiny = jnp.finfo(dtype).tiny
+    # a step's length in widths of the box; a variable with an open bound does not count
+    width = jnp.asarray(upper, dtype) - jnp.asarray(lower, dtype)
+    inv_width = jnp.where(jnp.isfinite(width) & (width > 0), 1.0 / jnp.where(width > 0, width, 1.0), 0.0)
+
+    def box_norm(v):
+        return jnp.sqrt(jnp.sum((v * inv_width) ** 2))
+
+    def bounded(delta, radius):
+        return delta * jnp.minimum(1.0, radius / jnp.maximum(box_norm(delta), tiny))
 
     def fresh(x0, start):
         x0 = _project(x0, lower, upper)
@@ -567,13 +580,15 @@ def _lm_lane(n: int, lower, upper, max_iter, max_eval, gtol, ftol, xtol, dtype):
                 "g": zeros, "jtj": jnp.zeros((n, n), dtype), "second": jnp.zeros((n, n), dtype),
                 "structured": jnp.asarray(False), "predicted": jnp.asarray(0.0, dtype), "delta": zeros,
                 "damping": jnp.asarray(0.0, dtype), "factor": jnp.asarray(2.0, dtype),
+                "radius": jnp.asarray(FIRST_STEP_BOUND, dtype),
                 "n_iter": jnp.asarray(0, jnp.int32), "n_eval": jnp.asarray(0, jnp.int32),
                 "quiet": jnp.asarray(0, jnp.int32), "status": jnp.asarray(0, jnp.int32)}
 
-    def trial(x, g, jtj, model, damping):
+    def trial(x, g, jtj, model, damping, radius):
         """The damped step of the quadratic model ``model`` (Gauss-Newton's ``jtj``, or it plus
         the second-order term) on the variables not held at a bound, projected; the reduction
-        of the cost the model predicts. The damping is scaled by ``jtj``'s diagonal."""
+        of the cost the model predicts. The damping is scaled by ``jtj``'s diagonal; the step is
+        shortened to ``radius`` widths of the box."""
         free = ~_blocked(x, g, lower, upper)
         scale = jnp.maximum(jnp.diag(jtj), 1e-12 * jnp.max(jnp.diag(jtj), initial=0.0) + tiny)
         damped = model + jnp.diag(damping * scale)
@@ -584,12 +599,12 @@ def _lm_lane(n: int, lower, upper, max_iter, max_eval, gtol, ftol, xtol, dtype):
             rhs = -(g + damped @ fixed_step)
             return jnp.where(free, _spd_solve(a, jnp.where(free, rhs, 0.0)), fixed_step)
 
-        delta = solve_on(free, jnp.zeros_like(x))
+        delta = bounded(solve_on(free, jnp.zeros_like(x)), radius)
         # variables the step carries through a bound stop at it; the rest re-solve with them
         # there (else the projected step's coupling to them is lost and the damping climbs)
         clipped = free & ((x + delta < lower) | (x + delta > upper))
         to_bound = jnp.where(clipped, _project(x + delta, lower, upper) - x, 0.0)
-        delta = jnp.where(jnp.any(clipped), solve_on(free & ~clipped, to_bound), delta)
+        delta = jnp.where(jnp.any(clipped), bounded(solve_on(free & ~clipped, to_bound), radius), delta)
         point = _project(x + delta, lower, upper)
         s = point - x
         return point, -(jnp.dot(g, s) + 0.5 * jnp.dot(s, model @ s)), delta
@@ -638,6 +653,12 @@ def _lm_lane(n: int, lower, upper, max_iter, max_eval, gtol, ftol, xtol, dtype):
                             jnp.where(accept, lane["damping"] * jnp.maximum(1.0 / 3.0, 1.0 - (2.0 * ratio - 1.0) ** 3),
                                       lane["damping"] * lane["factor"]))
         factor = jnp.where(accept, 2.0, 2.0 * lane["factor"])
+        # the step bound (a trust region in widths of the box, as MINPACK's step bound): a step
+        # that reached it doubles it when the model predicted its decrease well, halves it when not
+        reached = box_norm(step) > 0.9 * lane["radius"]
+        radius = jnp.where(starting, FIRST_STEP_BOUND,
+                           jnp.where(reached & (~accept | (ratio < 0.25)), 0.5 * lane["radius"],
+                                     jnp.where(reached & (ratio > 0.75), 2.0 * lane["radius"], lane["radius"])))
         n_iter = lane["n_iter"] + jnp.where(accept & ~starting, 1, 0)
         pg = jnp.max(jnp.abs(projected_gradient(new_x, g, lower, upper)), initial=0.0)
         # accepted steps in a row whose actual and predicted decreases were both below ftol times
@@ -650,7 +671,7 @@ def _lm_lane(n: int, lower, upper, max_iter, max_eval, gtol, ftol, xtol, dtype):
         # the last trial's step before projection (a projected one can vanish at a bound)
         small_step = ~starting & (jnp.max(jnp.abs(lane["delta"]) - xtol * (jnp.abs(lane["x"]) + xtol),
                                           initial=-1.0) <= 0)
-        point, predicted, delta = trial(new_x, g, jtj, jtj + jnp.where(structured, second, 0.0), damping)
+        point, predicted, delta = trial(new_x, g, jtj, jtj + jnp.where(structured, second, 0.0), damping, radius)
         # the first test that holds decides (-1: none, the lane goes on); a step shrunk below
         # xtol by trials whose residuals were not finite is no convergence
         tests = [(starting & ~good, FitStatus.NONFINITE),
@@ -666,7 +687,7 @@ def _lm_lane(n: int, lower, upper, max_iter, max_eval, gtol, ftol, xtol, dtype):
         out = dict(lane, finished=done, phase=jnp.where(idle | done, _IDLE, _TRIAL).astype(jnp.int32),
                    point=jnp.where(done, new_x, point), x=new_x, f=new_f, g=g, jtj=jtj, second=second,
                    structured=structured, predicted=predicted, delta=delta,
-                   damping=damping, factor=factor, n_iter=n_iter.astype(jnp.int32), n_eval=n_eval.astype(jnp.int32),
+                   damping=damping, factor=factor, radius=radius, n_iter=n_iter.astype(jnp.int32), n_eval=n_eval.astype(jnp.int32),
                    quiet=quiet.astype(jnp.int32),
                    status=jnp.where(done, status, lane["status"]).astype(jnp.int32))
         return jax.tree_util.tree_map(lambda a, b: jnp.where(idle, a, b), lane, out)
@@ -694,7 +715,13 @@ def least_squares_bounded(residuals: Callable, x0: Any, lower: Any, upper: Any, 
     -J^T r`` on the variables not held at a bound (Marquardt's scaling); variables the step
     carries through a bound stop there and the others solve again with them held. The step,
     projected into the box, is accepted when the actual decrease is at least 1e-4 of the
-    decrease its linear model predicts for it; the damping follows Nielsen (1999). Where the
+    decrease its linear model predicts for it; the damping follows Nielsen (1999). A trust
+    region bounds the steps in widths of the box (the norm of ``d / (upper - lower)``, variables
+    with an open bound not counted): a start's first step goes at most ``FIRST_STEP_BOUND``
+    (0.25), and the bound doubles after a step that reached it with a decrease its model
+    predicted well (at least 0.75 of it) and halves after one that fell short (under 0.25), so
+    a start far from a minimum crosses the box in several steps instead of jumping to a far
+    ridge. Where the
     residuals stay large, ``J^T J`` misses the Hessian's second-order part ``sum_i r_i
     hess(r_i)``: a structured secant update estimates it (Dennis, Gay & Welsch 1981, NL2SOL),
     and a step uses ``J^T J`` plus that estimate when this model predicted the last accepted

@@ -162,6 +162,24 @@ def test_no_steps_evaluates_the_start():
     assert float(out.cost[0]) == 0.5 * float(jnp.sum(residuals(jnp.array([0.5, 2.0])) ** 2))
 
 
+def _far_target(x):
+    return x - 9.0
+
+
+def test_least_squares_steps_grow_from_a_quarter_of_the_box():
+    """Linear residuals whose minimum (9, 9) lies 1.13 box widths from the start (1, 1) in the
+    box [0, 10]^2: Gauss-Newton would jump there in one step. The first step goes a quarter of
+    the box, the second half of it (the model was exact), and the start still ends at the
+    minimum."""
+    x0, lower, upper = jnp.array([[1.0, 1.0]]), jnp.zeros(2), jnp.full(2, 10.0)
+    widths = [float(np.linalg.norm((np.asarray(least_squares_bounded(_far_target, x0, lower, upper, max_iter=k).x)
+                                    - 1.0) / 10.0)) for k in (1, 2)]
+    np.testing.assert_allclose(widths, [0.25, 0.75], rtol=1e-12)
+    out = least_squares_bounded(_far_target, x0, lower, upper)
+    np.testing.assert_allclose(np.asarray(out.x), [[9.0, 9.0]], atol=1e-9)
+    assert int(out.status[0]) == FitStatus.CONVERGED and int(out.n_iter[0]) <= 6, np.asarray(out.n_iter)
+
+
 def test_bad_input_is_refused_before_compiling():
     with pytest.raises(ShapeError, match=r"\(n_starts, n\)"):
         minimize_bounded(rosenbrock, np.zeros(4), LOWER, UPPER)

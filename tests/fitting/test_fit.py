@@ -228,14 +228,14 @@ def test_multistart_reports_the_best_starts_own_status():
     """Some starts stop at the iteration limit; the best one reached the optimum and says
     so, as the same start run alone does (the limit is traced: no new compilation)."""
     data = simkit.Dataset(TIMES, _synthetic(seed=3), observed=("N",))
-    result = simkit.fit(LOGISTIC, data, free=["r", "K"], bounds=BOX, starts=6, max_iterations=10)
+    result = simkit.fit(LOGISTIC, data, free=["r", "K"], bounds=BOX, starts=6, max_iterations=12)
     best = int(np.argmin(result.start_costs))
     assert fitting.FitStatus.MAX_ITERATIONS in result.start_status  # the limit bit
     assert result.status == result.start_status[best] == fitting.FitStatus.CONVERGED
-    assert result.converged and result.message == "converged" and result.iterations < 10
+    assert result.converged and result.message == "converged" and result.iterations < 12
     assert "starts: " in str(result) and "at the iteration limit" in str(result)
     alone = simkit.fit(LOGISTIC, data, free=["r", "K"], bounds=BOX, initial=dict(zip(["r", "K"], result.starts[best])),
-                       max_iterations=10)
+                       max_iterations=12)
     assert alone.status == result.status and abs(alone.iterations - result.iterations) <= 1
     assert alone.cost == pytest.approx(result.cost, rel=1e-10)
 
