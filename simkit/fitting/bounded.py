@@ -35,7 +35,7 @@ import numpy as np
 from .. import placement
 from .._codegen import codegen_jit
 from .._prepare import check_number
-from ..errors import InputError, ShapeError
+from ..errors import InputError, InputTypeError, ShapeError
 from ..parallel.mesh import member_mesh
 from ..params import is_traced
 
@@ -242,11 +242,20 @@ def _check(name: str, x0, lower, upper):
 
 
 def _check_counts(name: str, **counts: Any) -> None:
-    """Each count a whole number, ``max_iter`` >= 0 and the others >= 1 (host values only)."""
+    """Each count a whole number (an int or an integral float; a NumPy or JAX scalar too),
+    ``max_iter`` >= 0 and the others >= 1 (host values only; a ``max_eval`` of ``None`` is
+    left to the caller's default)."""
     for count_name, value in counts.items():
+        if (value is None and count_name == "max_eval") or is_traced(value):
+            continue
         least = 0 if count_name == "max_iter" else 1
-        if not is_traced(value) and (isinstance(value, bool) or int(value) != value or value < least):
-            raise InputError(f"{name}: {count_name} must be a whole number >= {least}, got {value!r}")
+        message = f"{name}: {count_name} must be a whole number >= {least}, got {value!r}"
+        if (isinstance(value, (bool, np.bool_)) or np.ndim(value) != 0
+                or not np.issubdtype(np.asarray(value).dtype, np.number)
+                or np.issubdtype(np.asarray(value).dtype, np.complexfloating)):
+            raise InputTypeError(message)
+        if not np.isfinite(value) or int(value) != value or value < least:
+            raise InputError(message)
 
 
 def _check_tolerances(name: str, **tolerances: Any) -> None:
@@ -515,6 +524,7 @@ def minimize_bounded(fun: Callable, x0: Any, lower: Any, upper: Any, *, method: 
         raise InputError(f"minimize_bounded: method must be 'lbfgsb', got {method!r}")
     x0, lower, upper = _check("minimize_bounded", x0, lower, upper)
     _check_tolerances("minimize_bounded", gtol=gtol, ftol=ftol)
+    _check_counts("minimize_bounded", max_iter=max_iter, max_eval=max_eval)
     if max_eval is None:  # (max_iter = 0: the start's own evaluation)
         max_eval = 20 * max_iter if is_traced(max_iter) else max(20 * max_iter, 1)
     _check_counts("minimize_bounded", max_iter=max_iter, max_eval=max_eval, memory=memory)
@@ -781,6 +791,7 @@ def least_squares_bounded(residuals: Callable, x0: Any, lower: Any, upper: Any, 
     """
     x0, lower, upper = _check("least_squares_bounded", x0, lower, upper)
     _check_tolerances("least_squares_bounded", gtol=gtol, ftol=ftol, xtol=xtol)
+    _check_counts("least_squares_bounded", max_iter=max_iter, max_eval=max_eval)
     if max_eval is None:  # (max_iter = 0: the start's own evaluation)
         max_eval = 10 * max_iter if is_traced(max_iter) else max(10 * max_iter, 1)
     _check_counts("least_squares_bounded", max_iter=max_iter, max_eval=max_eval)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.optimize
 
-from simkit.errors import InputError, ShapeError
+from simkit.errors import InputError, InputTypeError, ShapeError
 from simkit.fitting import FitStatus, least_squares_bounded, minimize_bounded
 
 LOWER = np.array([-2.0, -2.0, 0.5, -2.0])
@@ -196,6 +196,15 @@ def test_bad_input_is_refused_before_compiling():
         least_squares_bounded(lambda x: x, np.zeros((1, 2)), -1.0, 1.0, ftol=-1e-8)
     with pytest.raises(InputError, match="least_squares_bounded: xtol must be finite"):
         least_squares_bounded(lambda x: x, np.zeros((1, 2)), -1.0, 1.0, xtol=np.inf)
+    # counts: a NaN, an infinity, a string or None is named, not a bare conversion error
+    for value, error in ((float("nan"), InputError), (np.inf, InputError), (2.5, InputError), (-1, InputError),
+                         ("5", InputTypeError), (True, InputTypeError), ([3], InputTypeError)):
+        with pytest.raises(error, match=r"least_squares_bounded: max_iter must be a whole number >= 0, got "):
+            least_squares_bounded(lambda x: x, np.zeros((1, 2)), -1.0, 1.0, max_iter=value)
+    with pytest.raises(InputError, match=r"minimize_bounded: max_eval must be a whole number >= 1, got nan"):
+        minimize_bounded(rosenbrock, np.zeros((1, 4)), LOWER, UPPER, max_eval=float("nan"))
+    with pytest.raises(InputTypeError, match=r"minimize_bounded: max_iter must be a whole number >= 0, got None"):
+        minimize_bounded(rosenbrock, np.zeros((1, 4)), LOWER, UPPER, max_iter=None)
 
 
 def test_the_logistic_transform_has_a_finite_derivative_far_out():
