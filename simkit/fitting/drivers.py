@@ -728,7 +728,8 @@ class LBFGSB(_ProjectedDriver):
 class BoundedLevenbergMarquardt(_ProjectedDriver):
     """Projected Levenberg-Marquardt on residuals with box bounds
     (`simkit.fitting.least_squares_bounded`): Gauss-Newton steps on the weighted residuals,
-    damped, projected onto the bounds on each parameter's scale. Converged: the projected
+    damped, bounded in length (a quarter of the box at first, on each parameter's scale) and
+    projected onto the bounds on each parameter's scale. Converged: the projected
     gradient below ``gtol``, actual and predicted relative decrease below ``ftol`` for three
     accepted steps in a row, or a step below ``xtol``.
 
