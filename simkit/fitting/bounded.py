@@ -524,10 +524,9 @@ def minimize_bounded(fun: Callable, x0: Any, lower: Any, upper: Any, *, method: 
         raise InputError(f"minimize_bounded: method must be 'lbfgsb', got {method!r}")
     x0, lower, upper = _check("minimize_bounded", x0, lower, upper)
     _check_tolerances("minimize_bounded", gtol=gtol, ftol=ftol)
-    _check_counts("minimize_bounded", max_iter=max_iter, max_eval=max_eval)
+    _check_counts("minimize_bounded", max_iter=max_iter, max_eval=max_eval, memory=memory)
     if max_eval is None:  # (max_iter = 0: the start's own evaluation)
         max_eval = 20 * max_iter if is_traced(max_iter) else max(20 * max_iter, 1)
-    _check_counts("minimize_bounded", max_iter=max_iter, max_eval=max_eval, memory=memory)
     args = (x0, lower, upper, jnp.asarray(max_iter), jnp.asarray(max_eval), jnp.asarray(gtol, x0.dtype),
             jnp.asarray(ftol, x0.dtype))
     traced = is_traced(args)
@@ -794,7 +793,6 @@ def least_squares_bounded(residuals: Callable, x0: Any, lower: Any, upper: Any, 
     _check_counts("least_squares_bounded", max_iter=max_iter, max_eval=max_eval)
     if max_eval is None:  # (max_iter = 0: the start's own evaluation)
         max_eval = 10 * max_iter if is_traced(max_iter) else max(10 * max_iter, 1)
-    _check_counts("least_squares_bounded", max_iter=max_iter, max_eval=max_eval)
     args = (x0, lower, upper, jnp.asarray(max_iter), jnp.asarray(max_eval), jnp.asarray(gtol, x0.dtype),
             jnp.asarray(ftol, x0.dtype), jnp.asarray(xtol, x0.dtype))
     traced = is_traced(args)
