@@ -252,3 +252,18 @@ def test_validation_parts_are_stored_whole_and_dropped_when_done_or_stale(tmp_pa
     assert len(calls) == 4
     again.finish()
     assert not (tmp_path / FOLDER).exists()
+
+
+def test_the_report_names_the_devices_and_precision_it_ran_on():
+    import platform
+
+    import jax
+
+    from simkit import __version__
+    from simkit.validation.report import environment
+
+    line = environment()
+    n = len(jax.devices())
+    assert line.startswith(f"simkit {__version__}, JAX {jax.__version__}, Python {platform.python_version()}")
+    assert f"; {n} {jax.devices()[0].device_kind} device" in line
+    assert f"({jax.default_backend()}), {'float64' if jax.config.jax_enable_x64 else 'float32'}" in line

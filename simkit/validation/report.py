@@ -87,6 +87,23 @@ def _figure_wp(name: str, data: dict[str, Any], path: str) -> None:
     plt.close(fig)
 
 
+def environment() -> str:
+    """Where a report was made, for its first line.
+
+    simkit's, JAX's and Python's versions, the host's architecture, JAX's devices (their
+    number, kind and platform, e.g. ``1 TPU v5 lite (tpu)``) and the floating-point precision
+    in use, e.g. ``simkit 0.2.0, JAX 0.4.35, Python 3.11.7, x86_64; 2 cpu devices (cpu), float64``.
+    """
+    import jax
+
+    devices = jax.devices()
+    kinds = sorted({d.device_kind for d in devices})
+    precision = "float64" if jax.config.jax_enable_x64 else "float32"
+    return (f"simkit {__version__}, JAX {jax.__version__}, Python {platform.python_version()}, "
+            f"{platform.machine()}; {len(devices)} {' + '.join(kinds)} device{'s' if len(devices) > 1 else ''} "
+            f"({jax.default_backend()}), {precision}")
+
+
 FULL_REPORT_DIR = os.path.join("validation", "report")
 
 
@@ -245,7 +262,7 @@ def run(out_dir: str | None = None, quick: bool = False, verbose: bool = True,
     lines = [
         "# simkit validation report",
         "",
-        f"simkit {__version__}, Python {platform.python_version()}, {platform.machine()}; "
+        f"{environment()}; "
         f"{'quick' if quick else 'full'} run, {time.perf_counter() - start:.0f} s"
         + (f" (resumed: {len(parts.resumed)} parts from the run before)" if parts.resumed else "") + ". "
         f"Overall: **{'PASS' if passed else 'FAIL'}**.",
