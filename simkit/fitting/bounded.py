@@ -537,21 +537,30 @@ def minimize_bounded(fun: Callable, x0: Any, lower: Any, upper: Any, *, method: 
 
 
 # projected Levenberg-Marquardt --------------------------------------------------------------------
-def _spd_solve(a, b):
-    """``a^-1 b`` for a symmetric positive definite ``a`` (``(n, n)``, small): Cholesky by
-    columns and two triangular sweeps in ``fori_loop``s of matrix-vector products. No LAPACK
-    call, so it runs in float64 on every backend (a TPU has no float64 LU), with the same
-    operations everywhere."""
+def _cholesky(a):
+    """``(lower, ok)``: the Cholesky factor of a symmetric ``a`` (``(n, n)``, small), by
+    columns in a ``fori_loop`` of matrix-vector products (no LAPACK call, so it runs in float64
+    on every backend: a TPU has no float64 LU), and whether every pivot was positive and finite
+    (``a`` positive definite). A pivot that is not is floored to keep the factor finite."""
     n = a.shape[0]
     index = jnp.arange(n)
     tiny = jnp.finfo(a.dtype).tiny
 
-    def column(j, lower):
+    def column(j, carry):
+        lower, ok = carry
         s = a[:, j] - lower @ lower[j, :]  # lower[j, k] is 0 for k >= j so far
         d = jnp.sqrt(jnp.maximum(s[j], tiny))
-        return lower.at[:, j].set(jnp.where(index > j, s / d, jnp.where(index == j, d, 0.0)))
+        lower = lower.at[:, j].set(jnp.where(index > j, s / d, jnp.where(index == j, d, 0.0)))
+        return lower, ok & (s[j] > 0) & jnp.isfinite(s[j])
 
-    lower = jax.lax.fori_loop(0, n, column, jnp.zeros_like(a))
+    return jax.lax.fori_loop(0, n, column, (jnp.zeros_like(a), jnp.asarray(True)))
+
+
+def _spd_solve(a, b):
+    """``a^-1 b`` for a symmetric positive definite ``a`` (``(n, n)``, small): `_cholesky` and
+    two triangular sweeps in ``fori_loop``s, the same operations on every backend."""
+    n = a.shape[0]
+    lower, _ = _cholesky(a)
 
     def forward(i, y):
         return y.at[i].set((b[i] - lower[i, :] @ y) / lower[i, i])
@@ -568,6 +577,52 @@ def _spd_solve(a, b):
 FIRST_STEP_BOUND = 0.25
 
 
+def _box_norm(v, inv_width):
+    """A step's length in widths of the box (a variable with an open bound does not count)."""
+    return jnp.sqrt(jnp.sum((v * inv_width) ** 2))
+
+
+def _lm_trial(x, g, jtj, second, structured, damping, radius, *, lower, upper, inv_width):
+    """The damped step of the quadratic model (Gauss-Newton's ``jtj``, or it plus the
+    second-order term ``second`` where ``structured``) on the variables not held at a bound,
+    projected; the reduction of the cost the model predicts. The damping is scaled by
+    ``jtj``'s diagonal; the step is shortened to ``radius`` widths of the box (``inv_width``:
+    one over each variable's width, 0 where a bound is open). Where the damped model with the
+    second-order term is not positive definite on those variables, the step is Gauss-Newton's,
+    whose damped model is (an indefinite model has no minimum: its solve gave steps that were
+    not finite, or zero and taken for convergence)."""
+    tiny = jnp.finfo(x.dtype).tiny
+
+    def bounded(delta, radius):
+        return delta * jnp.minimum(1.0, radius / jnp.maximum(_box_norm(delta, inv_width), tiny))
+
+    free = ~_blocked(x, g, lower, upper)
+    scale = jnp.maximum(jnp.diag(jtj), 1e-12 * jnp.max(jnp.diag(jtj), initial=0.0) + tiny)
+    damping_term = jnp.diag(damping * scale)
+
+    def on(free, matrix):
+        """``matrix`` on the variables ``free``, the identity on the others."""
+        return jnp.where(free[:, None] & free[None, :], matrix, 0.0) + jnp.diag(jnp.where(free, 0.0, 1.0))
+
+    _, definite = _cholesky(on(free, jtj + second + damping_term))
+    model = jtj + jnp.where(structured & definite, second, 0.0)
+    damped = model + damping_term
+
+    def solve_on(free, fixed_step):
+        rhs = -(g + damped @ fixed_step)
+        return jnp.where(free, _spd_solve(on(free, damped), jnp.where(free, rhs, 0.0)), fixed_step)
+
+    delta = bounded(solve_on(free, jnp.zeros_like(x)), radius)
+    # variables the step carries through a bound stop at it; the rest re-solve with them
+    # there (else the projected step's coupling to them is lost and the damping climbs)
+    clipped = free & ((x + delta < lower) | (x + delta > upper))
+    to_bound = jnp.where(clipped, _project(x + delta, lower, upper) - x, 0.0)
+    delta = jnp.where(jnp.any(clipped), bounded(solve_on(free & ~clipped, to_bound), radius), delta)
+    point = _project(x + delta, lower, upper)
+    s = point - x
+    return point, -(jnp.dot(g, s) + 0.5 * jnp.dot(s, model @ s)), delta
+
+
 def _lm_lane(n: int, lower, upper, max_iter, max_eval, gtol, ftol, xtol, dtype):
     """``fresh`` and ``advance`` of one lane of projected Levenberg-Marquardt."""
     tiny = jnp.finfo(dtype).tiny
@@ -576,10 +631,7 @@ def _lm_lane(n: int, lower, upper, max_iter, max_eval, gtol, ftol, xtol, dtype):
     inv_width = jnp.where(jnp.isfinite(width) & (width > 0), 1.0 / jnp.where(width > 0, width, 1.0), 0.0)
 
     def box_norm(v):
-        return jnp.sqrt(jnp.sum((v * inv_width) ** 2))
-
-    def bounded(delta, radius):
-        return delta * jnp.minimum(1.0, radius / jnp.maximum(box_norm(delta), tiny))
+        return _box_norm(v, inv_width)
 
     def fresh(x0, start):
         x0 = _project(x0, lower, upper)
@@ -593,30 +645,7 @@ def _lm_lane(n: int, lower, upper, max_iter, max_eval, gtol, ftol, xtol, dtype):
                 "n_iter": jnp.asarray(0, jnp.int32), "n_eval": jnp.asarray(0, jnp.int32),
                 "quiet": jnp.asarray(0, jnp.int32), "status": jnp.asarray(0, jnp.int32)}
 
-    def trial(x, g, jtj, model, damping, radius):
-        """The damped step of the quadratic model ``model`` (Gauss-Newton's ``jtj``, or it plus
-        the second-order term) on the variables not held at a bound, projected; the reduction
-        of the cost the model predicts. The damping is scaled by ``jtj``'s diagonal; the step is
-        shortened to ``radius`` widths of the box."""
-        free = ~_blocked(x, g, lower, upper)
-        scale = jnp.maximum(jnp.diag(jtj), 1e-12 * jnp.max(jnp.diag(jtj), initial=0.0) + tiny)
-        damped = model + jnp.diag(damping * scale)
-
-        def solve_on(free, fixed_step):
-            both = free[:, None] & free[None, :]
-            a = jnp.where(both, damped, 0.0) + jnp.diag(jnp.where(free, 0.0, 1.0))
-            rhs = -(g + damped @ fixed_step)
-            return jnp.where(free, _spd_solve(a, jnp.where(free, rhs, 0.0)), fixed_step)
-
-        delta = bounded(solve_on(free, jnp.zeros_like(x)), radius)
-        # variables the step carries through a bound stop at it; the rest re-solve with them
-        # there (else the projected step's coupling to them is lost and the damping climbs)
-        clipped = free & ((x + delta < lower) | (x + delta > upper))
-        to_bound = jnp.where(clipped, _project(x + delta, lower, upper) - x, 0.0)
-        delta = jnp.where(jnp.any(clipped), bounded(solve_on(free & ~clipped, to_bound), radius), delta)
-        point = _project(x + delta, lower, upper)
-        s = point - x
-        return point, -(jnp.dot(g, s) + 0.5 * jnp.dot(s, model @ s)), delta
+    trial = functools.partial(_lm_trial, lower=lower, upper=upper, inv_width=inv_width)
 
     def advance(lane, value):
         r, jac = value
@@ -680,7 +709,7 @@ def _lm_lane(n: int, lower, upper, max_iter, max_eval, gtol, ftol, xtol, dtype):
         # the last trial's step before projection (a projected one can vanish at a bound)
         small_step = ~starting & (jnp.max(jnp.abs(lane["delta"]) - xtol * (jnp.abs(lane["x"]) + xtol),
                                           initial=-1.0) <= 0)
-        point, predicted, delta = trial(new_x, g, jtj, jtj + jnp.where(structured, second, 0.0), damping, radius)
+        point, predicted, delta = trial(new_x, g, jtj, second, structured, damping, radius)
         # the first test that holds decides (-1: none, the lane goes on); a step shrunk below
         # xtol by trials whose residuals were not finite is no convergence
         tests = [(starting & ~good, FitStatus.NONFINITE),

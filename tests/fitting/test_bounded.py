@@ -180,6 +180,36 @@ def test_least_squares_steps_grow_from_a_quarter_of_the_box():
     assert int(out.status[0]) == FitStatus.CONVERGED and int(out.n_iter[0]) <= 6, np.asarray(out.n_iter)
 
 
+def test_an_indefinite_second_order_term_gives_the_gauss_newton_step():
+    """Levenberg-Marquardt's trial step with the structured secant term (NL2SOL) where that
+    term makes the damped model indefinite: it has no minimum, and its Cholesky solve gave a
+    step that was not finite, or zero (which the step-size test took for convergence). The step
+    is then Gauss-Newton's: finite, downhill, the one the model without the term gives; with a
+    term that keeps the model positive definite, the term shapes the step."""
+    from simkit.fitting.bounded import _lm_trial
+
+    x, g = jnp.array([0.5, 0.5]), jnp.array([-3.0, 1.0])
+    jtj = jnp.array([[2.0, 0.5], [0.5, 1.0]])
+    lower, upper, inv_width = jnp.full(2, -10.0), jnp.full(2, 10.0), jnp.full(2, 1 / 20)  # no bound reached
+
+    def step(second, structured):
+        point, predicted, delta = _lm_trial(x, g, jtj, second, jnp.asarray(structured), jnp.asarray(1e-3),
+                                            jnp.asarray(10.0), lower=lower, upper=upper, inv_width=inv_width)
+        return np.asarray(point - x), float(predicted), np.asarray(delta)
+
+    gauss_newton, gn_predicted, _ = step(jnp.zeros((2, 2)), False)
+    indefinite = jnp.array([[-5.0, 0.0], [0.0, 0.3]])  # jtj + this has an eigenvalue near -3
+    s, predicted, delta = step(indefinite, True)
+    assert np.all(np.isfinite(delta)) and np.all(np.isfinite(s)) and np.linalg.norm(s) > 0.05
+    np.testing.assert_allclose(s, gauss_newton, rtol=1e-12)
+    assert float(np.dot(np.asarray(g), s)) < 0 and predicted == gn_predicted > 0
+    definite = jnp.array([[1.0, 0.0], [0.0, 0.5]])
+    s_def, predicted_def, _ = step(definite, True)
+    expected = -np.linalg.solve(np.asarray(jtj + definite) + 1e-3 * np.diag(np.diag(np.asarray(jtj))), np.asarray(g))
+    np.testing.assert_allclose(s_def, expected, rtol=1e-10)
+    assert not np.allclose(s_def, gauss_newton) and predicted_def > 0
+
+
 def test_bad_input_is_refused_before_compiling():
     with pytest.raises(ShapeError, match=r"\(n_starts, n\)"):
         minimize_bounded(rosenbrock, np.zeros(4), LOWER, UPPER)
