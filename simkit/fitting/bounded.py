@@ -10,7 +10,9 @@ its derivatives) once in every lane, and each lane runs its own line search or d
 own convergence test. A lane whose start has ended takes the next waiting start, so lanes
 stay busy until the starts run out, and a lane with nothing left repeats another lane's point
 (the same work, so it never lengthens a pass). A start's trajectory depends on its own
-function values only: it gives the same answer alone as in a batch of any size.
+function values only: it gives the same answer alone as in a batch of any size. A run of
+``n`` starts compiles for the next power of two (`padded_starts`), whose added rows never run,
+so a fit of another number of starts up to it reuses the program.
 
 With ``devices=`` (CPU devices that ``simkit.configure(cpu_devices=...)`` made, or several
 accelerator chips), the starts are split between the devices in order, each device running its
@@ -175,16 +177,19 @@ def _summary(lane, *, lower, upper):
 
 
 # the lanes ---------------------------------------------------------------------------------------
-def _drive(evaluate: Callable, advance: Callable, fresh: Callable, summary: Callable, x0, lanes: int):
-    """Run every row of ``x0`` to its end on ``lanes`` lanes (see the module docstring).
+def _drive(evaluate: Callable, advance: Callable, fresh: Callable, summary: Callable, x0, lanes: int, count=None):
+    """Run the first ``count`` rows of ``x0`` (default: all) to their ends on ``lanes`` lanes
+    (see the module docstring); the other rows never run (`padded_starts`).
 
     ``fresh(x0_row, start_id)`` -> a lane state (a dict) about to evaluate its start;
     ``evaluate(point)`` -> the function's value(s) at a point; ``advance(lane, value)`` ->
     the lane after that evaluation, with ``lane["finished"]`` True on the pass its start
     ends; ``summary(lane)`` -> the per-start record written out then."""
     n_starts = x0.shape[0]
+    count = n_starts if count is None else count
     start_ids = jnp.arange(lanes)
     state = jax.vmap(fresh)(x0[:lanes], start_ids)
+    state["phase"] = jnp.where(start_ids < count, state["phase"], _IDLE)  # lanes beyond the starts
     record = jax.eval_shape(summary, jax.tree_util.tree_map(lambda a: a[0], state))
     out = jax.tree_util.tree_map(lambda s: jnp.zeros((n_starts,) + s.shape, s.dtype), record)
     batched_eval = evaluate if lanes > 1 else (lambda p: jax.tree_util.tree_map(lambda a: a[None], evaluate(p[0])))
@@ -208,7 +213,7 @@ def _drive(evaluate: Callable, advance: Callable, fresh: Callable, summary: Call
         # finished lanes take the next waiting starts, in order
         rank = jnp.cumsum(finished) - 1
         next_id = waiting + rank
-        take = finished & (next_id < n_starts)
+        take = finished & (next_id < count)
         new = jax.vmap(fresh)(x0[jnp.clip(next_id, 0, n_starts - 1)], next_id)
         idle = dict(state, phase=jnp.where(finished, _IDLE, state["phase"]))
         state = jax.tree_util.tree_map(
@@ -316,6 +321,30 @@ def split_and_lanes(n: int, lanes: int | None, devices: Any, traced: bool,
     devices = None if traced or devices is None or len(devices) == 1 else devices
     share = n if not devices else -(-n // len(devices))
     return devices, _lanes(lanes, share)
+
+
+def padded_starts(n: int) -> int:
+    """The rows a run of ``n`` starts compiles for: the next power of two. A fit of another
+    number of starts up to it (and the same lanes) reuses the compiled program; the added rows,
+    copies of the last start, never run."""
+    return 1 << max(0, n - 1).bit_length()
+
+
+def _run_padded(run: Callable, fun: Callable, args: tuple, lanes: int | None, devices: tuple | None,
+                traced: bool, name: str, **static: Any):
+    """``run(fun, *args, lanes=..., devices=..., **static)``, ``args[0]`` the starts: where the
+    starts are neither split between devices nor under a transform of the caller's, their rows
+    padded to `padded_starts` (the lanes chosen for that many) and the results cut back."""
+    x0 = args[0]
+    n = x0.shape[0]
+    devices, share_lanes = split_and_lanes(n, lanes, devices, traced, name)
+    if traced or devices:
+        return run(fun, *args, lanes=share_lanes, devices=devices, **static)
+    rows = padded_starts(n)
+    padded = jnp.concatenate([x0, jnp.broadcast_to(x0[-1:], (rows - n,) + x0.shape[1:])])
+    out = run(fun, padded, *args[1:], lanes=_lanes(lanes, rows), devices=None, count=jnp.asarray(n, jnp.int32),
+              **static)
+    return jax.tree_util.tree_map(lambda a: a[:n], out)
 
 
 # projected L-BFGS-B --------------------------------------------------------------------------------
@@ -430,15 +459,17 @@ def _lbfgsb_lane(n: int, memory: int, lower, upper, max_iter, max_eval, gtol, ft
 # solves and fits (`simkit._codegen`): a 10-start PEtab fit (Bruno et al. 2016, 13 parameters,
 # six conditions) took 23 CPU seconds with it against 37, compilation included, same iterations
 @codegen_jit(static_argnames=("fun", "method", "memory", "lanes", "devices"))
-def _minimize_jit(fun, x0, lower, upper, max_iter, max_eval, gtol, ftol, *, method, memory, lanes, devices=None):
+def _minimize_jit(fun, x0, lower, upper, max_iter, max_eval, gtol, ftol, *, method, memory, lanes, devices=None,
+                  count=None):
     return _minimize(fun, x0, lower, upper, max_iter, max_eval, gtol, ftol, method=method, memory=memory, lanes=lanes,
-                     devices=devices)
+                     devices=devices, count=count)
 
 
-def _minimize(fun, x0, lower, upper, max_iter, max_eval, gtol, ftol, *, method, memory, lanes, devices=None):
+def _minimize(fun, x0, lower, upper, max_iter, max_eval, gtol, ftol, *, method, memory, lanes, devices=None,
+              count=None):
     n = x0.shape[1]
     fresh, advance, summary = _lbfgsb_lane(n, memory, lower, upper, max_iter, max_eval, gtol, ftol, x0.dtype)
-    return split_starts(lambda rows: _drive(value_and_grad(fun, n), advance, fresh, summary, rows, lanes), x0,
+    return split_starts(lambda rows: _drive(value_and_grad(fun, n), advance, fresh, summary, rows, lanes, count), x0,
                          devices)
 
 
@@ -531,9 +562,8 @@ def minimize_bounded(fun: Callable, x0: Any, lower: Any, upper: Any, *, method: 
             jnp.asarray(ftol, x0.dtype))
     traced = is_traced(args)
     with placement.fit_placed(x0.shape[0], devices, args):  # few starts: the host
-        devices, lanes = split_and_lanes(x0.shape[0], lanes, devices, traced, "minimize_bounded")
-        run = _minimize if traced else _minimize_jit
-        return run(fun, *args, method=method, memory=int(memory), lanes=lanes, devices=devices)
+        return _run_padded(_minimize if traced else _minimize_jit, fun, args, lanes, devices, traced,
+                           "minimize_bounded", method=method, memory=int(memory))
 
 
 # projected Levenberg-Marquardt --------------------------------------------------------------------
@@ -733,11 +763,13 @@ def _lm_lane(n: int, lower, upper, max_iter, max_eval, gtol, ftol, xtol, dtype):
     return fresh, advance, functools.partial(_summary, lower=lower, upper=upper)
 
 
-def _least_squares(residuals, x0, lower, upper, max_iter, max_eval, gtol, ftol, xtol, *, lanes, devices=None):
+def _least_squares(residuals, x0, lower, upper, max_iter, max_eval, gtol, ftol, xtol, *, lanes, devices=None,
+                   count=None):
     n = x0.shape[1]
     fresh, advance, summary = _lm_lane(n, lower, upper, max_iter, max_eval, gtol, ftol, xtol, x0.dtype)
-    return split_starts(lambda rows: _drive(residuals_and_jacobian(residuals, n), advance, fresh, summary, rows, lanes),
-                         x0, devices)
+    return split_starts(
+        lambda rows: _drive(residuals_and_jacobian(residuals, n), advance, fresh, summary, rows, lanes, count),
+        x0, devices)
 
 
 _least_squares_jit = codegen_jit(static_argnames=("residuals", "lanes", "devices"))(_least_squares)
@@ -826,6 +858,5 @@ def least_squares_bounded(residuals: Callable, x0: Any, lower: Any, upper: Any, 
             jnp.asarray(ftol, x0.dtype), jnp.asarray(xtol, x0.dtype))
     traced = is_traced(args)
     with placement.fit_placed(x0.shape[0], devices, args):  # few starts: the host
-        devices, lanes = split_and_lanes(x0.shape[0], lanes, devices, traced, "least_squares_bounded")
-        run = _least_squares if traced else _least_squares_jit
-        return run(residuals, *args, lanes=lanes, devices=devices)
+        return _run_padded(_least_squares if traced else _least_squares_jit, residuals, args, lanes, devices, traced,
+                           "least_squares_bounded")

@@ -210,6 +210,42 @@ def test_an_indefinite_second_order_term_gives_the_gauss_newton_step():
     assert not np.allclose(s_def, gauss_newton) and predicted_def > 0
 
 
+def _two_targets(x):
+    return jnp.stack([x[0] - 1.0, 10.0 * (x[1] - x[0] ** 2)])
+
+
+def _two_targets_cost(x):
+    return 0.5 * jnp.sum(_two_targets(x) ** 2)
+
+
+def _compiled_programs(run) -> int:
+    return run.default._cache_size() + (run.classic._cache_size() if run.classic is not run.default else 0)
+
+
+@pytest.mark.parametrize("lanes", [1, 8])
+def test_other_numbers_of_starts_reuse_the_compiled_program(lanes):
+    """5, 7 and 8 starts run in one program compiled for 8 rows (the rows beyond the starts never
+    run; with 8 lanes, their lanes are idle from the start), and each start ends as in the
+    others: no recompiling when only the number of starts changes within a power of two."""
+    from simkit.fitting import bounded
+
+    x0 = np.random.default_rng(3).uniform(-2.0, 2.0, (8, 2))
+    for solve, run in ((least_squares_bounded, bounded._least_squares_jit),
+                       (lambda f, x, lo, up, lanes: minimize_bounded(_two_targets_cost, x, lo, up, lanes=lanes),
+                        bounded._minimize_jit)):
+        outs = [solve(_two_targets, x0[:5], -3.0, 3.0, lanes=lanes)]
+        before = _compiled_programs(run)
+        outs += [solve(_two_targets, x0[:n], -3.0, 3.0, lanes=lanes) for n in (7, 8)]
+        assert _compiled_programs(run) == before
+        assert [o.x.shape[0] for o in outs] == [5, 7, 8]
+        for o in outs[1:]:
+            np.testing.assert_array_equal(np.asarray(o.x)[:5], np.asarray(outs[0].x))
+            np.testing.assert_array_equal(np.asarray(o.n_iter)[:5], np.asarray(outs[0].n_iter))
+        assert np.asarray(outs[-1].status).tolist() == [FitStatus.CONVERGED] * 8
+        np.testing.assert_allclose(np.asarray(outs[-1].x), np.ones((8, 2)), atol=1e-4)
+    assert bounded.padded_starts(1) == 1 and bounded.padded_starts(5) == 8 and bounded.padded_starts(8) == 8
+
+
 def test_bad_input_is_refused_before_compiling():
     with pytest.raises(ShapeError, match=r"\(n_starts, n\)"):
         minimize_bounded(rosenbrock, np.zeros(4), LOWER, UPPER)
