@@ -796,8 +796,9 @@ def least_squares_bounded(residuals: Callable, x0: Any, lower: Any, upper: Any, 
     hess(r_i)``: a structured secant update estimates it (Dennis, Gay & Welsch 1981, NL2SOL),
     and a step uses ``J^T J`` plus that estimate when this model predicted the last accepted
     step's decrease better than ``J^T J`` alone (Brown and Dennis's problem: 17-34 steps, 500
-    without converging by Gauss-Newton's model alone). The Jacobian comes by forward mode
-    (``n`` tangents in one pass) at every trial point.
+    without converging by Gauss-Newton's model alone) and that model, damped, is positive
+    definite on the free variables (else it has no minimum, and the step is Gauss-Newton's).
+    The Jacobian comes by forward mode (``n`` tangents in one pass) at every trial point.
 
     Parameters
     ----------
