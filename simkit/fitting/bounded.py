@@ -11,8 +11,10 @@ own convergence test. A lane whose start has ended takes the next waiting start,
 stay busy until the starts run out, and a lane with nothing left repeats another lane's point
 (the same work, so it never lengthens a pass). A start's trajectory depends on its own
 function values only: it gives the same answer alone as in a batch of any size. A run of
-``n`` starts compiles for the next power of two (`padded_starts`), whose added rows never run,
-so a fit of another number of starts up to it reuses the program.
+``n`` starts compiles for the next power of two (`padded_starts`), so a fit of another number
+of starts up to it reuses the program. The added rows never run as starts: one after another
+(a CPU) they are never taken; side by side (an accelerator) they are lanes idle from the start,
+which repeat another lane's point.
 
 With ``devices=`` (CPU devices that ``simkit.configure(cpu_devices=...)`` made, or several
 accelerator chips), the starts are split between the devices in order, each device running its
