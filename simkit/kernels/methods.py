@@ -15,6 +15,7 @@ import math
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 
 from .linalg import factor, solve
 from .platforms import float32_on_tpu
@@ -376,6 +377,30 @@ class DOP853Method(_HairerPI, _RecomputeDense):
         return y + theta * (ydiff + th1 * (bspl + theta * (r4 + th1 * tmp)))
 
 
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0, 1))
+def _stage_solve(rhs, gamma: float, t, y, params, inv_h, lu, b):
+    """A Rosenbrock stage ``k = W^-1 b`` with ``W = I / (h gamma) - J(t, y; params)``, given
+    ``lu``, the factors of ``W`` (which carry no tangent)."""
+    return solve(lu, b)
+
+
+def _stage_solve_jvp(rhs, gamma, primals, tangents):
+    # d k = W^-1 (d b - d W k), d W = d(1/h) / gamma I - d J, and d J k is the derivative
+    # of J(t, y; params) k along (d t, d y, d params) with k held: a jvp of a jvp of the rhs
+    t, y, params, inv_h, lu, b = primals
+    dt, dy, dparams, dinv_h, _, db = tangents
+    k = solve(lu, b)
+
+    def j_times_k(tt, yy, pp):
+        return jax.jvp(lambda v: rhs(tt, v, pp), (yy,), (k,))[1]
+
+    dj_k = jax.jvp(j_times_k, (t, y, params), (dt, dy, dparams))[1]
+    return k, solve(lu, db - (dinv_h / gamma) * k + dj_k)
+
+
+_stage_solve.defjvp(_stage_solve_jvp)
+
+
 def _rosenbrock_written(tab, rhs, params, t, y, f, hs, inv_h, jac_t, lu):
     """A Rosenbrock step's stages ``k_i``, written out (trace-time zero terms skipped)."""
     ks = []
@@ -387,7 +412,7 @@ def _rosenbrock_written(tab, rhs, params, t, y, f, hs, inv_h, jac_t, lu):
         coupling = _combine(tab.c[i, :i], ks) if i > 0 else None
         if coupling is not None:
             rhs_i = rhs_i + coupling * inv_h
-        ks.append(solve(lu, rhs_i))
+        ks.append(_stage_solve(rhs, float(tab.gamma), t, y, params, inv_h, lu, rhs_i))
     return jnp.stack(ks)
 
 
@@ -403,18 +428,24 @@ def _rosenbrock_rolled(tab, rhs, params, t, y, f, hs, inv_h, jac_t, lu):
         out = fi + jnp.sum((c[i] * inv_h).reshape(column) * ks, axis=0)
         return out if jac_t is None else out + (hs * d[i]) * jac_t
 
-    ks = jnp.zeros((s,) + y.shape, y.dtype).at[0].set(solve(lu, rhs_of(0, f, jnp.zeros((s,) + y.shape, y.dtype))))
+    def solve_stage(b):
+        return _stage_solve(rhs, float(tab.gamma), t, y, params, inv_h, lu, b)
+
+    ks = jnp.zeros((s,) + y.shape, y.dtype).at[0].set(solve_stage(rhs_of(0, f, jnp.zeros((s,) + y.shape, y.dtype))))
 
     def stage(i, ks):
         fi = rhs(t + alpha[i] * hs, y + jnp.sum(a[i].reshape(column) * ks, axis=0), params)
-        return ks.at[i].set(solve(lu, rhs_of(i, fi, ks)))
+        return ks.at[i].set(solve_stage(rhs_of(i, fi, ks)))
 
     return jax.lax.fori_loop(1, s, stage, ks)
 
 
 class Rosenbrock(_Stateless):
     """Rosenbrock method (Rodas4, Rodas5P) with the Jacobian from ``jax.jacfwd`` and a
-    dense LU per step (`simkit.kernels.linalg`)."""
+    dense LU per step (`simkit.kernels.linalg`). Differentiated, each stage's solve carries
+    the tangent (`_stage_solve`): a step's forward sensitivity costs, per direction, s
+    second-order jvps of the rhs and 2 s triangular solves, not the tangent of the
+    Jacobian and of its factors."""
 
     implicit = True
     fsal = False  # f(t_new, y_new) costs one more evaluation per attempt
@@ -441,8 +472,14 @@ class Rosenbrock(_Stateless):
         n = y.shape[0]
         from .structure import depends_on_time  # (on first use: SciPy's sparse matrices, 60 ms of import)
 
+        # The Jacobian and the LU factors carry no tangent: `_stage_solve` differentiates
+        # the stage equations exactly with a second-order jvp per stage and direction
+        # instead (the tangent of a dense Jacobian and of its LU factors would be n
+        # second-order jvps and O(n^3) work per direction)
+        t_c, y_c, params_c = (lax.stop_gradient(v) for v in (t, y, params))
         if depends_on_time(rhs, t, y, params):
-            jac_y, jac_t = jax.jacfwd(lambda tt, yy: rhs(tt, yy, params), argnums=(1, 0))(t, y)
+            jac_y = jax.jacfwd(lambda yy: rhs(t_c, yy, params_c))(y_c)
+            jac_t = jax.jvp(lambda tt: rhs(tt, y, params), (t,), (jnp.ones_like(t),))[1]
         else:
             # an autonomous rhs (read from its program, `structure.depends_on_time`): no
             # d f / d t, which was one more of the Jacobian's jvps and a term in every stage.
@@ -450,13 +487,13 @@ class Rosenbrock(_Stateless):
             # `benchmarks/experiments/autonomous_ab.py`): a 2,500-member van der Pol ensemble
             # with Rodas4 1.05x the solves per second (its naive jax.vmap 1.10x), single
             # solves (Robertson, HIRES) unchanged
-            jac_y, jac_t = jax.jacfwd(lambda yy: rhs(t, yy, params))(y), None
+            jac_y, jac_t = jax.jacfwd(lambda yy: rhs(t_c, yy, params_c))(y_c), None
         # one division by the step, then products: a division of a vector by a lane's step
         # was compiled as a division in one program and as a product with the reciprocal in
         # another (one device against several), and an ensemble's members differed across
         # device counts by up to 5e-14 (van der Pol, Rodas5P)
         inv_h = 1.0 / hs
-        w = jnp.eye(n, dtype=y.dtype) * (inv_h / tab.gamma) - jac_y
+        w = jnp.eye(n, dtype=y.dtype) * (lax.stop_gradient(inv_h) / tab.gamma) - jac_y
         lu = factor(w)
         stacked = _stages_by_platform(functools.partial(_rosenbrock_written, tab), functools.partial(_rosenbrock_rolled, tab),
                                       rhs, params, t, y, f, hs, inv_h, jac_t, lu)
