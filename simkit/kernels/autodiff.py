@@ -123,10 +123,18 @@ def _kernel_solve_jvp(program, primals, tangents):
     # differentiated through the loop like the states
     keys = _FLOAT_KEYS + (("ts",) if program.save_steps else ())
 
+    # y0 not perturbed: its tangent, zero at the start, is not after one step. Given one (of
+    # zeros) from the start, the loop's derivative is traced once instead of twice: JAX finds
+    # which of a loop's carries have tangents by re-tracing its body until the set settles
+    y0_index = len(jax.tree_util.tree_leaves((t0, t1)))
+    seed_y0 = y0_index not in active and x.shape[0] > 0
+
     def floats(xx):
         full = list(leaves)
         for i, v in zip(active, unravel(xx)):
             full[i] = v
+        if seed_y0:
+            full[y0_index] = full[y0_index] + (0 * xx[0]).astype(jnp.result_type(full[y0_index]))
         tt0, tt1, yy0, pp = jax.tree_util.tree_unflatten(treedef, full)
         out = _raw(program, tt0, tt1, yy0, pp, save_ts, rtol, atol, dt0, max_step)
         return {k: out[k] for k in keys + (("dense",) if program.dense else ())}, out

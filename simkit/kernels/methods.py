@@ -16,6 +16,7 @@ import math
 import jax
 import jax.numpy as jnp
 from jax import lax
+from jax.custom_derivatives import SymbolicZero
 
 from .linalg import factor, solve
 from .platforms import float32_on_tpu
@@ -386,19 +387,35 @@ def _stage_solve(rhs, gamma: float, t, y, params, inv_h, lu, b):
 
 def _stage_solve_jvp(rhs, gamma, primals, tangents):
     # d k = W^-1 (d b - d W k), d W = d(1/h) / gamma I - d J, and d J k is the derivative
-    # of J(t, y; params) k along (d t, d y, d params) with k held: a jvp of a jvp of the rhs
+    # of J(t, y; params) k along (d t, d y, d params) with k held: a jvp of a jvp of the rhs,
+    # along the inputs that move (the others arrive as symbolic zeros)
     t, y, params, inv_h, lu, b = primals
     dt, dy, dparams, dinv_h, _, db = tangents
     k = solve(lu, b)
+    leaves, tree = jax.tree_util.tree_flatten((t, y, params))
+    dleaves = tree.flatten_up_to((dt, dy, dparams))
+    moving = [i for i, d in enumerate(dleaves) if _moves(d)]
+    out = jnp.zeros_like(k) if not _moves(db) else db
+    if moving:
+        def j_times_k(*values):
+            full = list(leaves)
+            for i, v in zip(moving, values):
+                full[i] = v
+            tt, yy, pp = jax.tree_util.tree_unflatten(tree, full)
+            return jax.jvp(lambda v: rhs(tt, v, pp), (yy,), (k,))[1]
 
-    def j_times_k(tt, yy, pp):
-        return jax.jvp(lambda v: rhs(tt, v, pp), (yy,), (k,))[1]
+        out = out + jax.jvp(j_times_k, [leaves[i] for i in moving], [dleaves[i] for i in moving])[1]
+    if _moves(dinv_h):
+        out = out - (dinv_h / gamma) * k
+    return k, solve(lu, out)
 
-    dj_k = jax.jvp(j_times_k, (t, y, params), (dt, dy, dparams))[1]
-    return k, solve(lu, db - (dinv_h / gamma) * k + dj_k)
+
+def _moves(tangent) -> bool:
+    """Whether a tangent perturbs its input: not a symbolic zero nor an integer's ``float0``."""
+    return not isinstance(tangent, SymbolicZero) and getattr(tangent, "dtype", None) != jax.dtypes.float0
 
 
-_stage_solve.defjvp(_stage_solve_jvp)
+_stage_solve.defjvp(_stage_solve_jvp, symbolic_zeros=True)
 
 
 def _rosenbrock_written(tab, rhs, params, t, y, f, hs, inv_h, jac_t, lu):
