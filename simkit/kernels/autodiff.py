@@ -33,6 +33,7 @@ from jax.custom_derivatives import SymbolicZero
 from jax.flatten_util import ravel_pytree
 
 from .loop import adaptive_loop, zero_tangent
+from .methods import differentiated_solve
 
 _FLOAT_KEYS = ("ys", "t_final", "y_final", "event_time", "event_ts", "event_ys")
 
@@ -144,9 +145,10 @@ def _kernel_solve_jvp(program, primals, tangents):
         jac = jax.tree_util.tree_map(lambda v: jnp.zeros((0,) + v.shape, v.dtype), values)
     else:
         basis = jnp.eye(x.shape[0], dtype=x.dtype)
-        _, jac, out = jax.vmap(
-            lambda v: jax.jvp(floats, (x,), (v,), has_aux=True), out_axes=(None, 0, None)
-        )(basis)
+        with differentiated_solve():
+            _, jac, out = jax.vmap(
+                lambda v: jax.jvp(floats, (x,), (v,), has_aux=True), out_axes=(None, 0, None)
+            )(basis)
         if program.dense or program.save_steps:  # traced, not run: the check comes before compiling
             _check_derivative_memory(program, jac)
     tangent = {k: jnp.tensordot(dx, jac[k], axes=(0, 0)) for k in keys}
