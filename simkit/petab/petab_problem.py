@@ -388,8 +388,8 @@ class PetabProblem:
         second residual carrying the noise's normalisation ``log(2 pi s^2) / 2`` (estimated
         noise parameters take part; `simkit.petab.noise.normal_residuals`): half their sum of
         squares is the objective plus a constant. On seven problems of the Benchmark-Models-PEtab
-        collection, from the same 10 starts each, it reached the best known cost to 0.1 from 33
-        of 70 starts, L-BFGS-B from 21, pyPESTO + AMICI + fides from 32
+        collection, from the same 10 starts each, it reached the best known cost to 0.1 from 31
+        of 70 starts, L-BFGS-B from 22, pyPESTO + AMICI + fides from 32
         (benchmarks/README.md).
 
         Parameters
