@@ -411,7 +411,11 @@ def _stage_solve_jvp(rhs, gamma, primals, tangents):
     # along the inputs that move (the others arrive as symbolic zeros)
     t, y, params, inv_h, lu, b = primals
     dt, dy, dparams, dinv_h, _, db = tangents
-    k = solve(lu, b)
+    # (both solves through `_stage_solve` again: differentiated once more, for a second
+    # derivative, each carries the tangent of W that the factors do not. Steps are
+    # differentiated forward only: a solve's reverse mode transposes the Jacobian that
+    # `simkit.kernels.autodiff` computes forward, never these stages)
+    k = _stage_solve(rhs, gamma, t, y, params, inv_h, lu, b)
     leaves, tree = jax.tree_util.tree_flatten((t, y, params))
     dleaves = tree.flatten_up_to((dt, dy, dparams))
     moving = [i for i, d in enumerate(dleaves) if _moves(d)]
@@ -427,7 +431,7 @@ def _stage_solve_jvp(rhs, gamma, primals, tangents):
         out = out + jax.jvp(j_times_k, [leaves[i] for i in moving], [dleaves[i] for i in moving])[1]
     if _moves(dinv_h):
         out = out - (dinv_h / gamma) * k
-    return k, solve(lu, out)
+    return k, _stage_solve(rhs, gamma, t, y, params, inv_h, lu, out)
 
 
 def _moves(tangent) -> bool:

@@ -194,7 +194,8 @@ def test_a_rosenbrock_steps_derivative_is_that_of_its_stage_equations(rolled, mo
     """The stage solves carry their own tangent (the Jacobian and its LU factors carry none):
     the derivative of a step with respect to t, y, the parameters and the step size must still
     be that of the step as a function, checked by central differences to 1e-7 of its scale
-    (holding the Jacobian constant instead was measured 1e-4 off a solve's sensitivities)."""
+    (holding the Jacobian constant instead was measured 1e-4 off a solve's sensitivities).
+    Differentiated twice, each solve's tangent carries the tangent of W again."""
     from simkit.kernels import methods
 
     monkeypatch.setattr(methods, "ROLLED_STAGES", "always" if rolled else "tpu-float64")
@@ -207,8 +208,12 @@ def test_a_rosenbrock_steps_derivative_is_that_of_its_stage_equations(rolled, mo
         return jnp.concatenate([y_new, dense.ravel(), err[None]])
 
     x = jnp.array([0.3, 1.2, 0.4, 2.0, 3.0, 0.25])
-    jac = np.asarray(jax.jacfwd(step)(x))
     eps = 1e-6
-    central = np.stack([(np.asarray(step(x + eps * e)) - np.asarray(step(x - eps * e))) / (2 * eps)
-                        for e in np.eye(x.shape[0])], axis=1)
-    np.testing.assert_allclose(jac, central, rtol=0, atol=1e-7 * np.abs(central).max())
+    for order, fun in enumerate([jax.jit(step), jax.jit(jax.jacfwd(step))], start=1):
+        # first derivatives against differences of the step, second (forward over forward, as
+        # a solve's second derivative takes them) against differences of the first
+        derivative = np.asarray(jax.jit(jax.jacfwd(fun))(x))
+        central = np.stack([(np.asarray(fun(x + eps * e)) - np.asarray(fun(x - eps * e))) / (2 * eps)
+                            for e in np.eye(x.shape[0])], axis=-1)
+        np.testing.assert_allclose(derivative, central, rtol=0, atol=1e-7 * np.abs(central).max(),
+                                   err_msg=f"derivative of order {order}")
