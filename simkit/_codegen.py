@@ -242,7 +242,6 @@ def in_one_kernel_if_fits(fun: Callable, args: Any, *, trace_context: Callable |
     batched scatter is not an operation such a kernel takes) and under ``jax.jvp``/``jax.grad``
     the derivative are those of the plain call, with the same inputs' symbolic zeros."""
     from jax.custom_batching import custom_vmap
-    from jax.custom_derivatives import SymbolicZero
     from jax.extend import core as jax_core
 
     flat, in_tree = jax.tree_util.tree_flatten(args)
@@ -321,15 +320,9 @@ def in_one_kernel_if_fits(fun: Callable, args: Any, *, trace_context: Callable |
         # only the inputs the caller differentiates: the others stay constants of the plain
         # call, so the derivative rules inside it (the kernels' forward sensitivities) see
         # them as symbolic zeros and push no direction for them
-        active = [i for i, t in enumerate(tangents) if not isinstance(t, SymbolicZero)]
+        from .kernels.loop import jvp_along_moving
 
-        def of_active(*values: Any) -> Any:
-            leaves = list(primals)
-            for i, v in zip(active, values):
-                leaves[i] = v
-            return plain(*leaves)
-
-        return jax.jvp(of_active, [primals[i] for i in active], [tangents[i] for i in active])
+        return jvp_along_moving(plain, list(primals), list(tangents))
 
     whole.defjvp(_jvp_rule, symbolic_zeros=True)
     return whole(*flat)

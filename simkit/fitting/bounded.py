@@ -662,9 +662,6 @@ def _lm_lane(n: int, lower, upper, max_iter, max_eval, gtol, ftol, xtol, dtype):
     width = jnp.asarray(upper, dtype) - jnp.asarray(lower, dtype)
     inv_width = jnp.where(jnp.isfinite(width) & (width > 0), 1.0 / jnp.where(width > 0, width, 1.0), 0.0)
 
-    def box_norm(v):
-        return _box_norm(v, inv_width)
-
     def fresh(x0, start):
         x0 = _project(x0, lower, upper)
         zeros = jnp.zeros((n,), dtype)
@@ -725,7 +722,7 @@ def _lm_lane(n: int, lower, upper, max_iter, max_eval, gtol, ftol, xtol, dtype):
         factor = jnp.where(accept, 2.0, 2.0 * lane["factor"])
         # the step bound (a trust region in widths of the box, as MINPACK's step bound): a step
         # that reached it doubles it when the model predicted its decrease well, halves it when not
-        reached = box_norm(step) > 0.9 * lane["radius"]
+        reached = _box_norm(step, inv_width) > 0.9 * lane["radius"]
         radius = jnp.where(starting, FIRST_STEP_BOUND,
                            jnp.where(reached & (~accept | (ratio < 0.25)), 0.5 * lane["radius"],
                                      jnp.where(reached & (ratio > 0.75), 2.0 * lane["radius"], lane["radius"])))

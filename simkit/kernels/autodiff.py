@@ -29,10 +29,9 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.custom_derivatives import SymbolicZero
 from jax.flatten_util import ravel_pytree
 
-from .loop import adaptive_loop, zero_tangent
+from .loop import adaptive_loop, perturbs, zero_tangent
 from .methods import differentiated_solve
 
 _FLOAT_KEYS = ("ys", "t_final", "y_final", "event_time", "event_ts", "event_ys")
@@ -62,12 +61,6 @@ def _raw(program: KernelLoopProgram, t0, t1, y0, params, save_ts, rtol, atol, dt
 def kernel_solve(program: KernelLoopProgram, t0, t1, y0, params, save_ts, rtol, atol, dt0, max_step):
     """Run a fused kernel; differentiable in t0, t1, y0, params and the save times."""
     return _raw(program, t0, t1, y0, params, save_ts, rtol, atol, dt0, max_step)
-
-
-def _active(tangent) -> bool:
-    """Whether a tangent leaf perturbs its input: not a symbolic zero (an input the caller
-    does not differentiate) nor an integer input's ``float0``."""
-    return not isinstance(tangent, SymbolicZero) and getattr(tangent, "dtype", None) != jax.dtypes.float0
 
 
 def _as_real(x):
@@ -108,7 +101,7 @@ def _kernel_solve_jvp(program, primals, tangents):
     t0, t1, y0, params, save_ts, rtol, atol, dt0, max_step = primals
     leaves, treedef = jax.tree_util.tree_flatten((t0, t1, y0, params))
     dleaves = treedef.flatten_up_to(tangents[:4])
-    active = [i for i, d in enumerate(dleaves) if _active(d)]
+    active = [i for i, d in enumerate(dleaves) if perturbs(d)]
     dts_t = tangents[4]
     # only the directions the caller perturbs: a fit of 2 rates on a 24-state model pushes
     # 2 directions through the loop, not 2 + 24 + 2 (inputs not differentiated arrive as
@@ -158,7 +151,7 @@ def _kernel_solve_jvp(program, primals, tangents):
         tangent["dense"] = jax.tree_util.tree_map(
             lambda j, v: jnp.tensordot(dx, j, axes=(0, 0)) if jnp.issubdtype(v.dtype, jnp.inexact)
             else zero_tangent(v), jac["dense"], out["dense"])
-    if not program.save_steps and _active(dts_t):
+    if not program.save_steps and perturbs(dts_t):
         # moving a save time moves the saved state along the solution: dy/dt_k = f(t_k, y_k)
         reached = jnp.isfinite(out["ts"])
         f_at = jax.vmap(lambda t, y: program.rhs(t, y, params))(

@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.custom_derivatives import SymbolicZero
 
 from ..events import capacity, event_values, locate_crossings, wanted_crossings
 from ..status import Status
@@ -245,8 +246,6 @@ def event_state(method: Any, rhs, full: dict[str, Any], params, theta) -> Any:
 def _event_state_jvp(method: Any, rhs, primals: tuple, tangents: tuple) -> tuple:
     # (symbolic zeros: the event's Newton step differentiates in theta alone, every step that
     # has a crossing, where the interpolant's derivative in the step's data is not needed)
-    from jax.custom_derivatives import SymbolicZero
-
     full, params, theta = primals
     d_full, d_params, d_theta = tangents
     leaves, tree = jax.tree_util.tree_flatten((d_full, d_params), is_leaf=lambda x: isinstance(x, SymbolicZero))
@@ -273,6 +272,28 @@ def zero_tangent(x: Any) -> Any:
     if jnp.issubdtype(jnp.result_type(x), jnp.inexact):
         return jnp.zeros(jnp.shape(x), jnp.result_type(x))
     return np.zeros(jnp.shape(x), jax.dtypes.float0)
+
+
+def perturbs(tangent: Any) -> bool:
+    """Whether a tangent (of a ``custom_jvp`` rule with ``symbolic_zeros=True``) perturbs its
+    input: not a symbolic zero (an input the caller does not differentiate) nor an integer
+    input's ``float0``."""
+    return not isinstance(tangent, SymbolicZero) and getattr(tangent, "dtype", None) != jax.dtypes.float0
+
+
+def jvp_along_moving(fun: Any, primals: list, tangents: list) -> tuple:
+    """``jax.jvp(fun, primals, tangents)`` for ``fun(*primals)``, along only the arguments
+    whose tangent `perturbs` them: the others enter ``fun`` as constants, so the derivative
+    rules inside it see them as symbolic zeros and push no direction for them."""
+    moving = [i for i, t in enumerate(tangents) if perturbs(t)]
+
+    def of_moving(*values: Any) -> Any:
+        full = list(primals)
+        for i, v in zip(moving, values):
+            full[i] = v
+        return fun(*full)
+
+    return jax.jvp(of_moving, [primals[i] for i in moving], [tangents[i] for i in moving])
 
 
 def save_at(method: Any, rhs, params, expand, c: dict[str, Any], target, k, n_save: int, full, key, direction):

@@ -18,9 +18,9 @@ import math
 import jax
 import jax.numpy as jnp
 from jax import lax
-from jax.custom_derivatives import SymbolicZero
 
 from .linalg import factor, solve
+from .loop import jvp_along_moving, perturbs
 from .platforms import float32_on_tpu
 from .tableaus import DOP853Tableau, ExplicitTableau, RosenbrockTableau
 
@@ -418,25 +418,16 @@ def _stage_solve_jvp(rhs, gamma, primals, tangents):
     k = _stage_solve(rhs, gamma, t, y, params, inv_h, lu, b)
     leaves, tree = jax.tree_util.tree_flatten((t, y, params))
     dleaves = tree.flatten_up_to((dt, dy, dparams))
-    moving = [i for i, d in enumerate(dleaves) if _moves(d)]
-    out = jnp.zeros_like(k) if not _moves(db) else db
-    if moving:
+    out = db if perturbs(db) else jnp.zeros_like(k)
+    if any(perturbs(d) for d in dleaves):
         def j_times_k(*values):
-            full = list(leaves)
-            for i, v in zip(moving, values):
-                full[i] = v
-            tt, yy, pp = jax.tree_util.tree_unflatten(tree, full)
+            tt, yy, pp = jax.tree_util.tree_unflatten(tree, values)
             return jax.jvp(lambda v: rhs(tt, v, pp), (yy,), (k,))[1]
 
-        out = out + jax.jvp(j_times_k, [leaves[i] for i in moving], [dleaves[i] for i in moving])[1]
-    if _moves(dinv_h):
+        out = out + jvp_along_moving(j_times_k, leaves, dleaves)[1]
+    if perturbs(dinv_h):
         out = out - (dinv_h / gamma) * k
     return k, _stage_solve(rhs, gamma, t, y, params, inv_h, lu, out)
-
-
-def _moves(tangent) -> bool:
-    """Whether a tangent perturbs its input: not a symbolic zero nor an integer's ``float0``."""
-    return not isinstance(tangent, SymbolicZero) and getattr(tangent, "dtype", None) != jax.dtypes.float0
 
 
 _stage_solve.defjvp(_stage_solve_jvp, symbolic_zeros=True)
