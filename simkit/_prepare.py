@@ -34,6 +34,7 @@ from .engines.programs import DiffraxProgram, KernelProgram
 from .errors import InputError, InputTypeError, ParameterError, ShapeError
 from .events import Event, as_events
 from .kernels import BDF, AbstractKernel, AutoSwitch, RadauIIA5, Rodas4, Rodas5P, Tsit5
+from .kernels.autodiff import declared_tangents
 from .kernels.banded import check_pattern_size
 from .kernels.solvers import default_stiff_kernel
 from .model import ODEModel
@@ -568,7 +569,8 @@ def prepare(
                              "(SIMKIT_MEMORY_BUDGET): lower max_steps or pass save times")
     if isinstance(chosen, AbstractKernel):
         program: Any = KernelProgram(solver=chosen, rhs=model.rhs, events=events_t, max_steps=max_steps,
-                                     save=sv.kind, n_save=sv.count or 0, dense=sv.dense)
+                                     save=sv.kind, n_save=sv.count or 0, dense=sv.dense,
+                                     forward_tangents=declared_tangents())
     else:
         program = DiffraxProgram(rhs=model.rhs, solver=chosen,
                                  newton_rule=solver is None and model.stiff is not False,

@@ -315,7 +315,7 @@ def test_fit_passes_its_tolerances_to_least_squares():
 
     problem = PetabProblem.__new__(PetabProblem)  # only what fitting reads
     problem._residuals = lambda x: jnp.array([1.0 - x[0], 10.0 * (x[1] - x[0] ** 2), 1.0, 1.0])
-    problem.parameter_ids = ("a", "b")
+    problem.parameter_ids, problem._n_terms = ("a", "b"), 2
     problem.lower, problem.upper = np.full(2, -5.0), np.full(2, 5.0)
     start = np.array([[-1.2, 1.0]])
     default = problem.fit(start, method="least_squares")

@@ -29,7 +29,7 @@ def _solve_arrays(program: KernelProgram, args) -> dict:
     save_ts = program_save_times(program.save, program.n_save, args.t0, args.t1, args.save_ts)
     loop = KernelLoopProgram(solver=program.solver, rhs=program.rhs, events=program.events,
                              max_steps=program.max_steps, save_steps=program.save == "steps",
-                             dense=program.dense)
+                             dense=program.dense, forward_tangents=program.forward_tangents)
     return kernel_solve(loop, args.t0, args.t1, args.y0, args.params, save_ts, args.rtol, args.atol, dt0,
                         args.max_step)
 

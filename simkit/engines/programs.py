@@ -24,6 +24,7 @@ class KernelProgram:
     save: str  # "linspace" | "ts" | "steps"
     n_save: int
     dense: bool = False
+    forward_tangents: int | None = None  # `simkit.kernels.autodiff.forward_tangents` where called
 
 
 @dataclasses.dataclass(frozen=True)

@@ -40,6 +40,7 @@ from .. import placement
 from .._codegen import codegen_jit
 from .._prepare import check_number
 from ..errors import InputError, InputTypeError, ShapeError
+from ..kernels.autodiff import forward_tangents
 from ..parallel.mesh import member_mesh
 from ..params import is_traced
 
@@ -132,21 +133,24 @@ _MAX_BACKTRACKS = 30
 
 def value_and_grad(fun: Callable, n: int) -> Callable:
     """``x -> (fun(x), grad)``: forward mode for a few parameters (one pass of ``n``
-    tangents, which through an ODE solve is one batched sensitivity solve), reverse mode for
-    many."""
+    tangents, which through an ODE solve is one batched sensitivity solve of at most ``n``
+    directions: `simkit.kernels.autodiff.forward_tangents`), reverse mode for many."""
     if n <= 16:
         def both(x):
-            value, tangents = jax.vmap(lambda v: jax.jvp(fun, (x,), (v,)), out_axes=(None, 0))(
-                jnp.eye(n, dtype=x.dtype))
+            with forward_tangents(n):
+                value, tangents = jax.vmap(lambda v: jax.jvp(fun, (x,), (v,)), out_axes=(None, 0))(
+                    jnp.eye(n, dtype=x.dtype))
             return value, tangents
         return both
     return jax.value_and_grad(fun)
 
 
 def residuals_and_jacobian(fun: Callable, n: int) -> Callable:
-    """``x -> (r, J)``, ``J`` of shape ``(m, n)``, by ``n`` forward tangents in one pass."""
+    """``x -> (r, J)``, ``J`` of shape ``(m, n)``, by ``n`` forward tangents in one pass (a
+    solve inside ``fun`` pushes at most ``n`` sensitivities: `simkit.kernels.autodiff.forward_tangents`)."""
     def both(x):
-        r, columns = jax.vmap(lambda v: jax.jvp(fun, (x,), (v,)), out_axes=(None, 0))(jnp.eye(n, dtype=x.dtype))
+        with forward_tangents(n):
+            r, columns = jax.vmap(lambda v: jax.jvp(fun, (x,), (v,)), out_axes=(None, 0))(jnp.eye(n, dtype=x.dtype))
         return r, columns.T
     return both
 

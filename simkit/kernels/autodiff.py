@@ -12,7 +12,7 @@ runs once, unbatched) — and returns ``J @ tangent``. That is linear in the tan
 over reverse) works too.
 
 Cost: one loop carrying ``1 + d`` state vectors for ``d`` differentiated scalars (at most
-``2 + n + p``); memory O(n (1 + d)), independent of the number of steps (no
+``2 + n + p``; within `forward_tangents` ``(k)``, at most ``1 + k``: see there); memory O(n (1 + d)), independent of the number of steps (no
 checkpoints), except for the per-step records of ``dense`` and ``saveat="steps"``, kept per
 direction (`_check_derivative_memory`). Derivatives are those of the discrete scheme along
 the step sequence taken (step sizes are held constant), which match the exact
@@ -22,6 +22,8 @@ saved step times themselves move with ``t0`` (the last with ``t1``, or an event'
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import functools
 from typing import Any
@@ -33,6 +35,40 @@ from jax.flatten_util import ravel_pytree
 
 from .loop import adaptive_loop, perturbs, zero_tangent
 from .methods import differentiated_solve
+
+# the number of tangents a caller pushes through its function in one pass, within
+# `forward_tangents` (None: unknown, a derivative that may be transposed)
+_FORWARD_TANGENTS: contextvars.ContextVar[int | None] = contextvars.ContextVar("simkit_forward_tangents",
+                                                                               default=None)
+
+
+@contextlib.contextmanager
+def forward_tangents(directions: int):
+    """Trace, within it, derivatives that are taken in forward mode only, ``directions``
+    tangents at a time (a ``jax.vmap`` of ``jax.jvp`` over that many, as a Jacobian by
+    columns).
+
+    A solve whose differentiated inputs hold more scalars than ``directions`` then pushes
+    the caller's tangents themselves through its loop (``directions`` of them under the
+    caller's ``vmap``) instead of one direction per input scalar: a PEtab condition whose
+    17 model parameters and 7 initial states all move with 13 estimated parameters carries
+    13 sensitivities, not 24. Such a derivative is not linear in a primal value, so it cannot
+    be transposed: no ``jax.grad``/``jax.vjp``/``jax.linearize`` of a solve within.
+
+    A solve reads it when it is called (`simkit.solve`'s preparation, `declared_tangents`)
+    and keeps it in its static program (`KernelLoopProgram.forward_tangents`), so a
+    compiled or cached derivative of one kind is never reused for the other."""
+    token = _FORWARD_TANGENTS.set(int(directions))
+    try:
+        yield
+    finally:
+        _FORWARD_TANGENTS.reset(token)
+
+
+def declared_tangents() -> int | None:
+    """The ``directions`` of the innermost `forward_tangents` being traced, else None."""
+    return _FORWARD_TANGENTS.get()
+
 
 _FLOAT_KEYS = ("ys", "t_final", "y_final", "event_time", "event_ts", "event_ys")
 
@@ -47,6 +83,7 @@ class KernelLoopProgram:
     max_steps: int
     save_steps: bool
     dense: bool = False
+    forward_tangents: int | None = None  # `forward_tangents`' directions where the solve was called
 
 
 def _raw(program: KernelLoopProgram, t0, t1, y0, params, save_ts, rtol, atol, dt0, max_step):
@@ -133,9 +170,18 @@ def _kernel_solve_jvp(program, primals, tangents):
         out = _raw(program, tt0, tt1, yy0, pp, save_ts, rtol, atol, dt0, max_step)
         return {k: out[k] for k in keys + (("dense",) if program.dense else ())}, out
 
+    forward = program.forward_tangents
     if x.shape[0] == 0:  # nothing perturbed but (perhaps) the save times
         values, out = floats(x)
         jac = jax.tree_util.tree_map(lambda v: jnp.zeros((0,) + v.shape, v.dtype), values)
+        along = lambda j: jnp.tensordot(dx, j, axes=(0, 0))  # noqa: E731
+    elif forward is not None and forward < x.shape[0]:  # the caller's own tangent (forward_tangents)
+        with differentiated_solve():
+            _, pushed, out = jax.jvp(floats, (x,), (dx,), has_aux=True)
+        if program.dense or program.save_steps:
+            _check_derivative_memory(program, jax.tree_util.tree_map(
+                lambda v: jax.ShapeDtypeStruct((forward,) + v.shape, v.dtype), pushed))
+        jac, along = pushed, lambda j: j  # noqa: E731
     else:
         basis = jnp.eye(x.shape[0], dtype=x.dtype)
         with differentiated_solve():
@@ -144,13 +190,14 @@ def _kernel_solve_jvp(program, primals, tangents):
             )(basis)
         if program.dense or program.save_steps:  # traced, not run: the check comes before compiling
             _check_derivative_memory(program, jac)
-    tangent = {k: jnp.tensordot(dx, jac[k], axes=(0, 0)) for k in keys}
+        along = lambda j: jnp.tensordot(dx, j, axes=(0, 0))  # noqa: E731
+    tangent = {k: along(jac[k]) for k in keys}
     if program.dense:  # the recorded steps move with the inputs too (their sizes do not)
         # (a record that is not a float, AutoSwitch's phase flags: its tangent is float0, and
         # a tensordot of it stopped every derivative of a dense AutoSwitch solve; found by probing)
         tangent["dense"] = jax.tree_util.tree_map(
-            lambda j, v: jnp.tensordot(dx, j, axes=(0, 0)) if jnp.issubdtype(v.dtype, jnp.inexact)
-            else zero_tangent(v), jac["dense"], out["dense"])
+            lambda j, v: along(j) if jnp.issubdtype(v.dtype, jnp.inexact) else zero_tangent(v),
+            jac["dense"], out["dense"])
     if not program.save_steps and perturbs(dts_t):
         # moving a save time moves the saved state along the solution: dy/dt_k = f(t_k, y_k)
         reached = jnp.isfinite(out["ts"])

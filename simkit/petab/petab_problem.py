@@ -213,6 +213,8 @@ class PetabProblem:
         self.conditions = layout.pairs
         self._objective, self._simulate, self._residuals = objective, simulate, residuals
         self._prior = prior
+        # the least-squares form's pairs of residuals: one per measurement and per prior
+        self._n_terms = sum(v.size for v in layout.measurement_value) + sum(map(bool, layout.priors.types))
         # (XLA:CPU's classic code generator, as for every fit of kernel solves: `simkit._codegen`)
         self._value_and_grad = codegen_jit()(jax.value_and_grad(objective))
 
@@ -369,8 +371,7 @@ class PetabProblem:
             out = least_squares_bounded(self._residuals, x0, lower, upper, max_iter=max_iter, gtol=gtol,
                                         ftol=LEAST_SQUARES_FTOL if ftol is None else ftol, lanes=lanes,
                                         devices=devices)
-            n_terms = jax.eval_shape(self._residuals, x0[0]).shape[0] // 2  # a pair per measurement and prior
-            return out._replace(cost=out.cost - n_terms * NORMAL_OFFSET)
+            return out._replace(cost=out.cost - self._n_terms * NORMAL_OFFSET)
         if method == "lbfgsb":
             return minimize_bounded(self._objective, x0, lower, upper, max_iter=max_iter, gtol=gtol,
                                     ftol=0.0 if ftol is None else ftol,

@@ -121,6 +121,37 @@ def test_only_the_differentiated_inputs_are_pushed_through_the_loop():
     np.testing.assert_allclose(jax.jit(jax.grad(lambda ts: saved(ts).sum()))(ts), f_saved.sum(axis=1), rtol=1e-12)
 
 
+def test_a_forward_only_jacobian_pushes_the_callers_directions():
+    """Within `forward_tangents` (``k``), a solve whose differentiated inputs hold more than
+    ``k`` scalars pushes the caller's ``k`` tangents through its loop, not one direction per
+    input scalar: Lorenz's 3 parameters and 3 initial states all move with 2 scalars, so the
+    loop carries 2 tangents of its 3 states, not 6. The Jacobian is the full sensitivity's
+    (the same linear operations summed in another order), and ``jax.grad`` of the same
+    function afterwards is unaffected: the compiled and cached derivatives of the two kinds
+    are kept apart (a forward-only one cannot be transposed)."""
+    from simkit.fitting.bounded import residuals_and_jacobian
+
+    lorenz = models.get("lorenz")
+    p0 = {k: float(v) for k, v in lorenz.params.items()}
+
+    def final(z):
+        params = {k: v * jnp.exp((i + 1) * z[0] - z[1]) for i, (k, v) in enumerate(p0.items())}
+        y0 = jnp.asarray(lorenz.y0) * (1.0 + z[0] * jnp.arange(1.0, 4.0)) + z[1]
+        return simkit.solve(lorenz, (0.0, 0.5), y0=y0, params=params, saveat=2, rtol=1e-10, atol=1e-10).ys[-1]
+
+    z = jnp.asarray([0.01, -0.02])
+    forward = residuals_and_jacobian(final, 2)
+    shapes = _loop_carry_shapes(jax.make_jaxpr(forward)(z).jaxpr)
+    assert (2, 3) in shapes and (6, 3) not in shapes, sorted(shapes)
+    y, jac = jax.jit(forward)(z)
+    np.testing.assert_allclose(y, final(z), rtol=1e-14)
+    full = jax.jit(jax.jacfwd(final))(z)  # outside the context: one direction per input scalar
+    assert (6, 3) in _loop_carry_shapes(jax.make_jaxpr(jax.jacfwd(final))(z).jaxpr)
+    np.testing.assert_allclose(jac, full, rtol=1e-11, atol=1e-11 * np.abs(full).max())
+    grad = jax.jit(jax.grad(lambda z: final(z).sum()))(z)
+    np.testing.assert_allclose(grad, full.sum(axis=0), rtol=1e-11)
+
+
 def test_saved_step_times_move_with_the_span():
     # saveat="steps": the step sizes are held constant, so every saved step time moves with
     # t0 and the last (t1 itself) with t1. A trapezoid integral of u' = -k u over the saved
