@@ -244,6 +244,8 @@ def in_one_kernel_if_fits(fun: Callable, args: Any, *, trace_context: Callable |
     from jax.custom_batching import custom_vmap
     from jax.extend import core as jax_core
 
+    if jax.default_backend() != "cpu" or _TRANSFORMED.get() or _config.SMALL_LOOP_BYTES is None:
+        return fun(args)  # never one kernel: traced once, as it is
     flat, in_tree = jax.tree_util.tree_flatten(args)
 
     def trace(context: Callable | None) -> tuple:
@@ -256,8 +258,7 @@ def in_one_kernel_if_fits(fun: Callable, args: Any, *, trace_context: Callable |
             return jax.make_jaxpr(flat_fun, return_shape=True)(*flat)
 
     closed, out_shape = trace(trace_context)
-    fits = (jax.default_backend() == "cpu" and not _TRANSFORMED.get() and _config.SMALL_LOOP_BYTES is not None
-            and _nbytes(out_shape) + _nbytes([jax.typeof(x) for x in flat]) <= _config.SMALL_LOOP_BYTES
+    fits = (_nbytes(out_shape) + _nbytes([jax.typeof(x) for x in flat]) <= _config.SMALL_LOOP_BYTES
             and fits_one_kernel(closed))
     if not fits and trace_context is not None:
         closed, out_shape = trace(None)

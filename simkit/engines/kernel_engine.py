@@ -43,8 +43,11 @@ def run_kernel(program: KernelProgram, args) -> EngineResult:
     # (written by selects, the small stiff systems' straight-line LU and the event records
     # suit one kernel)
     by_select = (solver.method().implicit and y0.shape[-1] <= SMALL_SYSTEM) or bool(program.events)
-    out = in_one_kernel_if_fits(lambda a: _solve_arrays(program, a), args,
-                                trace_context=lu_columns_by_select if by_select else None)
+    if program.forward_tangents is None:
+        out = in_one_kernel_if_fits(lambda a: _solve_arrays(program, a), args,
+                                    trace_context=lu_columns_by_select if by_select else None)
+    else:  # a solve within a forward-only derivative: its values come from the derivative's loop
+        out = _solve_arrays(program, args)
     stats = dict(out["stats"])
     stats["num_rhs"] = stats["num_rhs"] + 2  # the initial-step estimate
     return EngineResult(

@@ -34,7 +34,7 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from .loop import adaptive_loop, perturbs, zero_tangent
-from .methods import differentiated_solve
+from .methods import _DIFFERENTIATED, differentiated_solve
 
 # the number of tangents a caller pushes through its function in one pass, within
 # `forward_tangents` (None: unknown, a derivative that may be transposed)
@@ -87,6 +87,12 @@ class KernelLoopProgram:
 
 
 def _raw(program: KernelLoopProgram, t0, t1, y0, params, save_ts, rtol, atol, dt0, max_step):
+    if program.forward_tangents is not None and not _DIFFERENTIATED.get():
+        # within a forward-only derivative the loop's values come from its derivative's
+        # loop (`_kernel_solve_jvp`): this one is traced (JAX stages a custom_jvp's primal)
+        # and rarely run, so it takes the derivative's form, quicker to trace
+        with differentiated_solve():
+            return _raw(program, t0, t1, y0, params, save_ts, rtol, atol, dt0, max_step)
     return adaptive_loop(
         program.solver.method(), program.rhs, t0, t1, y0, params, save_ts, rtol, atol, dt0, max_step,
         max_steps=program.max_steps, events=program.events, save_steps=program.save_steps,

@@ -137,7 +137,12 @@ def test_a_forward_only_jacobian_pushes_the_callers_directions():
     def final(z):
         params = {k: v * jnp.exp((i + 1) * z[0] - z[1]) for i, (k, v) in enumerate(p0.items())}
         y0 = jnp.asarray(lorenz.y0) * (1.0 + z[0] * jnp.arange(1.0, 4.0)) + z[1]
-        return simkit.solve(lorenz, (0.0, 0.5), y0=y0, params=params, saveat=2, rtol=1e-10, atol=1e-10).ys[-1]
+
+        def one(a):  # in a map over conditions, as a PEtab objective's: staged before it is differentiated
+            y0, params = a
+            return simkit.solve(lorenz, (0.0, 0.5), y0=y0, params=params, saveat=2, rtol=1e-10, atol=1e-10).ys[-1]
+
+        return jax.lax.map(one, jax.tree_util.tree_map(lambda v: v[None], (y0, params)))[0]
 
     z = jnp.asarray([0.01, -0.02])
     forward = residuals_and_jacobian(final, 2)
