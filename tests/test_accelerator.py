@@ -152,11 +152,19 @@ def test_forward_and_reverse_gradients(solver):
         return simkit.solve(DECAY, (0.0, 2.0), params={"k": k}, saveat=2, rtol=RTOL, atol=ATOL,
                             solver=solver, device=DEVICE).ys[-1, 1]
 
+    def final_z(z):  # k and both initial states move with one scalar
+        return simkit.solve(DECAY, (0.0, 2.0), y0=jnp.asarray([1.0, 2.0]) * (1.0 + z[0]), params={"k": 0.7 * (1.0 + z[0])},
+                            saveat=2, rtol=RTOL, atol=ATOL, solver=solver, device=DEVICE).ys[-1]
+
     k = jnp.asarray(0.7, _config.float_dtype())
     with jax.default_device(DEVICE):
         exact = -2.0 * 2.0 * np.exp(-0.7 * 2.0)  # d/dk 2 exp(-k t) at t = 2
         _close(jax.grad(final_b)(k), exact, SOLVE_TOL)
         _close(jax.jacfwd(final_b)(k), exact, SOLVE_TOL)
+        # a fit's forward-only Jacobian: the solve pushes the caller's one tangent, not three
+        # (`simkit.kernels.autodiff.forward_tangents`); d/dz (1 + z) y0 exp(-1.4 (1 + z)) at 0
+        _, jac = simkit.fitting.bounded.residuals_and_jacobian(final_z, 1)(jnp.zeros(1, _config.float_dtype()))
+        _close(jac[:, 0], np.exp(-1.4) * (1.0 - 1.4) * np.array([1.0, 2.0]), SOLVE_TOL)
 
 
 def test_ensemble_on_refilled_lanes():
