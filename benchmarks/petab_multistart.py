@@ -24,7 +24,9 @@ Every method runs in one process pinned to one core, with one thread for BLAS::
         --collection PATH/Benchmark-Models --problems NAME ... [--starts 10] [--max-iter 500]
 
 ``--methods simkit --label NAME [--fit-method ...] [--ftol ...] [--gtol ...]`` adds a run of simkit's
-fit under its own key (the README's table: ``simkit_least_squares`` and ``simkit_ftol0``).
+fit under its own key (the README's table: ``simkit_least_squares`` and ``simkit_ftol0``);
+``--repeats N`` compiles and fits N times (JAX's caches cleared between) and reports the median
+times (the shared machine's speed drifts by 10-25 % over minutes).
 """
 
 from __future__ import annotations
@@ -81,7 +83,7 @@ def _simkit_fit(problem, x0: np.ndarray, max_iter: int, gtol: float, ftol: float
 
 
 def run_problem(folder: Path, n_starts: int, seed: int, max_iter: int, methods: list[str], gtol: float,
-                ftol: float | None = None, fit_method: str | None = None) -> dict:
+                ftol: float | None = None, fit_method: str | None = None, repeats: int = 1) -> dict:
     name = folder.name
     start = _clock()
     problem = sp.load(folder / f"{name}.yaml")
@@ -94,16 +96,27 @@ def run_problem(folder: Path, n_starts: int, seed: int, max_iter: int, methods: 
     objective = jax.jit(problem.objective)
     row["nll_nominal"] = float(objective(jnp.asarray(problem.x_nominal)))
     if "simkit" in methods:
-        # max_iter is a traced argument: a first call with max_iter=1 compiles the program the fit
-        # runs (and takes one step from each start); the second call reuses it.
-        start = _clock()
-        _simkit_fit(problem, x0, 1, gtol, ftol, fit_method)
-        compile_cpu, compile_wall = _since(start)
-        start = _clock()
-        cost, status, n_iter = _simkit_fit(problem, x0, max_iter, gtol, ftol, fit_method)
-        fit_cpu, fit_wall = _since(start)
+        times = []
+        for k in range(repeats):
+            if k:  # from scratch again: JAX's traces and compiled programs dropped
+                jax.clear_caches()
+            # max_iter is a traced argument: a first call with max_iter=1 compiles the program the fit
+            # runs (and takes one step from each start); the second call reuses it.
+            start = _clock()
+            _simkit_fit(problem, x0, 1, gtol, ftol, fit_method)
+            compile_cpu, compile_wall = _since(start)
+            start = _clock()
+            out = _simkit_fit(problem, x0, max_iter, gtol, ftol, fit_method)
+            fit_cpu, fit_wall = _since(start)
+            if k:
+                assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(out, (cost, status, n_iter)))
+            cost, status, n_iter = out
+            times.append((compile_cpu, compile_wall, fit_cpu, fit_wall))
+        compile_cpu, compile_wall, fit_cpu, fit_wall = (float(v) for v in np.median(np.asarray(times), axis=0))
         row["simkit"] = {"cost": cost.tolist(), "status": status.tolist(), "n_iter": n_iter.tolist(),
                          "max_iter": max_iter, "gtol": gtol,
+                         "repeats": [dict(zip(("compile_cpu_s", "compile_wall_s", "fit_cpu_s", "fit_wall_s"), t))
+                                     for t in times],
                          "ftol": ftol if ftol is not None else (
                              "PetabProblem.fit's default (1e-8 for least squares, 0 for L-BFGS-B)" if fit_method
                              else "2.2e-9"),
@@ -116,7 +129,9 @@ def run_problem(folder: Path, n_starts: int, seed: int, max_iter: int, methods: 
                                    else "minimize_bounded(problem.objective, ...)") + " (projected L-BFGS-B")
                                  + (", starts one after another in one compiled program" if DEVICES is None else
                                     f", the starts split between {len(DEVICES)} CPU devices, one after another on each")
-                                 + "); compile_*: its first call, with max_iter=1 (one step per start included)",
+                                 + "); compile_*: its first call, with max_iter=1 (one step per start included)"
+                                 + (f"; the median of {repeats} runs, JAX's caches cleared between them (each in"
+                                    " 'repeats'; the same costs each time)" if repeats > 1 else ""),
                          "devices": 1 if DEVICES is None else len(DEVICES)}
     if "scipy" in methods:
         start = _clock()
@@ -203,6 +218,8 @@ def main() -> None:
                              "without, 2.2e-9)")
     parser.add_argument("--devices", type=int, default=1,
                         help="simkit: split the starts between this many CPU devices (pin as many cores)")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="simkit: compile and fit this many times (JAX's caches cleared between), the median")
     parser.add_argument("--out", type=Path, default=OUT, help="the results file (read, updated, written)")
     parser.add_argument("--pypesto", type=Path, default=PYPESTO,
                         help="pyPESTO + AMICI results on the same starts (petab_multistart_pypesto.py)")
@@ -229,7 +246,7 @@ def main() -> None:
             row = previous
         else:
             row = run_problem(args.collection / name, args.starts, args.seed, args.max_iter, args.methods, args.gtol,
-                              args.ftol, args.fit_method)
+                              args.ftol, args.fit_method, args.repeats)
             if args.label != "simkit" and "simkit" in row:
                 row[args.label] = row.pop("simkit")
             if previous.get("starts") == row["starts"]:  # runs of other methods from the same starts are kept
