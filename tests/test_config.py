@@ -188,6 +188,34 @@ def test_import_leaves_the_process_alone_but_float64():
     assert got["devices"] == plain["devices"]
 
 
+def test_a_program_is_traced_with_the_garbage_collector_paused_and_left_as_it_was():
+    """simkit's programs trace with Python's cyclic garbage collector paused
+    (`simkit._codegen.gc_paused`), and the collector runs again after, or stays off where the
+    user had turned it off."""
+    import gc
+
+    import jax.numpy as jnp
+
+    from simkit._codegen import codegen_jit
+
+    seen = []
+
+    @codegen_jit()
+    def program(x):
+        seen.append(gc.isenabled())
+        return x + 1.0
+
+    assert gc.isenabled()
+    program(jnp.asarray(1.0))
+    assert seen == [False] and gc.isenabled()
+    gc.disable()
+    try:
+        program(jnp.asarray([1.0, 2.0]))  # another shape: traced again
+        assert seen == [False, False] and not gc.isenabled()
+    finally:
+        gc.enable()
+
+
 CONFIGURE_SCRIPT = """
 import json, jax, simkit
 from simkit import _config

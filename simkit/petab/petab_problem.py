@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._codegen import codegen_jit
+from .._codegen import codegen_jit, gc_paused
 from .._prepare import check_count
 from ..errors import InputError, ShapeError
 from ..model import ODEModel
@@ -569,6 +569,12 @@ def load(yaml_path: str | Path, *, rtol: float = 1e-8, atol: float = 1e-10, solv
     ('STAT5A', 'STAT5B')
     """
     max_event_firings = check_count("max_event_firings", max_event_firings, minimum=0)
+    with gc_paused():  # (SymPy's and JAX's many objects: `simkit._codegen.gc_paused`)
+        return _load(yaml_path, rtol, atol, solver, max_steps, steady_state_time, max_event_firings)
+
+
+def _load(yaml_path: str | Path, rtol: float, atol: float, solver: Any, max_steps: int, steady_state_time: float,
+          max_event_firings: int) -> PetabProblem:
     problem, sbml = read_problem(yaml_path)
     layout = build_layout(problem, sbml)
     pdf = problem.parameter_df
