@@ -153,8 +153,9 @@ def test_forward_and_reverse_gradients(solver):
                             solver=solver, device=DEVICE).ys[-1, 1]
 
     def final_z(z):  # k and both initial states move with one scalar
-        return simkit.solve(DECAY, (0.0, 2.0), y0=jnp.asarray([1.0, 2.0]) * (1.0 + z[0]), params={"k": 0.7 * (1.0 + z[0])},
-                            saveat=2, rtol=RTOL, atol=ATOL, solver=solver, device=DEVICE).ys[-1]
+        return simkit.solve(DECAY, (0.0, 2.0), y0=jnp.asarray([1.0, 2.0]) * (1.0 + z[0]),
+                            params={"k": 0.7 * (1.0 + z[0])}, saveat=2, rtol=RTOL, atol=ATOL, solver=solver,
+                            device=DEVICE).ys[-1]
 
     k = jnp.asarray(0.7, _config.float_dtype())
     with jax.default_device(DEVICE):

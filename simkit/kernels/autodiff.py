@@ -12,9 +12,9 @@ runs once, unbatched) — and returns ``J @ tangent``. That is linear in the tan
 over reverse) works too.
 
 Cost: one loop carrying ``1 + d`` state vectors for ``d`` differentiated scalars (at most
-``2 + n + p``; within `forward_tangents` ``(k)``, at most ``1 + k``: see there); memory O(n (1 + d)), independent of the number of steps (no
-checkpoints), except for the per-step records of ``dense`` and ``saveat="steps"``, kept per
-direction (`_check_derivative_memory`). Derivatives are those of the discrete scheme along
+``2 + n + p``; within `forward_tangents` ``(k)``, at most ``1 + k``: see there); memory
+O(n (1 + d)), independent of the number of steps (no checkpoints), except for the per-step
+records of ``dense`` and ``saveat="steps"``, kept per direction (`_check_derivative_memory`). Derivatives are those of the discrete scheme along
 the step sequence taken (step sizes are held constant), which match the exact
 sensitivities to the solve's tolerance. The sensitivity to each save time is ``f(t_k, y_k)``; with ``saveat="steps"`` the
 saved step times themselves move with ``t0`` (the last with ``t1``, or an event's time).
