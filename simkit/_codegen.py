@@ -65,9 +65,9 @@ def classic_options() -> dict[str, Any] | None:
 def gc_paused() -> Iterator[None]:
     """Python's cyclic garbage collector paused within, where it was running (and running
     again after). Tracing a program allocates millions of objects that live on, and each
-    collection walks them all: of a 10-start PEtab fit's first call (Rahman_MBS2016, one
-    core) they took 0.8 of 7.3 CPU s. Reference counting still frees what it can; what only
-    a collection frees waits for the next one after the call."""
+    collection walks them all: in the first fit of one start of Rahman_MBS2016 (one core)
+    they took 0.3-0.4 s of the 2.1-2.5 s of tracing. Reference counting still frees what it
+    can; what only a collection frees waits for the next one after the call."""
     if not gc.isenabled():
         yield
         return
