@@ -26,7 +26,7 @@ Every method runs in one process pinned to one core, with one thread for BLAS::
 ``--methods simkit --label NAME [--fit-method ...] [--ftol ...] [--gtol ...]`` adds a run of simkit's
 fit under its own key (the README's table: ``simkit_least_squares`` and ``simkit_ftol0``);
 ``--repeats N`` compiles and fits N times (JAX's caches cleared between) and reports the median
-times (the shared machine's speed drifts by 10-25 % over minutes).
+times (the shared machine's speed drifts by 10-30 % over minutes).
 """
 
 from __future__ import annotations
