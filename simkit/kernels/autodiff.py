@@ -14,10 +14,11 @@ over reverse) works too.
 Cost: one loop carrying ``1 + d`` state vectors for ``d`` differentiated scalars (at most
 ``2 + n + p``; within `forward_tangents` ``(k)``, at most ``1 + k``: see there); memory
 O(n (1 + d)), independent of the number of steps (no checkpoints), except for the per-step
-records of ``dense`` and ``saveat="steps"``, kept per direction (`_check_derivative_memory`). Derivatives are those of the discrete scheme along
-the step sequence taken (step sizes are held constant), which match the exact
-sensitivities to the solve's tolerance. The sensitivity to each save time is ``f(t_k, y_k)``; with ``saveat="steps"`` the
-saved step times themselves move with ``t0`` (the last with ``t1``, or an event's time).
+records of ``dense`` and ``saveat="steps"``, kept per direction (`_check_derivative_memory`).
+Derivatives are those of the discrete scheme along the step sequence taken (step sizes are
+held constant), which match the exact sensitivities to the solve's tolerance. The
+sensitivity to each save time is ``f(t_k, y_k)``; with ``saveat="steps"`` the saved step
+times themselves move with ``t0`` (the last with ``t1``, or an event's time).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from .loop import adaptive_loop, perturbs, zero_tangent
-from .methods import _DIFFERENTIATED, differentiated_solve
+from .methods import differentiated_solve
 
 # the number of tangents a caller pushes through its function in one pass, within
 # `forward_tangents` (None: unknown, a derivative that may be transposed)
@@ -87,17 +88,16 @@ class KernelLoopProgram:
 
 
 def _raw(program: KernelLoopProgram, t0, t1, y0, params, save_ts, rtol, atol, dt0, max_step):
-    if program.forward_tangents is not None and not _DIFFERENTIATED.get():
-        # within a forward-only derivative the loop's values come from its derivative's
-        # loop (`_kernel_solve_jvp`): this one is traced (JAX stages a custom_jvp's primal)
-        # and rarely run, so it takes the derivative's form, quicker to trace
-        with differentiated_solve():
-            return _raw(program, t0, t1, y0, params, save_ts, rtol, atol, dt0, max_step)
-    return adaptive_loop(
-        program.solver.method(), program.rhs, t0, t1, y0, params, save_ts, rtol, atol, dt0, max_step,
-        max_steps=program.max_steps, events=program.events, save_steps=program.save_steps,
-        dense_output=program.dense,
-    )
+    # within a forward-only derivative the loop's values come from its derivative's loop
+    # (`_kernel_solve_jvp`): this one is traced (JAX stages a custom_jvp's primal) and rarely
+    # run, so it takes the derivative's form, quicker to trace
+    form = differentiated_solve() if program.forward_tangents is not None else contextlib.nullcontext()
+    with form:
+        return adaptive_loop(
+            program.solver.method(), program.rhs, t0, t1, y0, params, save_ts, rtol, atol, dt0, max_step,
+            max_steps=program.max_steps, events=program.events, save_steps=program.save_steps,
+            dense_output=program.dense,
+        )
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
@@ -177,17 +177,22 @@ def _kernel_solve_jvp(program, primals, tangents):
         return {k: out[k] for k in keys + (("dense",) if program.dense else ())}, out
 
     forward = program.forward_tangents
+
+    def along(j):  # a tangent from the sensitivities to each input scalar (a leading axis)
+        return jnp.tensordot(dx, j, axes=(0, 0))
+
     if x.shape[0] == 0:  # nothing perturbed but (perhaps) the save times
         values, out = floats(x)
         jac = jax.tree_util.tree_map(lambda v: jnp.zeros((0,) + v.shape, v.dtype), values)
-        along = lambda j: jnp.tensordot(dx, j, axes=(0, 0))  # noqa: E731
     elif forward is not None and forward < x.shape[0]:  # the caller's own tangent (forward_tangents)
         with differentiated_solve():
-            _, pushed, out = jax.jvp(floats, (x,), (dx,), has_aux=True)
+            _, jac, out = jax.jvp(floats, (x,), (dx,), has_aux=True)
         if program.dense or program.save_steps:
             _check_derivative_memory(program, jax.tree_util.tree_map(
-                lambda v: jax.ShapeDtypeStruct((forward,) + v.shape, v.dtype), pushed))
-        jac, along = pushed, lambda j: j  # noqa: E731
+                lambda v: jax.ShapeDtypeStruct((forward,) + v.shape, v.dtype), jac))
+
+        def along(j):  # already the tangent
+            return j
     else:
         basis = jnp.eye(x.shape[0], dtype=x.dtype)
         with differentiated_solve():
@@ -196,7 +201,6 @@ def _kernel_solve_jvp(program, primals, tangents):
             )(basis)
         if program.dense or program.save_steps:  # traced, not run: the check comes before compiling
             _check_derivative_memory(program, jac)
-        along = lambda j: jnp.tensordot(dx, j, axes=(0, 0))  # noqa: E731
     tangent = {k: along(jac[k]) for k in keys}
     if program.dense:  # the recorded steps move with the inputs too (their sizes do not)
         # (a record that is not a float, AutoSwitch's phase flags: its tangent is float0, and

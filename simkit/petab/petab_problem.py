@@ -214,7 +214,7 @@ class PetabProblem:
         self._objective, self._simulate, self._residuals = objective, simulate, residuals
         self._prior = prior
         # the least-squares form's pairs of residuals: one per measurement and per prior
-        self._n_terms = sum(v.size for v in layout.measurement_value) + sum(map(bool, layout.priors.types))
+        self._n_terms = sum(v.size for v in layout.measurement_value) + layout.priors.count
         # (XLA:CPU's classic code generator, as for every fit of kernel solves: `simkit._codegen`)
         self._value_and_grad = codegen_jit()(jax.value_and_grad(objective))
 

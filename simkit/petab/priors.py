@@ -48,6 +48,11 @@ class Priors:
         return any(self.types)
 
     @property
+    def count(self) -> int:
+        """The number of priors (estimated parameters with one)."""
+        return sum(map(bool, self.types))
+
+    @property
     def squares(self) -> bool:
         """Every prior has a sum-of-squares form (`prior_residuals`)."""
         return all(t in SQUARES for t in self.types if t)
