@@ -59,6 +59,10 @@ def forward_tangents(directions: int):
     A solve reads it when it is called (`simkit.solve`'s preparation, `declared_tangents`)
     and keeps it in its static program (`KernelLoopProgram.forward_tangents`), so a
     compiled or cached derivative of one kind is never reused for the other."""
+    from ..errors import InputError
+
+    if isinstance(directions, bool) or not isinstance(directions, (int, np.integer)) or directions < 1:
+        raise InputError(f"forward_tangents: directions must be a positive integer, got {directions!r}")
     token = _FORWARD_TANGENTS.set(int(directions))
     try:
         yield

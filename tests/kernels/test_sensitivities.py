@@ -155,6 +155,12 @@ def test_a_forward_only_jacobian_pushes_the_callers_directions():
     np.testing.assert_allclose(jac, full, rtol=1e-11, atol=1e-11 * np.abs(full).max())
     grad = jax.jit(jax.grad(lambda z: final(z).sum()))(z)
     np.testing.assert_allclose(grad, full.sum(axis=0), rtol=1e-11)
+    from simkit.kernels.autodiff import forward_tangents
+
+    for bad in (0, -2, 2.0, True, "2"):
+        with pytest.raises(simkit.InputError, match="directions must be a positive integer"):
+            with forward_tangents(bad):
+                pass
 
 
 def test_saved_step_times_move_with_the_span():
