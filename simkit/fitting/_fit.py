@@ -229,9 +229,8 @@ def fit(
     devices : sequence of jax.Device, optional
         Split the starts in order between these devices, each running its share (e.g.
         ``jax.local_devices()`` after ``simkit.configure(cpu_devices=True)``; default: JAX's
-        default device runs them all). A split start runs in another compiled program than
-        alone: its end agrees to rounding, and in a flat valley its path can differ
-        (`simkit.fitting.least_squares_bounded`).
+        default device runs them all). Each share runs the one-device program, compiled once
+        (`simkit.fitting.split`): a split start ends where it ends unsplit.
     confidence : float
         Confidence level of the intervals (default 0.95).
     max_iterations : int, optional

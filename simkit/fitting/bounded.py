@@ -17,12 +17,10 @@ of starts up to it reuses the program. The added rows never run as starts: one a
 which repeat another lane's point.
 
 With ``devices=`` (CPU devices that ``simkit.configure(cpu_devices=...)`` made, or several
-accelerator chips), the starts are split between the devices in order, each device running its
-share on its own lanes (``jax.shard_map``: a device does not wait for another's slowest
-start). Split, a start runs in another compiled program than alone: its end point agrees to
-rounding, and where the cost is flat enough for rounding to change a step, its path can
-differ (Rahman et al. 2016, 10 starts on two CPU devices: 6 of 10 took other steps; every
-start ended within 0.1 of the best cost, as on one device).
+accelerator chips), the starts are split between the devices in order, each share running
+side by side with the others in the program one device runs alone, compiled once
+(`simkit.fitting.split`): a device does not wait for another's slowest start, and a start
+ends exactly where it ends unsplit.
 """
 
 from __future__ import annotations
@@ -41,8 +39,8 @@ from .._codegen import codegen_jit
 from .._prepare import check_number
 from ..errors import InputError, InputTypeError, ShapeError
 from ..kernels.autodiff import forward_tangents
-from ..parallel.mesh import member_mesh
 from ..params import is_traced
+from .split import split_starts
 
 
 class FitStatus(enum.IntEnum):
@@ -304,20 +302,6 @@ def devices_for(devices: Any, n_starts: int, name: str) -> tuple | None:
     return tuple(devices[:max(1, n_starts)])
 
 
-def split_starts(body: Callable, x0, devices: tuple | None):
-    """``body(rows)`` (a pytree of per-row results) over the rows of ``x0``, split in order
-    between ``devices`` (None: all in this program); the last device's share is padded with
-    copies of the last row, whose results are dropped."""
-    if not devices or len(devices) == 1:
-        return body(x0)
-    n, share = x0.shape[0], -(-x0.shape[0] // len(devices))
-    padded = jnp.concatenate([x0, jnp.broadcast_to(x0[-1:], (share * len(devices) - n,) + x0.shape[1:])])
-    mesh = member_mesh(devices)
-    spec = jax.sharding.PartitionSpec(mesh.axis_names[0])
-    out = jax.shard_map(body, mesh=mesh, in_specs=spec, out_specs=spec, check_vma=False)(padded)
-    return jax.tree_util.tree_map(lambda a: a[:n], out)
-
-
 def split_and_lanes(n: int, lanes: int | None, devices: Any, traced: bool,
                     name: str) -> tuple[tuple | None, int]:
     """``(devices, lanes per device)`` of a run of ``n`` starts (devices None: no split);
@@ -338,18 +322,22 @@ def padded_starts(n: int) -> int:
 
 def _run_padded(run: Callable, fun: Callable, args: tuple, lanes: int | None, devices: tuple | None,
                 traced: bool, name: str, **static: Any):
-    """``run(fun, *args, lanes=..., devices=..., **static)``, ``args[0]`` the starts: where the
-    starts are neither split between devices nor under a transform of the caller's, their rows
-    padded to `padded_starts` (the lanes chosen for that many) and the results cut back."""
+    """``run(fun, *args, lanes=..., **static)``, ``args[0]`` the starts: under a transform of the
+    caller's, as they are; otherwise their rows padded to `padded_starts` (the lanes chosen for
+    that many) and the results cut back, or, with ``devices``, each device's share so
+    (`simkit.fitting.split`)."""
     x0 = args[0]
     n = x0.shape[0]
     devices, share_lanes = split_and_lanes(n, lanes, devices, traced, name)
-    if traced or devices:
-        return run(fun, *args, lanes=share_lanes, devices=devices, **static)
+    if traced:
+        return run(fun, *args, lanes=share_lanes, **static)
+    if devices:
+        share = padded_starts(-(-n // len(devices)))
+        return split_starts(run, (fun, *args), devices, static=1, starts=1, rows=padded_starts, counted=True,
+                            lanes=_lanes(lanes, share), **static)
     rows = padded_starts(n)
     padded = jnp.concatenate([x0, jnp.broadcast_to(x0[-1:], (rows - n,) + x0.shape[1:])])
-    out = run(fun, padded, *args[1:], lanes=_lanes(lanes, rows), devices=None, count=jnp.asarray(n, jnp.int32),
-              **static)
+    out = run(fun, padded, *args[1:], lanes=_lanes(lanes, rows), count=jnp.asarray(n, jnp.int32), **static)
     return jax.tree_util.tree_map(lambda a: a[:n], out)
 
 
@@ -464,19 +452,16 @@ def _lbfgsb_lane(n: int, memory: int, lower, upper, max_iter, max_eval, gtol, ft
 # XLA:CPU's classic code generator for these loops of small operations, as for simkit's kernel
 # solves and fits (`simkit._codegen`): a 10-start PEtab fit (Bruno et al. 2016, 13 parameters,
 # six conditions) took 23 CPU seconds with it against 37, compilation included, same iterations
-@codegen_jit(static_argnames=("fun", "method", "memory", "lanes", "devices"))
-def _minimize_jit(fun, x0, lower, upper, max_iter, max_eval, gtol, ftol, *, method, memory, lanes, devices=None,
-                  count=None):
+@codegen_jit(static_argnames=("fun", "method", "memory", "lanes"))
+def _minimize_jit(fun, x0, lower, upper, max_iter, max_eval, gtol, ftol, *, method, memory, lanes, count=None):
     return _minimize(fun, x0, lower, upper, max_iter, max_eval, gtol, ftol, method=method, memory=memory, lanes=lanes,
-                     devices=devices, count=count)
+                     count=count)
 
 
-def _minimize(fun, x0, lower, upper, max_iter, max_eval, gtol, ftol, *, method, memory, lanes, devices=None,
-              count=None):
+def _minimize(fun, x0, lower, upper, max_iter, max_eval, gtol, ftol, *, method, memory, lanes, count=None):
     n = x0.shape[1]
     fresh, advance, summary = _lbfgsb_lane(n, memory, lower, upper, max_iter, max_eval, gtol, ftol, x0.dtype)
-    return split_starts(lambda rows: _drive(value_and_grad(fun, n), advance, fresh, summary, rows, lanes, count), x0,
-                         devices)
+    return _drive(value_and_grad(fun, n), advance, fresh, summary, x0, lanes, count)
 
 
 def minimize_bounded(fun: Callable, x0: Any, lower: Any, upper: Any, *, method: str = "lbfgsb",
@@ -532,8 +517,8 @@ def minimize_bounded(fun: Callable, x0: Any, lower: Any, upper: Any, *, method: 
         lanes (e.g. ``jax.local_devices()`` after ``simkit.configure(cpu_devices=True)``: a
         10-start PEtab fit ran its starts in 10.2 s on two CPU cores, 20.7 s on one).
         Default: JAX's default device runs them all; under the caller's ``jax.jit``,
-        ``jax.vmap`` or ``jax.grad`` the caller's program decides. A split start runs in
-        another compiled program than alone: see the module's docstring.
+        ``jax.vmap`` or ``jax.grad`` the caller's program decides. Each share runs the
+        one-device program, compiled once: a split start ends where it ends unsplit.
 
     Returns
     -------
@@ -766,16 +751,13 @@ def _lm_lane(n: int, lower, upper, max_iter, max_eval, gtol, ftol, xtol, dtype):
     return fresh, advance, functools.partial(_summary, lower=lower, upper=upper)
 
 
-def _least_squares(residuals, x0, lower, upper, max_iter, max_eval, gtol, ftol, xtol, *, lanes, devices=None,
-                   count=None):
+def _least_squares(residuals, x0, lower, upper, max_iter, max_eval, gtol, ftol, xtol, *, lanes, count=None):
     n = x0.shape[1]
     fresh, advance, summary = _lm_lane(n, lower, upper, max_iter, max_eval, gtol, ftol, xtol, x0.dtype)
-    return split_starts(
-        lambda rows: _drive(residuals_and_jacobian(residuals, n), advance, fresh, summary, rows, lanes, count),
-        x0, devices)
+    return _drive(residuals_and_jacobian(residuals, n), advance, fresh, summary, x0, lanes, count)
 
 
-_least_squares_jit = codegen_jit(static_argnames=("residuals", "lanes", "devices"))(_least_squares)
+_least_squares_jit = codegen_jit(static_argnames=("residuals", "lanes"))(_least_squares)
 
 
 def least_squares_bounded(residuals: Callable, x0: Any, lower: Any, upper: Any, *, max_iter: int = 200,

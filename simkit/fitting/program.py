@@ -19,7 +19,7 @@ from .._prepare import rtol_floor
 from .._solve import solve
 from ..model import ODEModel
 from ..status import Status
-from .bounded import split_starts
+from .split import split_starts
 from .data import Dataset
 from .drivers import AbstractDriver, minimise
 from .objective import AbstractLoss
@@ -150,19 +150,17 @@ def _at_bound(space: ParameterSpace, theta):
     return jnp.where(near(lo) | (theta <= lo), -1, jnp.where(near(hi) | (theta >= hi), 1, 0)).astype(jnp.int8)
 
 
-@codegen_jit(_suits_classic, static_argnames=("program", "optimizer", "lanes", "devices"))
+@codegen_jit(_suits_classic, static_argnames=("program", "optimizer", "lanes"))
 def run_starts(program: FitProgram, optimizer: AbstractDriver, arrays: dict, starts, max_iterations, max_evaluations,
-               lanes: int | None = None, devices: tuple | None = None):
+               lanes: int | None = None):
     """Every start (rows of ``starts``, natural values) run to its own end: final points,
     iterations, evaluations, `FitStatus` codes, costs, where the optimiser keeps them
     (`AbstractDriver.residuals_and_jacobian`) the residuals and their Jacobian in the
     natural parameters (else None), and which bound each parameter ended at (-1, 0, +1);
     one row per start. The limits are traced: changing them does not recompile. The
     bounded optimisers run all starts in one call on ``lanes`` lanes (`minimize_bounded`);
-    the others under ``jax.vmap``. With ``devices``, the starts are split between them
-    (`simkit.fitting.bounded`), each running its share."""
-    return split_starts(lambda rows: _run_starts(program, optimizer, arrays, rows, max_iterations, max_evaluations,
-                                                  lanes), starts, devices)
+    the others under ``jax.vmap``."""
+    return _run_starts(program, optimizer, arrays, starts, max_iterations, max_evaluations, lanes)
 
 
 def _run_starts(program: FitProgram, optimizer: AbstractDriver, arrays: dict, starts, max_iterations,
@@ -331,5 +329,9 @@ class Problem:
 
     def run(self, optimizer: AbstractDriver, starts, *, max_iterations: int, max_evaluations: int,
             lanes: int | None = None, devices: tuple | None = None) -> tuple:
-        return run_starts(self.program, optimizer, self.arrays, starts, jnp.asarray(max_iterations),
-                          jnp.asarray(max_evaluations), lanes=lanes, devices=devices)
+        """`run_starts` of these starts; with ``devices``, split between them (`simkit.fitting.split`)."""
+        args = (self.program, optimizer, self.arrays, starts, jnp.asarray(max_iterations), jnp.asarray(max_evaluations))
+        if devices:
+            return split_starts(run_starts, args, devices, static=2, starts=3, rows=lambda share: share,
+                                counted=False, lanes=lanes)
+        return run_starts(*args, lanes=lanes)

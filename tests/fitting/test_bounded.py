@@ -57,11 +57,11 @@ def test_a_start_gives_the_same_answer_alone_and_in_any_batch(batch):
 
 def test_starts_split_between_devices_end_as_on_one_device(batch):
     """devices=: the starts split between this process's CPU devices (tests/conftest.py makes
-    four) in order, the last device's share padded; each start ends as on one device (this
-    function rounds alike in every program)."""
+    four) in order; each share runs the one-device program, so each start ends as on one
+    device, to the bit."""
     devices = jax.local_devices()
     assert len(devices) >= 4
-    for split in (devices[:4], devices[:2]):  # 6 starts: 2 a device and 2 copies of the last start, or 3 and 3
+    for split in (devices[:4], devices[:2]):  # 6 starts: 2 a device on three devices (none on the fourth), or 3 and 3
         out = minimize_bounded(rosenbrock, STARTS, LOWER, UPPER, gtol=1e-9, ftol=0.0, lanes=len(STARTS),
                                devices=split)
         for field in ("x", "cost", "n_iter", "n_eval", "status", "at_bound"):
@@ -70,6 +70,25 @@ def test_starts_split_between_devices_end_as_on_one_device(batch):
         least_squares_bounded(lambda x: x, STARTS, LOWER, UPPER, devices=devices[0])
     with pytest.raises(InputError, match="devices must be"):
         minimize_bounded(rosenbrock, STARTS, LOWER, UPPER, devices=[devices[0], devices[0]])
+
+
+def test_a_compiled_fit_loads_on_another_device_without_compiling():
+    """What an accelerator's share runs (`simkit.fitting.split.loaded_on`): the first device's
+    compiled program loaded on another device, run there, with the same values."""
+    from simkit.fitting import bounded, split
+
+    first, other = jax.local_devices()[:2]
+    args = jax.device_put((jnp.asarray(STARTS[:2]), jnp.asarray(LOWER), jnp.asarray(UPPER), jnp.asarray(50),
+                           jnp.asarray(1000), jnp.asarray(1e-9), jnp.asarray(0.0)), first)
+    compiled = bounded._minimize_jit.lower(rosenbrock, *args, method="lbfgsb", memory=10, lanes=1).compile()
+    copy = split.loaded_on(compiled, other)
+    assert copy is not None and split.loaded_on(compiled, other) is copy  # loaded once
+    here, there = compiled(*args), copy(*jax.device_put(args, other))
+    assert there[0].devices() == {other}
+    for a, b in zip(jax.tree_util.tree_leaves(here), jax.tree_util.tree_leaves(there)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    np.testing.assert_array_equal(np.asarray(here[0]), np.asarray(minimize_bounded(
+        rosenbrock, STARTS[:2], LOWER, UPPER, gtol=1e-9, ftol=0.0, max_iter=50).x))
 
 
 def test_no_nan_where_the_function_fails_beyond_a_bound_or_far_out():
