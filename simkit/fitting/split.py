@@ -100,14 +100,19 @@ def split_starts(call: CodegenJit, args: tuple, devices: Sequence[jax.Device], *
         count = {"count": jnp.asarray(part.shape[0], jnp.int32)} if counted else {}
         return jax.device_put((given, count), device)
 
+    first = parts[0][0]
     calls = []
     with gc_paused():
         for k, (device, part) in enumerate(parts):
-            # on CPU devices every share runs the first device's program (module docstring)
-            home = parts[0][0] if device.platform == "cpu" else device
+            # CPU devices run the first device's program, other devices a copy (module docstring)
+            home = first if device.platform == first.platform == "cpu" else device
             given, count = dynamic(home, part)
-            program = loaded_on(calls[0][0], home) if k and home != parts[0][0] else calls[0][0] if k else None
-            if program is None:  # the first device's, or a JAX that could not copy it
+            program = None
+            if k and home == first:
+                program = calls[0][0]
+            elif k and home.platform == first.platform:
+                program = loaded_on(calls[0][0], home)
+            if program is None:  # the first device's, another platform's, or a JAX that could not copy it
                 full = args[:static] + given
                 program = call.pick(*full, **keywords, **count).lower(*full, **keywords, **count).compile()
             calls.append((program, given, count))
@@ -118,10 +123,9 @@ def split_starts(call: CodegenJit, args: tuple, devices: Sequence[jax.Device], *
 
     with concurrent.futures.ThreadPoolExecutor(len(calls)) as pool:
         outs = list(pool.map(run, calls))
-    home = parts[0][0]
     sizes = [part.shape[0] for _, part in parts]
     return jax.tree_util.tree_map(
-        lambda *pieces: jnp.concatenate([jax.device_put(p[:m], home) for p, m in zip(pieces, sizes)]), *outs)
+        lambda *pieces: jnp.concatenate([jax.device_put(p[:m], first) for p, m in zip(pieces, sizes)]), *outs)
 
 
 __all__ = ["loaded_on", "split_starts"]
