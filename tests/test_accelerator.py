@@ -270,6 +270,11 @@ def test_fit_with_multi_start():
     result = simkit.fit(DECAY.with_params(k=0.2), data, free=["k"], bounds={"k": (0.01, 5.0)}, starts=3,
                         devices=[DEVICE])
     _close(result.estimates["k"], truth["k"], 1e-5 if F64 else 1e-3)
+    if DEVICE != HOST:  # the starts split between the accelerator and the host, each its own program
+        both = simkit.fit(DECAY.with_params(k=0.2), data, free=["k"], bounds={"k": (0.01, 5.0)}, starts=3,
+                          devices=[DEVICE, HOST])
+        _close(both.estimates["k"], truth["k"], 1e-5 if F64 else 1e-3)
+        assert np.asarray(both.start_status).tolist() == np.asarray(result.start_status).tolist()
 
 
 def test_save_load_and_resumable_files(tmp_path):
