@@ -4,8 +4,9 @@ bounds on the parameters' scales, estimated parameters in the parameter table's 
 checked against that script's JSON where it has the problem. Writes
 benchmarks/results/petab_multistart_pypesto.json.
 
-Runs in a separate environment (pip install pypesto amici fides petab; AMICI needs a C++
-compiler, BLAS and SWIG), never simkit's. One process, one thread, pinned to one core::
+Runs in a separate environment (pip install pypesto amici fides petab swig; AMICI needs a C++
+compiler, BLAS and SWIG on the PATH: SWIG 4.5.1 from the package index; with Debian 12's SWIG
+4.1.0 AMICI 1.0.1 built, but its compiled models failed to load), never simkit's. One process, one thread, pinned to one core::
 
     OMP_NUM_THREADS=1 taskset -c 1 /path/to/peers-venv/bin/python benchmarks/petab_multistart_pypesto.py \
         --collection PATH/Benchmark-Models --problems NAME ... [--models FOLDER]
