@@ -27,6 +27,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .._codegen import CodegenJit, gc_paused
 
@@ -95,9 +96,10 @@ def split_starts(call: CodegenJit, args: tuple, devices: Sequence[jax.Device], *
 
     def dynamic(device: jax.Device, part: Any) -> tuple[tuple, dict]:
         """The arguments of ``device``'s share that its compiled program takes."""
-        padded = jnp.concatenate([part, jnp.broadcast_to(part[-1:], (width - part.shape[0],) + part.shape[1:])])
+        xp = np if isinstance(part, np.ndarray) else jnp  # NumPy compiles nothing
+        padded = xp.concatenate([part, xp.broadcast_to(part[-1:], (width - part.shape[0],) + part.shape[1:])])
         given = args[static:starts] + (padded,) + args[starts + 1:]
-        count = {"count": jnp.asarray(part.shape[0], jnp.int32)} if counted else {}
+        count = {"count": np.asarray(part.shape[0], np.int32)} if counted else {}
         return jax.device_put((given, count), device)
 
     first = parts[0][0]
@@ -124,8 +126,9 @@ def split_starts(call: CodegenJit, args: tuple, devices: Sequence[jax.Device], *
     with concurrent.futures.ThreadPoolExecutor(len(calls)) as pool:
         outs = list(pool.map(run, calls))
     sizes = [part.shape[0] for _, part in parts]
-    return jax.tree_util.tree_map(
-        lambda *pieces: jnp.concatenate([jax.device_put(p[:m], first) for p, m in zip(pieces, sizes)]), *outs)
+    return jax.tree_util.tree_map(  # gathered on the host: no program compiled for it
+        lambda *pieces: jax.device_put(np.concatenate([np.asarray(p)[:m] for p, m in zip(pieces, sizes)]), first),
+        *outs)
 
 
 __all__ = ["loaded_on", "split_starts"]

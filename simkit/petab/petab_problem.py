@@ -363,7 +363,7 @@ class PetabProblem:
 
         if method is None:
             method = "least_squares" if self._residuals is not None else "lbfgsb"
-        x0, lower, upper = jnp.asarray(x0), jnp.asarray(lower), jnp.asarray(upper)
+        x0, lower, upper = np.asarray(x0), np.asarray(lower), np.asarray(upper)  # (NumPy compiles nothing)
         if method == "least_squares":
             if self._residuals is None:
                 raise InputError("method='least_squares' needs normal noise on every observable and no Laplace "
@@ -371,7 +371,7 @@ class PetabProblem:
             out = least_squares_bounded(self._residuals, x0, lower, upper, max_iter=max_iter, gtol=gtol,
                                         ftol=LEAST_SQUARES_FTOL if ftol is None else ftol, lanes=lanes,
                                         devices=devices)
-            return out._replace(cost=out.cost - self._n_terms * NORMAL_OFFSET)
+            return out._replace(cost=np.asarray(out.cost) - self._n_terms * NORMAL_OFFSET)
         if method == "lbfgsb":
             return minimize_bounded(self._objective, x0, lower, upper, max_iter=max_iter, gtol=gtol,
                                     ftol=0.0 if ftol is None else ftol,
