@@ -72,6 +72,29 @@ def test_starts_split_between_devices_end_as_on_one_device(batch):
         minimize_bounded(rosenbrock, STARTS, LOWER, UPPER, devices=[devices[0], devices[0]])
 
 
+def test_a_fit_from_host_values_compiles_its_one_program():
+    """Starts, bounds and settings given as NumPy arrays and numbers: the call compiles the fit's
+    program and nothing else (no copy, padding or slicing programs beside it), and its results
+    are JAX arrays with one row per start."""
+    from jax._src import monitoring
+
+    compiles = []
+
+    def listen(event, duration, **_):
+        if event.endswith("backend_compile_duration"):
+            compiles.append(duration)
+
+    monitoring.register_event_duration_secs_listener(listen)
+    try:
+        starts = np.linspace(-1.0, 1.0, 15).reshape(3, 5)  # 3 starts: run as 4 rows, cut back to 3
+        out = least_squares_bounded(lambda x: x - 0.5, starts, -2.0 * np.ones(5), 2.0, max_iter=20)
+    finally:
+        monitoring.unregister_event_duration_listener(listen)
+    assert len(compiles) == 1
+    assert isinstance(out.x, jax.Array) and out.x.shape == (3, 5) and out.status.shape == (3,)
+    np.testing.assert_allclose(np.asarray(out.x), 0.5, atol=1e-10)
+
+
 def test_a_compiled_fit_loads_on_another_device_without_compiling():
     """What an accelerator's share runs (`simkit.fitting.split.loaded_on`): the first device's
     compiled program loaded on another device, run there, with the same values."""
