@@ -541,8 +541,8 @@ def minimize_bounded(fun: Callable, x0: Any, lower: Any, upper: Any, *, method: 
     devices : sequence of jax.Device, optional
         Split the starts in order between these devices, each running its share on its own
         lanes (e.g. ``jax.local_devices()`` after ``simkit.configure(cpu_devices=True)``: the
-        10 starts of Rahman_MBS2016's PEtab fit, compilation included, took 6.5 s on two CPU
-        cores, 9.0 s on one).
+        10 starts of Rahman_MBS2016's PEtab fit, compilation included, took 6.1 s on two CPU
+        cores, 8.7 s on one).
         Default: JAX's default device runs them all; under the caller's ``jax.jit``,
         ``jax.vmap`` or ``jax.grad`` the caller's program decides. Each share runs the
         one-device program, compiled once: a split start ends where it ends unsplit.
