@@ -233,8 +233,9 @@ def as_array(value: Any, dtype: Any = None) -> Any:
     """``value`` as an array, compiling nothing: a JAX array or tracer as it is (converted where
     ``dtype`` differs), anything else a NumPy array of JAX's dtype for it (float32 without
     float64). ``jnp.asarray`` of a NumPy array or a number compiles a copy program once per
-    shape and dtype (JAX 0.10): twelve such small programs, and the slices after the run, took
-    0.4 of the 5.5 CPU seconds of a 10-start PEtab fit's first call (Rahman et al. 2016)."""
+    shape and dtype (JAX 0.10): with them and the slices after the run, a 10-start PEtab fit's
+    first call compiled twelve small programs beside its own (Rahman et al. 2016, one core:
+    5.29 CPU s, 5.10 without them)."""
     if isinstance(value, (jax.Array, jax.core.Tracer)):
         return value if dtype is None or value.dtype == dtype else jnp.asarray(value, dtype)
     value = np.asarray(value, dtype)
