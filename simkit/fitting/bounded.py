@@ -40,7 +40,7 @@ from .._prepare import check_number
 from ..errors import InputError, InputTypeError, ShapeError
 from ..kernels.autodiff import forward_tangents
 from ..params import is_traced
-from .split import split_starts
+from .split import array_module, padded_rows, split_starts
 
 
 class FitStatus(enum.IntEnum):
@@ -242,11 +242,6 @@ def as_array(value: Any, dtype: Any = None) -> Any:
     return value.astype(jax.dtypes.canonicalize_dtype(value.dtype), copy=False)
 
 
-def _xp(*arrays: Any) -> Any:
-    """The array module for these arrays: NumPy when all are NumPy arrays, else jax.numpy."""
-    return np if all(isinstance(a, np.ndarray) for a in arrays) else jnp
-
-
 def _check(name: str, x0, lower, upper):
     """Shapes and bounds, before anything compiles (where they are concrete)."""
     x0 = as_array(x0)
@@ -256,8 +251,8 @@ def _check(name: str, x0, lower, upper):
         x0 = x0.astype(jnp.result_type(float))
     n = x0.shape[1]
     lower, upper = as_array(lower, x0.dtype), as_array(upper, x0.dtype)
-    lower = _xp(lower).broadcast_to(lower, (n,)) if lower.ndim == 0 else lower
-    upper = _xp(upper).broadcast_to(upper, (n,)) if upper.ndim == 0 else upper
+    lower = array_module(lower).broadcast_to(lower, (n,)) if lower.ndim == 0 else lower
+    upper = array_module(upper).broadcast_to(upper, (n,)) if upper.ndim == 0 else upper
     if lower.shape != (n,) or upper.shape != (n,):
         raise ShapeError(f"{name}: lower and upper must have shape ({n},) like a row of x0, got {lower.shape} "
                          f"and {upper.shape}")
@@ -355,9 +350,7 @@ def _run_padded(run: Callable, fun: Callable, args: tuple, lanes: int | None, de
         return split_starts(run, (fun, *args), devices, static=1, starts=1, rows=padded_starts, counted=True,
                             lanes=_lanes(lanes, share), **static)
     rows = padded_starts(n)
-    xp = _xp(x0)
-    padded = xp.concatenate([x0, xp.broadcast_to(x0[-1:], (rows - n,) + x0.shape[1:])])
-    out = run(fun, padded, *args[1:], lanes=_lanes(lanes, rows), count=np.asarray(n, np.int32), **static)
+    out = run(fun, padded_rows(x0, rows), *args[1:], lanes=_lanes(lanes, rows), count=np.asarray(n, np.int32), **static)
     return first_rows(out, n)
 
 

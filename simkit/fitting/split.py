@@ -80,6 +80,18 @@ def _reloaded(compiled: Any, device: jax.Device) -> Any:
     return jax.stages.Compiled(unloaded.load(), [], in_tree.unflatten(args_info), out_tree, no_kwargs=no_kwargs)
 
 
+def array_module(array: Any) -> Any:
+    """The array module for ``array``: NumPy for a NumPy array (which compiles nothing), else
+    jax.numpy."""
+    return np if isinstance(array, np.ndarray) else jnp
+
+
+def padded_rows(x: Any, rows: int) -> Any:
+    """``x`` ``(m, ...)`` with copies of its last row added up to ``rows`` rows (`array_module`)."""
+    xp = array_module(x)
+    return xp.concatenate([x, xp.broadcast_to(x[-1:], (rows - x.shape[0],) + x.shape[1:])])
+
+
 def split_starts(call: CodegenJit, args: tuple, devices: Sequence[jax.Device], *, static: int, starts: int,
                  rows: Callable[[int], int], counted: bool, **keywords: Any) -> Any:
     """``call(*args, **keywords)`` on each device's share of the starts ``args[starts]``
@@ -97,9 +109,7 @@ def split_starts(call: CodegenJit, args: tuple, devices: Sequence[jax.Device], *
 
     def dynamic(device: jax.Device, part: Any) -> tuple[tuple, dict]:
         """The arguments of ``device``'s share that its compiled program takes."""
-        xp = np if isinstance(part, np.ndarray) else jnp  # NumPy compiles nothing
-        padded = xp.concatenate([part, xp.broadcast_to(part[-1:], (width - part.shape[0],) + part.shape[1:])])
-        given = args[static:starts] + (padded,) + args[starts + 1:]
+        given = args[static:starts] + (padded_rows(part, width),) + args[starts + 1:]
         count = {"count": np.asarray(part.shape[0], np.int32)} if counted else {}
         return jax.device_put((given, count), device)
 
@@ -132,4 +142,4 @@ def split_starts(call: CodegenJit, args: tuple, devices: Sequence[jax.Device], *
         *outs)
 
 
-__all__ = ["loaded_on", "split_starts"]
+__all__ = ["array_module", "loaded_on", "padded_rows", "split_starts"]
