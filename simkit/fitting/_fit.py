@@ -18,7 +18,7 @@ from ..params import check_key, merge_params, refuse_traced
 from ..model import ODEModel
 from ..sample import latin_hypercube
 from ..stencil.pde import PDEModel
-from .bounded import split_and_lanes
+from .bounded import as_array, split_and_lanes
 from .data import Dataset, check_observation
 from .drivers import BFGS, LBFGSB, AbstractDriver, BoundedLevenbergMarquardt, LevenbergMarquardt
 from .objective import AbstractLoss, as_loss
@@ -367,7 +367,7 @@ def fit(
                            unit="stages") as stages:
             stages.set_postfix_str(f"{len(points)} starts", refresh=False)
             thetas, iterations, evaluations, codes, costs, least_squares, at_bound = problem.run(
-                optimizer, jnp.asarray(points, dtype), max_iterations=limits["max_iterations"],
+                optimizer, as_array(points, dtype), max_iterations=limits["max_iterations"],
                 max_evaluations=limits["max_evaluations"], lanes=lanes, devices=split)
             costs = np.asarray(costs)
             finite = np.isfinite(costs)

@@ -19,6 +19,7 @@ from .._prepare import rtol_floor
 from .._solve import solve
 from ..model import ODEModel
 from ..status import Status
+from .bounded import as_array
 from .split import split_starts
 from .data import Dataset
 from .drivers import AbstractDriver, minimise
@@ -330,7 +331,8 @@ class Problem:
     def run(self, optimizer: AbstractDriver, starts, *, max_iterations: int, max_evaluations: int,
             lanes: int | None = None, devices: tuple | None = None) -> tuple:
         """`run_starts` of these starts; with ``devices``, split between them (`simkit.fitting.split`)."""
-        args = (self.program, optimizer, self.arrays, starts, jnp.asarray(max_iterations), jnp.asarray(max_evaluations))
+        args = (self.program, optimizer, self.arrays, as_array(starts), as_array(max_iterations),
+                as_array(max_evaluations))
         if devices:
             return split_starts(run_starts, args, devices, static=2, starts=3, rows=lambda share: share,
                                 counted=False, lanes=lanes)
