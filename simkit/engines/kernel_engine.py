@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 
 from .._codegen import codegen_jit, in_one_kernel_if_fits
@@ -16,10 +17,16 @@ from .record import EngineResult, nonfinite_saves
 
 
 def first_step(program: KernelProgram, args):
-    """The first step's size: ``args.dt0``, or when it is NaN Hairer's estimate."""
-    auto_dt0 = initial_step(program.rhs, args.t0, args.t1, args.y0, args.params, args.rtol, args.atol,
-                            program.solver.starting_order())
-    return jnp.where(jnp.isnan(args.dt0), auto_dt0, args.dt0)
+    """The first step's size: ``args.dt0``, or when it is NaN Hairer's estimate.
+
+    A constant to derivatives: a solve's derivative holds its step sizes fixed
+    (`simkit.kernels.autodiff`), so the estimate is made from the inputs' values only, and a
+    derivative's program carries no tangents of it (two right-hand sides fewer to trace and
+    compile with every direction)."""
+    t0, t1, y0, params, rtol, atol = jax.lax.stop_gradient((args.t0, args.t1, args.y0, args.params, args.rtol,
+                                                             args.atol))
+    auto_dt0 = initial_step(program.rhs, t0, t1, y0, params, rtol, atol, program.solver.starting_order())
+    return jnp.where(jnp.isnan(args.dt0), auto_dt0, jax.lax.stop_gradient(args.dt0))
 
 
 def _solve_arrays(program: KernelProgram, args) -> dict:
