@@ -363,7 +363,6 @@ class PetabProblem:
 
         if method is None:
             method = "least_squares" if self._residuals is not None else "lbfgsb"
-        x0, lower, upper = np.asarray(x0), np.asarray(lower), np.asarray(upper)  # (NumPy compiles nothing)
         if method == "least_squares":
             if self._residuals is None:
                 raise InputError("method='least_squares' needs normal noise on every observable and no Laplace "
